@@ -1,0 +1,43 @@
+# neurorun — set-up, runs, tests and benchmarks. `make install && make run` on a fresh machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU wheel of torch 2.13.0 lies on these machines' disk, so this is fast here. Elsewhere,
+# pick the build you want, e.g. `make install TORCH=torch` (latest, CUDA on Linux).
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test test-all lint bench bench-full clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/neurorun
+
+# pytest exits 5 when it collected nothing: that is a broken selection, not a green run.
+test: install
+	@$(PY) -m pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
+	exit $$rc
+
+test-all: install
+	@$(PY) -m pytest -q -m "slow or not slow"; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
+	exit $$rc
+
+lint: install
+	$(VENV)/bin/ruff check neurorun tests benchmarks
+
+bench: install
+	$(PY) -m benchmarks.run --quick
+
+bench-full: install
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
