@@ -1,0 +1,70 @@
+"""Time one ask + tell per algorithm at policy scale (D = 100,000, popsize 1,000, one core).
+
+    python benchmarks/bench_algorithms.py [--dim 100000] [--popsize 1000] [--repeats 5]
+
+Writes benchmarks/results/algorithms.json: per algorithm the median ms of ask, tell and both.
+Full-covariance algorithms (xnes, cmaes) refuse D = 100,000; they are timed at --full-dim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from neurorun.algorithms import ALGORITHMS, make_algorithm
+
+RESULTS = Path(__file__).parent / "results" / "algorithms.json"
+FULL_COVARIANCE = {"xnes", "cmaes"}
+SETTINGS = {
+    "pgpe": {"center_learning_rate": 0.1, "stdev_learning_rate": 0.1},
+    "cem": {"parenthood_ratio": 0.1},
+}
+
+
+def time_algorithm(name: str, dim: int, popsize: int, repeats: int) -> dict[str, float]:
+    algo = make_algorithm(name, solution_length=dim, popsize=popsize, seed=0, stdev_init=0.1,
+                          **SETTINGS.get(name, {}))
+    ask_ms, tell_ms = [], []
+    for _ in range(repeats + 1):  # the first round warms up allocations
+        start = time.perf_counter()
+        samples = algo.ask()
+        asked = time.perf_counter()
+        algo.tell(samples[:, :8].square().sum(dim=1))  # cheap stand-in fitness
+        ask_ms.append(1e3 * (asked - start))
+        tell_ms.append(1e3 * (time.perf_counter() - asked))
+        del samples
+    ask, tell = statistics.median(ask_ms[1:]), statistics.median(tell_ms[1:])
+    return {"dim": dim, "popsize": popsize, "ask_ms": round(ask, 2), "tell_ms": round(tell, 2),
+            "ask_tell_ms": round(ask + tell, 2)}
+
+
+def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dim", type=int, default=100_000)
+    parser.add_argument("--popsize", type=int, default=1_000)
+    parser.add_argument("--full-dim", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    results = {}
+    for name in ALGORITHMS:
+        dim = args.full_dim if name in FULL_COVARIANCE else args.dim
+        results[name] = time_algorithm(name, dim, args.popsize, args.repeats)
+        print(f"{name:10s} D={dim:>7d} popsize={args.popsize}: " + ", ".join(
+            f"{key} {value}" for key, value in results[name].items() if key.endswith("ms")))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    report = {"torch": torch.__version__, "threads": 1, "machine": platform.machine(),
+              "processor": platform.processor(), "results": results}
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Optimizers that turn an ascent gradient of the center into a step.
+
+ClipUp (Toklu et al. 2020): normalized gradient times the learning rate, heavy-ball momentum,
+and the velocity clipped to `max_speed`. Adam (Kingma & Ba 2015). SGD with momentum.
+Each keeps its state in tensors so `state_dict()` makes a resumed run bit-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from neurorun.algorithms.options import require_positive
+
+
+class Optimizer:
+    """Base class: `step(gradient) -> ascent step` plus its state."""
+
+    def __init__(self, length: int, device: torch.device, dtype: torch.dtype):
+        self._zeros = lambda: torch.zeros(length, device=device, dtype=dtype)
+
+    def step(self, gradient: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        return {k: (v.clone() if torch.is_tensor(v) else v) for k, v in vars(self).items()
+                if not k.startswith("_")}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        for key, value in state.items():
+            current = getattr(self, key)
+            setattr(self, key, value.to(current) if torch.is_tensor(current) else value)
+
+
+class ClipUp(Optimizer):
+    def __init__(self, length, device, dtype, *, lr: float, max_speed: float | None = None,
+                 momentum: float = 0.9):
+        super().__init__(length, device, dtype)
+        self.lr = float(lr)
+        self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
+        self.momentum = float(momentum)
+        require_positive("max_speed", self.max_speed)
+        _check_fraction("momentum", self.momentum)
+        self.velocity = self._zeros()
+
+    def step(self, gradient: torch.Tensor) -> torch.Tensor:
+        norm = torch.linalg.vector_norm(gradient)
+        direction = gradient / norm if float(norm) > 0 else torch.zeros_like(gradient)
+        velocity = self.momentum * self.velocity + self.lr * direction
+        speed = float(torch.linalg.vector_norm(velocity))
+        if speed > self.max_speed:
+            velocity = velocity * (self.max_speed / speed)
+        self.velocity = velocity
+        return velocity.clone()
+
+
+class Adam(Optimizer):
+    def __init__(self, length, device, dtype, *, lr: float, beta1: float = 0.9,
+                 beta2: float = 0.999, epsilon: float = 1e-8):
+        super().__init__(length, device, dtype)
+        self.lr, self.beta1, self.beta2, self.epsilon = float(lr), beta1, beta2, epsilon
+        _check_fraction("beta1", beta1)
+        _check_fraction("beta2", beta2)
+        self.m, self.v, self.t = self._zeros(), self._zeros(), 0
+
+    def step(self, gradient: torch.Tensor) -> torch.Tensor:
+        self.t += 1
+        self.m = self.beta1 * self.m + (1 - self.beta1) * gradient
+        self.v = self.beta2 * self.v + (1 - self.beta2) * gradient.square()
+        m_hat = self.m / (1 - self.beta1**self.t)
+        v_hat = self.v / (1 - self.beta2**self.t)
+        return self.lr * m_hat / (v_hat.sqrt() + self.epsilon)
+
+
+class SGD(Optimizer):
+    def __init__(self, length, device, dtype, *, lr: float, momentum: float = 0.9):
+        super().__init__(length, device, dtype)
+        self.lr, self.momentum = float(lr), float(momentum)
+        _check_fraction("momentum", self.momentum)
+        self.velocity = self._zeros()
+
+    def step(self, gradient: torch.Tensor) -> torch.Tensor:
+        self.velocity = self.momentum * self.velocity + gradient
+        return self.lr * self.velocity
+
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {"clipup": ClipUp, "adam": Adam, "sgd": SGD}
+
+
+def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: float,
+                   length: int, device: torch.device, dtype: torch.dtype) -> Optimizer | None:
+    """The named optimizer for a (length,) center, or None for plain `lr * gradient` steps."""
+    if name is None:
+        return None
+    if name not in OPTIMIZERS:
+        raise ValueError(
+            f"optimizer={name!r}; expected one of {sorted(OPTIMIZERS)} or null. "
+            "Fix: pick one of those (null means plain steps of center_learning_rate)."
+        )
+    try:
+        return OPTIMIZERS[name](length, device, dtype, lr=lr, **dict(config or {}))
+    except TypeError as error:
+        raise ValueError(
+            f"optimizer_config={dict(config or {})!r} does not fit optimizer {name!r}: {error}. "
+            "Fix: use only that optimizer's settings."
+        ) from None
+
+
+def _check_fraction(name: str, value: float) -> None:
+    if not 0 <= value < 1:
+        raise ValueError(f"{name}={value!r}; expected a value in [0, 1). Fix: set 0 <= {name} < 1.")

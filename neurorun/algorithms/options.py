@@ -1,0 +1,167 @@
+"""Option groups shared by the algorithms, and turning flat keyword options into them.
+
+Configs and `make_algorithm` pass options as one flat mapping (`stdev_init=0.1,
+center_learning_rate=0.5, ...`); each algorithm declares an options dataclass whose fields
+are either plain options or one of the groups below, and `options_from_flat` fills it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Vector = float | list[float] | tuple[float, ...] | torch.Tensor
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """Where the search distribution starts."""
+
+    center_init: Vector | None = None  # None: the origin
+    stdev_init: Vector | None = None  # exclusive with radius_init
+    radius_init: float | None = None  # radius r means stdev r / sqrt(D)
+
+
+@dataclass(frozen=True)
+class StdevLimits:
+    """Bounds on the standard deviation after each update."""
+
+    stdev_min: Vector | None = None
+    stdev_max: Vector | None = None
+    stdev_max_change: Vector | None = None  # largest relative change per generation, in (0, 1)
+
+
+@dataclass(frozen=True)
+class AdaptivePopsize:
+    """Adaptive population size (Salimans et al. 2017; Toklu et al. 2020)."""
+
+    num_interactions: int | None = None  # keep asking until a generation made this many
+    popsize_max: int | None = None  # ... or reached this many solutions
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How gradients are shaped and followed."""
+
+    center_learning_rate: float | None = None
+    stdev_learning_rate: float | None = None
+    optimizer: str | None = None  # "clipup", "adam", "sgd" or None for plain steps
+    optimizer_config: Mapping[str, Any] | None = None  # e.g. {"max_speed": 0.3}
+    ranking_method: str | None = None  # see ranking.RANKINGS
+
+
+def group(cls: type, **defaults: Any) -> Any:
+    """A dataclass field holding the option group `cls`, with algorithm-specific defaults."""
+    return field(default_factory=lambda: cls(**defaults), metadata={"group": cls})
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Options every algorithm has; each algorithm's options dataclass extends this."""
+
+    start: StartOptions = group(StartOptions)
+    adaptive: AdaptivePopsize = group(AdaptivePopsize)
+
+
+def options_from_flat(options_cls: type, flat: Mapping[str, Any]) -> Any:
+    """Build `options_cls` from flat keyword options, routing each key to its group.
+
+    Raises:
+        ValueError: for a key no field of `options_cls` (or of its groups) accepts.
+    """
+    remaining = dict(flat)
+    values: dict[str, Any] = {}
+    for option in dataclasses.fields(options_cls):
+        group_cls = option.metadata.get("group")
+        if group_cls is None:
+            if option.name in remaining:
+                values[option.name] = remaining.pop(option.name)
+            continue
+        group_keys = {f.name for f in dataclasses.fields(group_cls)}
+        given = {k: remaining.pop(k) for k in list(remaining) if k in group_keys}
+        values[option.name] = dataclasses.replace(option.default_factory(), **given)
+    if remaining:
+        raise ValueError(_unknown_options_message(options_cls, remaining))
+    return options_cls(**values)
+
+
+def option_names(options_cls: type) -> list[str]:
+    """Every flat option name `options_cls` accepts."""
+    names = []
+    for option in dataclasses.fields(options_cls):
+        group_cls = option.metadata.get("group")
+        if group_cls is None:
+            names.append(option.name)
+        else:
+            names.extend(f.name for f in dataclasses.fields(group_cls))
+    return names
+
+
+def _unknown_options_message(options_cls: type, unknown: Mapping[str, Any]) -> str:
+    known = option_names(options_cls)
+    parts = []
+    for key, value in unknown.items():
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{key}={value!r}{hint}")
+    return (
+        f"unknown option(s) {', '.join(parts)} for {options_cls.__name__}; "
+        f"expected one of {sorted(known)}. Fix: remove or rename them."
+    )
+
+
+def as_vector(
+    value: Vector, name: str, length: int, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
+    """A scalar or length-`length` sequence as a (length,) tensor."""
+    tensor = torch.as_tensor(value, dtype=dtype, device=device)
+    if tensor.ndim == 0:
+        return tensor.expand(length).clone()
+    if tensor.shape != (length,):
+        raise ValueError(
+            f"{name} has shape {tuple(tensor.shape)}; expected a scalar or shape ({length},) "
+            f"(the solution length). Fix: give one value or one per parameter."
+        )
+    return tensor.clone()
+
+
+def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
+    """The (D,) initial standard deviation from `stdev_init` xor `radius_init`."""
+    if (start.stdev_init is None) == (start.radius_init is None):
+        raise ValueError(
+            f"got stdev_init={start.stdev_init!r} and radius_init={start.radius_init!r}; "
+            "expected exactly one of them. Fix: set stdev_init (per-parameter stdev) or "
+            "radius_init (stdev = radius / sqrt(D)), not both and not neither."
+        )
+    if start.radius_init is not None:
+        radius = float(start.radius_init)
+        require_positive("radius_init", radius)
+        stdev = as_vector(radius / math.sqrt(length), "radius_init", length, device, dtype)
+    else:
+        stdev = as_vector(start.stdev_init, "stdev_init", length, device, dtype)
+    if not bool(torch.all(stdev > 0)):
+        raise ValueError(
+            f"stdev_init={start.stdev_init!r} has non-positive entries; expected values > 0. "
+            "Fix: give a positive standard deviation."
+        )
+    return stdev
+
+
+def require_positive(name: str, value: float | None) -> None:
+    """Raise a ValueError unless `value` is a finite number > 0."""
+    if value is None or not math.isfinite(float(value)) or float(value) <= 0:
+        raise ValueError(f"{name}={value!r}; expected a finite number > 0. Fix: set {name} > 0.")
+
+
+def require_count(name: str, value: int | None, *, allow_none: bool = True) -> None:
+    """Raise a ValueError unless `value` is a positive int (or None when allowed)."""
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r}; expected an integer >= 1. Fix: set {name} >= 1.")

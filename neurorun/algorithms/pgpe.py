@@ -1,0 +1,38 @@
+"""PGPE: policy gradients with parameter-based exploration (Sehnke et al. 2010).
+
+Defaults follow the ClipUp paper (Toklu et al. 2020): symmetric (mirrored) sampling, centered
+ranking, ClipUp with max_speed = 2 x center_learning_rate, stdev_max_change = 0.2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neurorun.algorithms.distributions import SeparableGaussian, SymmetricSeparableGaussian
+from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
+from neurorun.algorithms.options import SearchOptions, StdevLimits, StepOptions, group
+
+
+@dataclass(frozen=True)
+class PGPEOptions(SearchOptions):
+    step: StepOptions = group(StepOptions, optimizer="clipup", ranking_method="centered")
+    limits: StdevLimits = group(StdevLimits, stdev_max_change=0.2)
+    symmetric: bool = True  # mirrored pairs; popsize must then be even
+
+
+class PGPE(GaussianSearchAlgorithm):
+    name = "pgpe"
+    Options = PGPEOptions
+
+    def __init__(self, solution_length: int, **kwargs):
+        super().__init__(solution_length, **kwargs)
+        if self.options.symmetric and self.popsize % 2:
+            raise ValueError(
+                f"popsize={self.popsize} with symmetric=True; expected an even popsize "
+                "(solutions come in mirrored pairs). Fix: use an even popsize "
+                f"(e.g. {self.popsize + 1}) or symmetric=False."
+            )
+
+    def _make_distribution(self, center, stdev):
+        kind = SymmetricSeparableGaussian if self.options.symmetric else SeparableGaussian
+        return kind(center, stdev)

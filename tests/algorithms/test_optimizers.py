@@ -1,0 +1,72 @@
+"""Optimizer steps against hand arithmetic and torch.optim."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from neurorun.algorithms.optimizers import SGD, Adam, ClipUp, make_optimizer
+
+CPU = torch.device("cpu")
+
+
+def _clipup(**kwargs):
+    return ClipUp(2, CPU, torch.float64, **kwargs)
+
+
+def test_clipup_steps_by_hand():
+    opt = _clipup(lr=0.1)  # max_speed defaults to 2 * lr = 0.2, momentum 0.9
+    assert opt.max_speed == pytest.approx(0.2)
+    step1 = opt.step(torch.tensor([3.0, 4.0], dtype=torch.float64))
+    np.testing.assert_allclose(step1, [0.06, 0.08])  # 0.1 * [3, 4] / 5
+    step2 = opt.step(torch.tensor([0.0, 2.0], dtype=torch.float64))
+    np.testing.assert_allclose(step2, [0.054, 0.172])  # 0.9 * [0.06, 0.08] + [0, 0.1]
+    step3 = opt.step(torch.tensor([0.0, 2.0], dtype=torch.float64))
+    unclipped = [0.9 * 0.054, 0.9 * 0.172 + 0.1]  # norm 0.2594 > 0.2: scaled to 0.2
+    norm = math.hypot(*unclipped)
+    np.testing.assert_allclose(step3, [0.2 * u / norm for u in unclipped])
+    assert float(torch.linalg.vector_norm(opt.velocity)) == pytest.approx(0.2)
+
+
+def test_clipup_zero_gradient_only_decays_velocity():
+    opt = _clipup(lr=0.1, max_speed=1.0, momentum=0.5)
+    opt.step(torch.tensor([1.0, 0.0], dtype=torch.float64))
+    np.testing.assert_allclose(opt.step(torch.zeros(2, dtype=torch.float64)), [0.05, 0.0])
+
+
+def _torch_ascent(optimizer_cls, gradients, **kwargs):
+    """Steps torch.optim takes when minimizing -gradient (our optimizers ascend)."""
+    param = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    optimizer = optimizer_cls([param], **kwargs)
+    steps, before = [], param.detach().clone()
+    for gradient in gradients:
+        param.grad = -gradient
+        optimizer.step()
+        steps.append(param.detach() - before)
+        before = param.detach().clone()
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs", "kwargs"),
+    [(Adam, torch.optim.Adam, {"lr": 0.01}), (SGD, torch.optim.SGD, {"lr": 0.1, "momentum": 0.9})],
+)
+def test_adam_and_sgd_match_torch_optim(ours, theirs, kwargs):
+    gen = torch.Generator().manual_seed(0)
+    gradients = [torch.randn(3, generator=gen, dtype=torch.float64) for _ in range(5)]
+    opt = ours(3, CPU, torch.float64, **kwargs)
+    for ours_step, torch_step in zip(
+        [opt.step(g) for g in gradients], _torch_ascent(theirs, gradients, **kwargs), strict=True
+    ):
+        np.testing.assert_allclose(ours_step, torch_step, rtol=1e-10, atol=1e-12)
+
+
+def test_make_optimizer_none_and_errors():
+    assert make_optimizer(None, None, lr=0.1, length=2, device=CPU, dtype=torch.float32) is None
+    with pytest.raises(ValueError, match=r"optimizer='rmsprop'.*Fix"):
+        make_optimizer("rmsprop", None, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"optimizer_config=\{'speed': 1\}.*Fix"):
+        make_optimizer("clipup", {"speed": 1}, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"momentum=1.5.*Fix"):
+        make_optimizer("sgd", {"momentum": 1.5}, lr=0.1, length=2, device=CPU, dtype=torch.float32)

@@ -1,0 +1,74 @@
+"""Bad input is refused with a ValueError naming the option, the value and the fix."""
+
+import pytest
+
+from neurorun.algorithms import ALGORITHMS
+
+NAMES = sorted(ALGORITHMS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_both_stdev_init_and_radius_init(name, build):
+    with pytest.raises(ValueError, match=r"stdev_init=1.0 and radius_init=2.0.*exactly one.*Fix"):
+        build(name, radius_init=2.0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_neither_stdev_init_nor_radius_init(name, build):
+    with pytest.raises(ValueError, match=r"stdev_init=None and radius_init=None.*Fix"):
+        build(name, stdev_init=None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_popsize_and_stdev(name, build):
+    with pytest.raises(ValueError, match=r"popsize=0.*Fix"):
+        build(name, popsize=0)
+    with pytest.raises(ValueError, match=r"stdev_init=-1.0.*Fix"):
+        build(name, stdev_init=-1.0)
+    with pytest.raises(ValueError, match=r"center_init has shape \(3,\).*Fix"):
+        build(name, center_init=[1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"objective_sense='maximize'.*Fix"):
+        build(name, objective_sense="maximize")
+
+
+def test_odd_popsize_with_symmetric_pgpe(build):
+    with pytest.raises(ValueError, match=r"popsize=7 with symmetric=True.*even.*Fix"):
+        build("pgpe", popsize=7)
+    assert build("pgpe", popsize=7, symmetric=False).ask().shape == (7, 5)
+    with pytest.raises(ValueError, match=r"popsize=3 with symmetric sampling.*Fix"):
+        build("pgpe").ask(3)
+
+
+@pytest.mark.parametrize("ratio", [0.0, 1.0, 1.5, -0.1, None])
+def test_parenthood_ratio_outside_unit_interval(ratio, build):
+    with pytest.raises(ValueError, match=rf"parenthood_ratio={ratio}.*\(0, 1\).*Fix"):
+        build("cem", parenthood_ratio=ratio)
+
+
+def test_too_few_parents(build):
+    with pytest.raises(ValueError, match=r"parenthood_ratio=0.1 with popsize=10.*Fix"):
+        build("cem", parenthood_ratio=0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value"),
+    [("pgpe", "center_learning_rate", 0.0), ("pgpe", "stdev_learning_rate", -0.1),
+     ("pgpe", "center_learning_rate", None), ("snes", "center_learning_rate", 0.0),
+     ("snes", "stdev_learning_rate", -1.0), ("xnes", "center_learning_rate", -2.0)],
+)
+def test_non_positive_learning_rates(name, option, value, build):
+    with pytest.raises(ValueError, match=rf"{option}={value}; expected a finite number > 0.*Fix"):
+        build(name, **{option: value})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"stdev_max_change": 1.5}, r"stdev_max_change=1.5.*\(0, 1\)"),
+     ({"stdev_min": 2.0, "stdev_max": 1.0}, r"stdev_min=2.0 exceeds stdev_max=1.0"),
+     ({"ranking_method": "best"}, r"ranking_method='best'"),
+     ({"optimizer": "lion"}, r"optimizer='lion'"),
+     ({"num_interactions": 0}, r"num_interactions=0")],
+)
+def test_bad_step_options(options, message, build):
+    with pytest.raises(ValueError, match=message + ".*Fix"):
+        build("pgpe", **options)

@@ -1,0 +1,132 @@
+"""The ask/tell contract, parametrized over every registered algorithm."""
+
+import io
+
+import pytest
+import torch
+
+from neurorun.algorithms import ALGORITHMS, make_algorithm
+
+from .conftest import sphere
+
+NAMES = sorted(ALGORITHMS)
+
+
+def test_registry_names():
+    assert set(ALGORITHMS) == {"pgpe", "cem", "snes", "xnes", "cmaes", "sep_cmaes"}
+    assert all(cls.name == name for name, cls in ALGORITHMS.items())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ask_shape_dtype_and_status(name, build):
+    algo = build(name, dtype=torch.float64, popsize=6)
+    samples = algo.ask()
+    assert samples.shape == (6, 5) and samples.dtype == torch.float64
+    assert algo.center.shape == (5,)
+    status = algo.tell(sphere(samples))
+    assert status["popsize"] == 6 and status["generation"] == 1
+    assert status["mean_eval"] == pytest.approx(float(sphere(samples).mean()))
+    assert status["stdev_mean"] > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_adaptive_popsize_takes_fitness_of_all_pending(name, build):
+    algo = build(name, popsize=4, num_interactions=100, popsize_max=12)
+    assert (algo.num_interactions, algo.popsize_max) == (100, 12)
+    batches = [algo.ask(), algo.ask(), algo.ask(4)]
+    fitness = sphere(torch.cat(batches))
+    with pytest.raises(ValueError, match="fitness has 8 values; expected 12"):
+        algo.tell(fitness[:8])
+    algo.tell(fitness)  # the refused tell left the pending samples in place
+    assert algo.status["popsize"] == 12
+    assert algo.status["mean_eval"] == pytest.approx(float(fitness.mean()))
+
+
+def _run(algo, generations):
+    for _ in range(generations):
+        algo.tell(sphere(algo.ask()))
+    return algo.ask()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_dict_round_trip_continues_bit_for_bit(name, build):
+    original = build(name, seed=7)
+    pending = _run(original, 3)  # saved mid-generation: the pending samples travel too
+    buffer = io.BytesIO()
+    torch.save(original.state_dict(), buffer)
+    original.tell(sphere(pending))
+    continued = _run(original, 3)
+    restored = build(name, seed=123)
+    buffer.seek(0)
+    restored.load_state_dict(torch.load(buffer, weights_only=True))
+    restored.tell(sphere(pending))
+    assert torch.equal(_run(restored, 3), continued)
+    assert torch.equal(restored.center, original.center)
+    assert restored.status == original.status
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_same_seed_same_run_and_min_equals_max_of_negated(name, build):
+    maximizer = build(name, seed=3)
+    minimizer = build(name, seed=3, objective_sense="min")
+    for _ in range(3):
+        maximizer.tell(-sphere(maximizer.ask()))
+        minimizer.tell(sphere(minimizer.ask()))
+    assert torch.equal(maximizer.center, minimizer.center)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nan_fitness_is_refused(name, build):
+    algo = build(name)
+    fitness = sphere(algo.ask())
+    fitness[2] = float("nan")
+    with pytest.raises(ValueError, match=r"NaN at indices \[2\].*Fix"):
+        algo.tell(fitness)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_radius_init_means_stdev_over_sqrt_d(name, build):
+    algo = build(name, solution_length=16, stdev_init=None, radius_init=2.0)
+    assert algo.status["stdev_mean"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unknown_option_suggests_the_closest(name, build):
+    with pytest.raises(ValueError, match=r"stdev_inti=0.5 \(did you mean 'stdev_init'\?\)"):
+        build(name, stdev_inti=0.5)
+
+
+@pytest.mark.parametrize("name", sorted(set(NAMES) - {"cmaes", "sep_cmaes"}))
+def test_distributed_halves_equal_tell(name, build):
+    local, remote = build(name, seed=5), build(name, seed=5)
+    samples = local.ask()
+    remote.ask()
+    fitness = sphere(samples)
+    center_before = remote.center.clone()
+    gradients = remote.compute_gradients(samples, fitness)
+    assert torch.equal(remote.center, center_before)  # computing gradients changes nothing
+    remote._pending.clear()
+    remote.apply_gradients(gradients)
+    local.tell(fitness)
+    assert torch.equal(remote.center, local.center)
+    assert torch.equal(remote.stdev, local.stdev)
+
+
+@pytest.mark.parametrize("name", ["cmaes", "sep_cmaes"])
+def test_cmaes_refuses_distributed_mode(name, build):
+    algo = build(name)
+    samples = algo.ask()
+    with pytest.raises(ValueError, match="no distributed mode.*Fix"):
+        algo.compute_gradients(samples, sphere(samples))
+    with pytest.raises(ValueError, match="no distributed mode"):
+        algo.apply_gradients({})
+
+
+def test_unknown_algorithm_suggests_a_name():
+    with pytest.raises(ValueError, match=r"'pgep' is unknown.*'pgpe'"):
+        make_algorithm("pgep", solution_length=3)
+
+
+def test_tell_before_ask_is_refused(build):
+    with pytest.raises(ValueError, match="call ask"):
+        build("snes").tell(torch.zeros(3))
