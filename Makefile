@@ -34,10 +34,10 @@ lint: install
 	$(VENV)/bin/ruff check neurorun tests benchmarks
 
 bench: install
-	$(PY) -m benchmarks.run --quick
+	$(PY) benchmarks/run.py
 
 bench-full: install
-	$(PY) -m benchmarks.run
+	$(PY) benchmarks/run.py --full
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,113 @@
+"""Run every benchmark, then write benchmarks/results/SUMMARY.md and its table into README.md.
+
+    python benchmarks/run.py [--full]
+
+Each `bench_*.py` runs in its own process (thread settings and imports do not leak between
+them) and writes its JSON to benchmarks/results/. `--full` passes `--full` to those that
+have a longer mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+README = HERE.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+# script, extra arguments with --full
+SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"])]
+
+
+def run_scripts(full: bool) -> None:
+    for script, full_args in SCRIPTS:
+        print(f"== {script}", flush=True)
+        args = full_args if full else []
+        subprocess.run([sys.executable, str(HERE / script), *args], check=True)
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def algorithms_table(report: dict) -> list[str]:
+    lines = ["| algorithm | D | popsize | ask ms | tell ms | ask+tell ms |",
+             "|---|---|---|---|---|---|"]
+    for name, r in report["results"].items():
+        lines.append(f"| {name} | {r['dim']:,} | {r['popsize']:,} | {r['ask_ms']} | "
+                     f"{r['tell_ms']} | {r['ask_tell_ms']} |")
+    return lines
+
+
+def nets_table(r: dict) -> list[str]:
+    return [
+        "| policies | network | batched step ms | loop over modules ms | speedup |",
+        "|---|---|---|---|---|",
+        f"| {r['popsize']:,} | `{r['network']}` ({r['obs_length']} → {r['act_length']}) | "
+        f"{r['batched_step_ms']} | {r['loop_ms']} | {r['speedup']}× |",
+    ]
+
+
+def eval_table(report: dict) -> list[str]:
+    lines = ["| env | popsize | raw env steps/s | evaluation env steps/s | eval ÷ raw | "
+             "neurorun µs per vector step |", "|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        lines.append(f"| {r['env']} | {r['popsize']} | {r['raw_env_steps_per_s']:,} | "
+                     f"{r['eval_env_steps_per_s']:,} | {r['ratio']} | "
+                     f"{r['overhead_us_per_vector_step']} |")
+    return lines
+
+
+def summary() -> str:
+    date = dt.date.today().isoformat()
+    machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, {_cores()} cores"
+    parts = [f"Measured {date} on {machine} with `make bench`.", ""]
+    for title, name, table in [
+        ("One ask + tell (one CPU thread)", "algorithms.json", algorithms_table),
+        ("Batched policy forward (CPU)", "nets.json", nets_table),
+        ("Evaluation against the raw simulator (one process, one thread)", "eval.json",
+         eval_table),
+    ]:
+        report = _load(name)
+        if report is not None:
+            parts += [f"**{title}**", "", *table(report), ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def write_summary() -> None:
+    text = summary()
+    (RESULTS / "SUMMARY.md").write_text(text)
+    readme = README.read_text()
+    if START in readme and END in readme:
+        head, rest = readme.split(START, 1)
+        tail = rest.split(END, 1)[1]
+        README.write_text(f"{head}{START}\n{text}{END}{tail}")
+    print(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the longer benchmark set")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="only rebuild SUMMARY.md and README from existing results")
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if not args.summary_only:
+        run_scripts(args.full)
+    write_summary()
+
+
+if __name__ == "__main__":
+    main()
