@@ -1,0 +1,132 @@
+"""Evaluation throughput against the raw simulator (``make bench``).
+
+For each case, in one process: the raw vector env (the same one the evaluator builds, same
+number of envs) stepped with pre-sampled random actions and no policy, and
+``Problem.evaluate`` on a population of that size (observation normalization on), in
+alternating rounds of equal vector-step counts. Reported per case (medians over rounds):
+
+- ``raw_env_steps_per_s``: env steps per second of the raw vector env;
+- ``eval_env_steps_per_s``: env steps per second during evaluation (vector steps x envs,
+  finished envs included: what the simulator did), and ``ratio`` = eval / raw;
+- ``eval_interactions_per_s``: counted interactions per second (finished envs excluded);
+- ``overhead_us_per_vector_step``: evaluation time per vector step minus the raw one:
+  neurorun's own cost (policy, obs-norm, bookkeeping).
+
+Targets: ratio >= 0.9 for simulator-bound envs (HalfCheetah, LunarLanderContinuous) and
+overhead <= 100 us for microsecond envs (CartPole, Pendulum) at popsize 256. Writes
+benchmarks/results/eval.json. ``--full`` adds Humanoid-v5 and brax inverted_pendulum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from neurorun.envs.gym_env import make_gym_vector_env
+from neurorun.problems import make_problem
+
+LINEAR = "Linear(obs_length, act_length)"
+HIDDEN = "Linear(obs_length, 16) >> Tanh() >> Linear(16, act_length)"
+RESULTS = Path(__file__).resolve().parent / "results" / "eval.json"
+CASES = [  # env, popsize, episode_length (short episodes: more rounds), network
+    ("CartPole-v1", 256, None, LINEAR),
+    ("CartPole-v1", 256, None, HIDDEN),
+    ("Pendulum-v1", 256, None, HIDDEN),
+    ("LunarLanderContinuous-v3", 64, 150, HIDDEN),
+    ("HalfCheetah-v5", 64, 100, HIDDEN),
+]
+FULL_CASES = [("Humanoid-v5", 64, 100, HIDDEN), ("brax::inverted_pendulum", 64, 200, HIDDEN)]
+
+
+def _raw_env(env_id: str, num_envs: int, episode_length: int | None) -> tuple[Any, list]:
+    """The vector env the evaluator builds, with 32 pre-sampled random action batches."""
+    if env_id.startswith("brax::"):
+        from neurorun.envs import make_env
+
+        env = make_env(env_id, num_envs, seed=0, episode_length=episode_length)
+        size = env.single_action_space.shape[0]
+        return env, [torch.rand(num_envs, size) * 2 - 1 for _ in range(32)]
+    env = make_gym_vector_env(env_id, num_envs, episode_length=episode_length)
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    return env, [env.action_space.sample() for _ in range(32)]
+
+
+def _time_raw(env: Any, actions: list, steps: int) -> float:
+    """Seconds per vector step over ``steps`` random-action steps."""
+    started = time.perf_counter()
+    for k in range(steps):
+        env.step(actions[k % 32])
+    return (time.perf_counter() - started) / steps
+
+
+def bench_case(env_id: str, popsize: int, episode_length: int | None, network: str,
+               min_seconds: float) -> dict:
+    """Alternates raw blocks and evaluations (same number of vector steps) so that load
+    changes on a shared machine hit both sides; reports medians over the rounds."""
+    problem = make_problem(env_id, network, observation_normalization=True,
+                           episode_length=episode_length, seed=0)
+    params = 0.3 * torch.randn(popsize, problem.solution_length,
+                               generator=torch.Generator().manual_seed(0))
+    problem.evaluate(params)  # builds the env (compiles, for brax), fills the obs stats
+    env, actions = _raw_env(env_id, popsize, episode_length)
+    _time_raw(env, actions, 20)
+    raw, evals, interactions, steps, spent = [], [], 0, 0, 0.0
+    while spent < min_seconds or len(evals) < 3:
+        started = time.perf_counter()
+        problem.evaluate(params)
+        seconds = time.perf_counter() - started
+        vector_steps = problem.last_stats["num_vector_steps"]
+        evals.append(seconds / vector_steps)
+        raw.append(_time_raw(env, actions, vector_steps))
+        interactions += problem.last_stats["num_interactions"]
+        steps += vector_steps
+        spent += seconds
+    env.close()
+    problem.close()
+    raw_step, eval_step = float(np.median(raw)), float(np.median(evals))
+    return {
+        "env": env_id, "popsize": popsize, "network": network,
+        "episode_length": episode_length, "rounds": len(evals), "vector_steps": steps,
+        "raw_env_steps_per_s": round(popsize / raw_step),
+        "eval_env_steps_per_s": round(popsize / eval_step),
+        "eval_interactions_per_s": round(interactions / spent),
+        "ratio": round(raw_step / eval_step, 3),
+        "ratio_per_round_median": round(float(np.median(np.divide(raw, evals))), 3),
+        "raw_us_per_vector_step": round(raw_step * 1e6, 1),
+        "eval_us_per_vector_step": round(eval_step * 1e6, 1),
+        "overhead_us_per_vector_step": round((eval_step - raw_step) * 1e6, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=12.0,
+                        help="minimum seconds of evaluation per case")
+    parser.add_argument("--full", action="store_true", help="add Humanoid-v5 and brax")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    cases = CASES + (FULL_CASES if args.full else [])
+    results = []
+    for env_id, popsize, episode_length, network in cases:
+        result = bench_case(env_id, popsize, episode_length, network, args.seconds)
+        print(json.dumps(result))
+        results.append(result)
+    report = {"machine": platform.platform(), "cpus": os.cpu_count(),
+              "torch": torch.__version__, "numpy": np.__version__, "cases": results}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()

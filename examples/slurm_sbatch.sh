@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Run one neurorun experiment per SLURM array task: a seed sweep without a Hydra launcher.
+#
+#   sbatch examples/slurm_sbatch.sh                      # 5 seeds of the default experiment
+#   sbatch --array=0-9 examples/slurm_sbatch.sh experiment=lunarlander_continuous
+#
+# Each task writes its own run folder runs/<env>/<algo>/<date>_<time>_s<seed>/ and can be
+# continued after a preemption with `neurorun resume=<that folder>` (see the requeue below).
+#SBATCH --job-name=neurorun
+#SBATCH --array=0-4
+#SBATCH --cpus-per-task=8
+#SBATCH --mem=16G
+#SBATCH --time=04:00:00
+#SBATCH --output=slurm-%A_%a.out
+#SBATCH --signal=B:USR1@120
+#SBATCH --requeue
+
+set -euo pipefail
+cd "${SLURM_SUBMIT_DIR:-$PWD}"
+source .venv/bin/activate  # or: module load python; conda activate neurorun
+
+SEED="${SLURM_ARRAY_TASK_ID:-0}"
+# One folder per array task, fixed up front so that a requeued task resumes the same run.
+RUN_DIR="runs/slurm/${SLURM_ARRAY_JOB_ID:-local}_${SEED}"
+
+# Requeue on the time-limit warning: the next start resumes from the last checkpoint.
+trap 'scontrol requeue "${SLURM_JOB_ID}"' USR1
+
+if [[ -f "${RUN_DIR}/checkpoints/state.pt" ]]; then
+  # resume continues in place; overrides still apply on top of the saved config.
+  srun neurorun resume="${RUN_DIR}" logger.console.plain=true &
+else
+  # Cluster logs are not terminals: plain mode prints one line per generation.
+  srun neurorun seed="${SEED}" hydra.run.dir="${RUN_DIR}" logger.console.plain=true "$@" &
+fi
+wait
+
+# TODO(ray issue): multi-node runs — start a ray head on the first node and workers on the
+# others (`ray start --head` / `ray start --address=...` via srun), then run
+# `neurorun parallel=ray parallel.address=auto ...` on the head node.

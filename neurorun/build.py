@@ -1,0 +1,147 @@
+"""Checking a run's config and building its parts (problem, algorithm, evaluator).
+
+Everything here runs before any environment steps, so a bad config stops the run with one
+`ConfigError` that names the key, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from neurorun.seeding import derive_seed
+
+_PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
+
+
+class ConfigError(ValueError):
+    """An invalid config: the message names the key, the value and the fix."""
+
+
+def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool) -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        fix = f"{key}=<integer >= {minimum}>" + (f" or {key}=null" if optional else "")
+        raise ConfigError(f"{key}={value!r}: expected an integer >= {minimum}. Fix: {fix}.")
+
+
+def _number(cfg: DictConfig, key: str, *, positive: bool) -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        kind = "a number > 0" if positive else "a finite number"
+        raise ConfigError(f"{key}={value!r}: expected {kind} or null. Fix: {key}=<{kind}>.")
+
+
+def _algo_error(cfg: DictConfig, error: Exception) -> ConfigError:
+    """The algorithm's message, with its option names written as config keys (algo.x)."""
+    message = str(error)
+    for key in sorted(cfg.algo, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w.]){re.escape(str(key))}=", f"algo.{key}=", message)
+    return ConfigError(f"algo={cfg.algo.name}: {message}")
+
+
+def _algo_options(cfg: DictConfig) -> dict[str, Any]:
+    """`algo.*` as keyword options (null passes as None: the YAML states every default)."""
+    options = OmegaConf.to_container(cfg.algo, resolve=True)
+    for key in ("name", "popsize"):
+        options.pop(key, None)
+    return options
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Check the config without building any environment.
+
+    Raises:
+        ConfigError: naming the key, the value and the fix.
+    """
+    from neurorun.algorithms import ALGORITHMS, make_algorithm
+
+    _count(cfg, "seed", minimum=0, optional=False)
+    for key in ("generations", "max_interactions"):
+        _count(cfg, key, minimum=1, optional=True)
+    _count(cfg, "eval_every", minimum=0, optional=False)
+    _count(cfg, "eval_episodes", minimum=1, optional=False)
+    _count(cfg, "checkpoint_every", minimum=0, optional=False)
+    _number(cfg, "max_time", positive=True)
+    _number(cfg, "target_score", positive=False)
+    if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):
+        raise ConfigError("generations, max_interactions and max_time are all null: the run "
+                          "would never stop. Fix: set one, e.g. generations=100.")
+    if cfg.target_score is not None and cfg.eval_every == 0:
+        raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
+                          "eval_every=0. Fix: eval_every=1 (or target_score=null).")
+    name = cfg.algo.get("name")
+    if name not in ALGORITHMS:
+        raise ConfigError(f"algo.name={name!r}: expected one of {sorted(ALGORITHMS)}. "
+                          f"Fix: algo=<one of them>.")
+    _count(cfg, "algo.popsize", minimum=1, optional=True)
+    try:  # the algorithm checks its own options; a small probe length keeps this instant
+        make_algorithm(name, solution_length=_PROBE_LENGTH, popsize=cfg.algo.popsize, seed=0,
+                       **_algo_options(cfg))
+    except (ValueError, TypeError) as error:
+        raise _algo_error(cfg, error) from error
+
+
+def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """The keywords of `make_problem` for this config (also what ray actors rebuild it from)."""
+    return {"env": cfg.env.id, "network": cfg.network.spec,
+            "network_args": OmegaConf.to_container(cfg.network.network_args, resolve=True),
+            "env_config": OmegaConf.to_container(cfg.env.env_config, resolve=True),
+            "seed": derive_seed(int(cfg.seed), "problem"),
+            **OmegaConf.to_container(cfg.problem, resolve=True)}
+
+
+def build_parts(cfg: DictConfig) -> tuple[Any, Any]:
+    """The problem (no environment is started yet) and the algorithm sized for it."""
+    from neurorun.algorithms import make_algorithm
+    from neurorun.envs import UnknownEnvError
+    from neurorun.nets import NetworkParseError
+    from neurorun.problems import make_problem
+
+    seed = int(cfg.seed)
+    try:
+        problem = make_problem(**problem_kwargs(cfg))
+    except UnknownEnvError as error:
+        raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
+    except NetworkParseError as error:
+        raise ConfigError(f"network.spec={cfg.network.spec!r}: {error}") from error
+    except (ValueError, TypeError, ImportError) as error:
+        raise ConfigError(f"env={cfg.env.id} / problem: {error}") from error
+    options = _algo_options(cfg)
+    if options.get("center_init") is None:
+        generator = torch.Generator().manual_seed(derive_seed(seed, "center_init"))
+        options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
+    try:
+        algorithm = make_algorithm(cfg.algo.name, solution_length=problem.solution_length,
+                                   popsize=cfg.algo.popsize, device=problem.device,
+                                   seed=derive_seed(seed, "algorithm"), **options)
+    except (ValueError, TypeError) as error:
+        problem.close()
+        raise _algo_error(cfg, error) from error
+    return problem, algorithm
+
+
+def make_evaluator(cfg: DictConfig, problem: Any) -> Any:
+    """What evaluates populations: the problem itself, or (parallel=ray) a pool of actors.
+
+    The returned object has the problem's evaluation interface: `evaluate(params)`,
+    `last_stats`, `interaction_count`, `episode_count`, `state_dict()`, `load_state_dict()`.
+    """
+    parallel = OmegaConf.to_container(cfg.parallel, resolve=True)
+    name = parallel.get("name", "local")
+    if name == "local":
+        return problem
+    if name == "ray":
+        from neurorun.parallel import make_ray_evaluator
+
+        return make_ray_evaluator(parallel, problem_kwargs(cfg), problem)
+    raise ConfigError(f"parallel.name={name!r}: expected 'local' or 'ray'. Fix: parallel=local.")

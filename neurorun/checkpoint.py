@@ -1,0 +1,174 @@
+"""Checkpoints of a run folder: policy pickles, weights-only twins and the resume state.
+
+    <run>/checkpoints/last.pkl   the reference's policy pickle (problem.save_solution)
+    <run>/checkpoints/last.pt    weights only: loads with torch.load(weights_only=True)
+    <run>/checkpoints/last.json  what the weights mean: env, architecture, sizes, obs stats
+    <run>/checkpoints/best.*     the same for the best solution so far
+    <run>/checkpoints/state.pt   everything `resume=<run>` needs to continue bit for bit
+
+Every file is written atomically: to a temporary file in the same folder, flushed and
+fsync-ed, then renamed over the old one, so a crash at any moment leaves the previous
+checkpoint whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+STATE_FILE = "state.pt"
+CHECKPOINT_DIR = "checkpoints"
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Run `write(temporary_path)`, fsync the result, then rename it to `path`.
+
+    The temporary file lives in the same folder (a rename is atomic only within one file
+    system) and is removed when anything fails, leaving any previous `path` untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        with open(temporary, "rb+") as file:
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp creates 0600; use the usual mode
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_directory(folder: Path) -> None:
+    """Make the rename itself durable (a no-op where directories cannot be opened)."""
+    try:
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
+def atomic_save_torch(obj: Any, path: str | Path) -> None:
+    atomic_write(path, lambda temporary: torch.save(obj, temporary))
+
+
+def atomic_write_text(text: str, path: str | Path) -> None:
+    atomic_write(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def _as_list(value: Any) -> Any:
+    return value.tolist() if isinstance(value, torch.Tensor) else value
+
+
+def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
+                meta: Mapping[str, Any]) -> None:
+    """Write `<stem>.pkl` (problem.save_solution), `<stem>.pt` and `<stem>.json`.
+
+    Args:
+        problem: the problem that evaluated `solution` (knows the env, network, obs stats).
+        solution: (D,) parameter vector.
+        stem: path without suffix, e.g. `<run>/checkpoints/best`.
+        meta: what the weights mean (env, architecture, network_args, generation, score...).
+    """
+    stem = Path(stem)
+    solution = solution.detach().to("cpu").clone()
+    atomic_write(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp))
+    stats = _obs_stats(problem)
+    weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
+    atomic_save_torch(weights, stem.with_suffix(".pt"))
+    described = {**meta, "solution_length": int(solution.numel()),
+                 **{k: _as_list(v) for k, v in stats.items()}}
+    text = json.dumps(described, indent=2, default=str) + "\n"
+    atomic_write_text(text, stem.with_suffix(".json"))
+
+
+def _obs_stats(problem: Any) -> dict[str, Any]:
+    """Observation statistics as the policy pickle stores them (None without obs-norm)."""
+    norm = getattr(problem, "obs_stats", None)
+    if norm is None:
+        return {"obs_mean": None, "obs_stdev": None}
+    return {"obs_mean": norm.mean.float().cpu(), "obs_stdev": norm.stdev.float().cpu(),
+            "obs_sum": norm.sum.cpu(), "obs_sum_of_squares": norm.sum_of_squares.cpu(),
+            "obs_count": float(norm.count)}
+
+
+def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
+    """Write the resume state to `<run>/checkpoints/state.pt`."""
+    atomic_save_torch(dict(state), Path(run_dir) / CHECKPOINT_DIR / STATE_FILE)
+
+
+def load_state(run_dir: str | Path) -> dict[str, Any] | None:
+    """The resume state of `run_dir`, or None when it has none yet."""
+    path = Path(run_dir) / CHECKPOINT_DIR / STATE_FILE
+    if not path.is_file():
+        return None
+    # The run's own file, written by save_state: it may hold the problem's RNG objects.
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def saved_config_path(run_dir: str | Path) -> Path:
+    return Path(run_dir) / ".hydra" / "config.yaml"
+
+
+def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
+    """The saved config of `run_dir` with command-line `overrides` (key=value) on top.
+
+    Raises:
+        FileNotFoundError: `run_dir` has no saved config.
+        ValueError: an override changes a config group (e.g. `algo=snes`) or misses a key.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    path = saved_config_path(run_dir)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"resume={str(run_dir)!r}: no saved config at {path}; expected the folder of an "
+            "earlier neurorun run (it holds .hydra/config.yaml). Fix: pass that folder."
+        )
+    config = OmegaConf.load(path)
+    OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
+    for override in OverridesParser.create().parse_overrides(overrides):
+        key = override.key_or_group
+        if key == "resume" or key.startswith("hydra."):
+            continue
+        if override.is_delete():
+            raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
+        node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+        if isinstance(node, DictConfig) and not override.is_add():
+            raise ValueError(
+                f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "
+                f"groups. Fix: override single keys (e.g. {key}.<option>=...) or start a new run."
+            )
+        try:
+            OmegaConf.update(config, key, override.value(), merge=True,
+                             force_add=override.is_add() or override.is_force_add())
+        except (ConfigAttributeError, ConfigKeyError) as error:
+            raise ValueError(
+                f"resume: {override.input_line!r}: the saved config has no key {key!r}. "
+                f"Fix: check the spelling, or add it with +{override.input_line}."
+            ) from error
+    OmegaConf.set_struct(config, False)
+    config.resume = str(run_dir)
+    return config

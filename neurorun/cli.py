@@ -1,0 +1,76 @@
+"""The `neurorun` command: a Hydra app that composes the config and hands it to `run`.
+
+    neurorun                                  # PGPE on CartPole-v1 (conf/config.yaml)
+    neurorun algo=snes env=brax::humanoid     # any gymnasium id or brax name
+    neurorun -m algo=pgpe,snes seed=0,1,2     # a sweep, one folder per job
+    neurorun resume=runs/CartPole-v1/pgpe/<run> generations=200
+
+Configs ship inside the package (pkg://neurorun.conf), so the command works from any folder.
+A config error ends with one message and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import hydra
+from hydra import compose, initialize_config_module
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from neurorun.build import ConfigError
+from neurorun.checkpoint import load_run_config
+from neurorun.config_source import register_hydra_extensions
+from neurorun.runner import run
+
+# Hydra needs the env config source and the run-folder resolvers before any compose, including
+# compose calls of Python users and tests that import CONFIG_MODULE from here.
+register_hydra_extensions()
+
+CONFIG_ERROR_EXIT = 2
+CONFIG_MODULE = "neurorun.conf"
+
+
+def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False) -> DictConfig:
+    """The config the command would run with these overrides, for Python use and tests.
+
+        from neurorun.cli import compose_config
+        from neurorun.runner import run
+        run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
+    """
+    with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=hydra_config)
+
+
+def _resumed_config(cfg: DictConfig) -> DictConfig:
+    """A resumed run's saved config with this command line's overrides applied on top."""
+    overrides = list(HydraConfig.get().overrides.task)
+    try:
+        return load_run_config(cfg.resume, overrides)
+    except (FileNotFoundError, ValueError) as error:
+        raise ConfigError(str(error)) from error
+
+
+@hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
+def _app(cfg: DictConfig) -> None:
+    try:
+        if cfg.resume:
+            cfg = _resumed_config(cfg)
+        result = run(cfg, run_dir=HydraConfig.get().runtime.output_dir)
+    except ConfigError as error:
+        print(f"neurorun: config error: {error}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
+    score = result.get("best_score")
+    shown = "" if score is None else f" (center_eval {score:.2f})"
+    print(f"run folder:  {result['run_dir']}")
+    print(f"best policy: {result['best_policy']}{shown}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    _app()
+
+
+if __name__ == "__main__":
+    main()

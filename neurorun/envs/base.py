@@ -1,0 +1,136 @@
+"""The torch-facing vector environment interface shared by every backend.
+
+Every backend follows gymnasium's *next-step* autoreset: when ``step`` reports ``done`` for an
+env, the following ``step`` call resets that env instead of stepping it; that call ignores the
+env's action and returns its first observation, reward 0 and ``done`` False. Whoever counts
+interactions must therefore skip an env on the step right after its ``done``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import Tensor
+
+
+class UnknownEnvError(ValueError):
+    """An environment spec names no registered environment."""
+
+
+class EnvStepError(RuntimeError):
+    """A simulator raised an exception inside ``step``.
+
+    Attributes:
+        env_index: the index of the failing env in the vector env, or None where the backend
+            cannot tell which one failed.
+    """
+
+    def __init__(self, message: str, env_index: int | None = None):
+        super().__init__(message)
+        self.env_index = env_index
+
+
+def check_observation_space(space: spaces.Space, spec: str) -> spaces.Box:
+    """The observation space as a Box, or a TypeError that says what is supported."""
+    if not isinstance(space, spaces.Box):
+        raise TypeError(
+            f"env {spec!r} has observation space {space}; neurorun policies need a Box "
+            "observation space. Wrap the env (e.g. gymnasium.wrappers.FlattenObservation) "
+            "and register the wrapped version, or pass a `pkg.module:factory` that does so"
+        )
+    return space
+
+
+def policy_action_space(space: spaces.Space, spec: str) -> spaces.Box:
+    """The Box the policy writes into: the space itself, or one score per choice for Discrete."""
+    if isinstance(space, spaces.Discrete):
+        return spaces.Box(-np.inf, np.inf, shape=(int(space.n),), dtype=np.float32)
+    if isinstance(space, spaces.Box):
+        return space
+    raise TypeError(
+        f"env {spec!r} has action space {space}; neurorun supports Box (continuous, clipped to "
+        "the bounds) and Discrete (argmax of the policy outputs) action spaces"
+    )
+
+
+class ActionAdapter:
+    """Turns a batch of policy outputs into env actions: argmax for Discrete, clip for Box.
+
+    Works on numpy arrays when ``device`` is None (the gymnasium backend, which needs numpy
+    anyway; numpy is cheaper than torch on small arrays), else on torch tensors.
+    """
+
+    def __init__(self, space: spaces.Space, device: torch.device | str | None = None):
+        self.discrete = isinstance(space, spaces.Discrete)
+        self.start = int(space.start) if self.discrete else 0
+        self.shape = tuple(space.shape) if isinstance(space, spaces.Box) else ()
+        self.bounds: tuple[Any, Any] | None = None
+        if isinstance(space, spaces.Box) and (
+            np.isfinite(space.low).any() or np.isfinite(space.high).any()
+        ):
+            low, high = (b.reshape(-1).astype(np.float32) for b in (space.low, space.high))
+            if device is not None:
+                low, high = (torch.as_tensor(b, device=device) for b in (low, high))
+            self.bounds = (low, high)
+        self.clip = torch.clamp if device is not None else _np_clip
+
+    def __call__(self, actions: Any) -> Any:
+        """(N, act_length) policy outputs -> (N,) int64 choices or (N, *shape) clipped floats."""
+        if self.discrete:
+            choice = actions.argmax(-1)
+            return choice + self.start if self.start else choice
+        if self.bounds is not None:
+            actions = self.clip(actions, *self.bounds)
+        if len(self.shape) > 1:
+            actions = actions.reshape(actions.shape[0], *self.shape)
+        return actions
+
+
+def _np_clip(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(x, low), high)  # faster than np.clip on small arrays
+
+
+def obs_length(space: spaces.Box) -> int:
+    return int(math.prod(space.shape))
+
+
+class TorchVecEnv:
+    """A batch of ``num_envs`` environments speaking torch tensors on one device.
+
+    Subclasses implement ``reset``, ``step`` and ``close`` and set ``num_envs``,
+    ``single_observation_space`` (a Box), ``single_action_space`` (the Box the policy writes
+    into: for a Discrete env one score per choice), ``env_action_space`` (the env's own action
+    space) and ``device``. Observations come flattened to ``(num_envs, obs_length)``.
+    """
+
+    num_envs: int
+    single_observation_space: spaces.Box
+    single_action_space: spaces.Box
+    env_action_space: spaces.Space
+    device: torch.device
+    spec: str
+
+    def reset(self, seed: int | None = None) -> Tensor:
+        """Reset every env; returns observations (num_envs, obs_length) float32."""
+        raise NotImplementedError
+
+    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Apply policy outputs (num_envs, act_length); returns obs, reward, done (num_envs,)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the simulators."""
+
+    @property
+    def discrete_actions(self) -> bool:
+        return isinstance(self.env_action_space, spaces.Discrete)
+
+    def __enter__(self) -> TorchVecEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,119 @@
+"""``make_env``: one spec string picks the backend.
+
+Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"brax::name"``; ``"pkg.module:factory"``
+(a callable taking ``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import torch
+from gymnasium import spaces
+
+from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``(backend, name)`` with backend one of "gym", "brax", "factory"."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'brax::name' or "
+                         "'pkg.module:factory'")
+    spec = spec.strip()
+    prefix, sep, rest = spec.partition("::")
+    if sep:
+        if prefix not in ("gym", "brax"):
+            raise ValueError(f"env spec {spec!r}: unknown backend {prefix!r}; expected 'gym::' "
+                             "or 'brax::'")
+        return prefix, rest
+    module, colon, attribute = spec.partition(":")
+    if colon and attribute.isidentifier() and all(p.isidentifier() for p in module.split(".")):
+        return "factory", spec
+    return "gym", spec
+
+
+def _load_factory(spec: str) -> Any:
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportError(f"env {spec!r}: cannot import {module_name!r} ({error})") from error
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise AttributeError(f"env {spec!r}: {module_name!r} has no callable {attribute!r}")
+    return factory
+
+
+def make_env(
+    spec: str,
+    num_envs: int,
+    *,
+    device: torch.device | str = "cpu",
+    vectorization: str = "auto",
+    seed: int | None = None,
+    episode_length: int | None = None,
+    **env_config: Any,
+) -> TorchVecEnv:
+    """A TorchVecEnv of ``num_envs`` environments.
+
+    Args:
+        spec: ``"gym::Id"``, ``"Id"``, ``"brax::name"`` or ``"pkg.module:factory"``.
+        num_envs: number of environments.
+        device: torch device of observations, rewards and dones.
+        vectorization: gymnasium only: "auto" (the env's own vectorized implementation when
+            gymnasium has one, else "sync"), "native", "sync" or "async".
+        seed: seeds the first ``reset`` (later resets take their own seed).
+        episode_length: end episodes after this many steps (or at the env's own limit when
+            that comes first). Not supported for factories: limit the episodes there.
+        env_config: keyword arguments of the environment (gym.make / brax.envs.create /
+            the factory).
+
+    Raises:
+        UnknownEnvError: no such gymnasium id or brax name (the message names close ones).
+        TypeError: the observation space is not a Box, or the action space is neither Box
+            nor Discrete.
+    """
+    if int(num_envs) < 1:
+        raise ValueError(f"num_envs={num_envs}; expected at least 1")
+    backend, name = parse_spec(spec)
+    if backend == "brax":
+        from neurorun.envs.brax_env import BraxVecEnv
+
+        return BraxVecEnv(name, int(num_envs), device=device, seed=seed,
+                          episode_length=episode_length, **env_config)
+    from neurorun.envs.gym_env import GymVecEnv, make_factory_env, make_gym_vector_env
+
+    if backend == "factory":
+        if episode_length is not None:
+            raise ValueError(f"episode_length={episode_length} cannot be applied to the env "
+                             f"factory {spec!r}: make the factory's envs end their episodes")
+        env = make_factory_env(_load_factory(name), spec, int(num_envs), device, **env_config)
+    else:
+        vec = make_gym_vector_env(name, int(num_envs), vectorization, episode_length,
+                                  **env_config)
+        env = GymVecEnv(vec, spec, device)
+    env.reset(seed=seed)
+    return env
+
+
+def env_spaces(spec: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box, spaces.Space]:
+    """(observation Box, policy action Box, env action space) without building a vector env
+    (brax: no compilation; factories build a 1-env vector env)."""
+    backend, name = parse_spec(spec)
+    if backend == "brax":
+        from neurorun.envs.brax_env import brax_spaces
+
+        obs_space, act_space = brax_spaces(name, **env_config)
+        return obs_space, act_space, act_space
+    if backend == "factory":
+        env = make_env(spec, 1, **env_config)
+        try:
+            return env.single_observation_space, env.single_action_space, env.env_action_space
+        finally:
+            env.close()
+    from neurorun.envs.gym_env import gym_spaces
+
+    obs_space, act_space = gym_spaces(name, **env_config)
+    return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
+        act_space

@@ -1,0 +1,178 @@
+"""gymnasium backend: a ``gymnasium.vector.VectorEnv`` behind the torch interface.
+
+numpy <-> torch conversion happens once per vector step, on whole batches.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from torch import Tensor
+
+from neurorun.envs.base import (
+    ActionAdapter,
+    EnvStepError,
+    TorchVecEnv,
+    UnknownEnvError,
+    check_observation_space,
+    policy_action_space,
+)
+
+VECTORIZATIONS = ("auto", "native", "sync", "async")
+
+
+def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids."""
+    try:
+        return gym.spec(env_id)
+    except gym.error.Error as error:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.5)
+        hint = f"; closest registered ids: {', '.join(close)}" if close else ""
+        raise UnknownEnvError(
+            f"unknown gymnasium env id {env_id!r}{hint}. Use a registered id (see "
+            "gymnasium.registry), 'brax::name' for brax, or 'pkg.module:factory'"
+        ) from error
+
+
+def limited_episode_steps(registered: int | None, episode_length: int | None) -> int | None:
+    """An episode ends at the env's own limit or after ``episode_length`` steps, the earlier."""
+    if episode_length is None:
+        return registered
+    return episode_length if registered is None else min(registered, episode_length)
+
+
+def make_gym_vector_env(
+    env_id: str,
+    num_envs: int,
+    vectorization: str = "auto",
+    episode_length: int | None = None,
+    **env_config: Any,
+) -> VectorEnv:
+    """``gym.make_vec`` with neurorun's choice of vectorization and episode limit."""
+    spec = gym_env_spec(env_id)
+    if vectorization not in VECTORIZATIONS:
+        raise ValueError(f"vectorization={vectorization!r}; expected one of {VECTORIZATIONS}")
+    native = spec.vector_entry_point is not None
+    if vectorization == "native" and not native:
+        raise ValueError(
+            f"vectorization='native' but gymnasium has no vectorized implementation of "
+            f"{env_id!r} (no vector_entry_point); use 'sync' or 'async'"
+        )
+    mode = {"auto": "vector_entry_point" if native else "sync", "native": "vector_entry_point"}
+    limit = limited_episode_steps(spec.max_episode_steps, episode_length)
+    if limit is not None:
+        env_config = {"max_episode_steps": int(limit), **env_config}
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode=mode.get(vectorization, vectorization),
+        **env_config,
+    )
+
+
+def failing_env_index(error: BaseException) -> int | None:
+    """Which sub-env raised, read from the traceback of gymnasium's Sync/AsyncVectorEnv."""
+    tb = error.__traceback__
+    index = None
+    while tb is not None:
+        frame_locals = tb.tb_frame.f_locals
+        owner = frame_locals.get("self")
+        if isinstance(owner, SyncVectorEnv) and isinstance(frame_locals.get("i"), int):
+            index = frame_locals["i"]
+        elif isinstance(owner, AsyncVectorEnv) and isinstance(frame_locals.get("index"), int):
+            index = frame_locals["index"]
+        tb = tb.tb_next
+    return index
+
+
+class GymVecEnv(TorchVecEnv):
+    """Wraps a gymnasium VectorEnv that uses next-step autoreset (gymnasium's default)."""
+
+    def __init__(self, env: VectorEnv, spec: str, device: torch.device | str = "cpu"):
+        mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.NEXT_STEP.value):
+            env.close()
+            raise ValueError(
+                f"env {spec!r} uses autoreset_mode={mode}; neurorun counts episodes with "
+                "gymnasium's default next-step autoreset: create the vector env with "
+                "autoreset_mode=gymnasium.vector.AutoresetMode.NEXT_STEP"
+            )
+        self.env = env
+        self.spec = spec
+        self.device = torch.device(device)
+        self._on_cpu = self.device.type == "cpu"
+        self.num_envs = int(env.num_envs)
+        try:
+            self.single_observation_space = check_observation_space(
+                env.single_observation_space, spec)
+            self.single_action_space = policy_action_space(env.single_action_space, spec)
+        except TypeError:
+            env.close()
+            raise
+        self.env_action_space = env.single_action_space
+        self._adapt = ActionAdapter(env.single_action_space)
+        dtype = getattr(env.single_action_space, "dtype", None)
+        self._action_dtype = np.dtype(dtype) if dtype is not None else None
+
+    def _tensor(self, array: np.ndarray, dtype: Any = None) -> Tensor:
+        # a copy (np.array copies): the caller may keep results across steps, and a user's env
+        # may reuse its buffers. numpy's copy + from_numpy is ~5x faster than torch.tensor.
+        result = torch.from_numpy(np.array(array, dtype=dtype))
+        return result if self._on_cpu else result.to(self.device)
+
+    def _obs(self, obs: np.ndarray) -> Tensor:
+        return self._tensor(obs.reshape(self.num_envs, -1), np.float32)
+
+    def reset(self, seed: int | None = None) -> Tensor:
+        obs, _ = self.env.reset(seed=seed)
+        return self._obs(obs)
+
+    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        actions = actions.detach()
+        env_actions = self._adapt(actions.numpy() if self._on_cpu else actions.cpu().numpy())
+        if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
+            env_actions = env_actions.astype(self._action_dtype)
+        try:
+            obs, reward, terminated, truncated, _ = self.env.step(env_actions)
+        except Exception as error:
+            index = failing_env_index(error)
+            where = f"sub-env {index}" if index is not None else "a sub-env"
+            raise EnvStepError(
+                f"env {self.spec!r}: {where} raised {type(error).__name__}: {error}", index
+            ) from error
+        done = np.logical_or(terminated, truncated)
+        return self._obs(obs), self._tensor(reward), self._tensor(done)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def gym_spaces(env_id: str, **env_config: Any) -> tuple[gym.Space, gym.Space]:
+    """Observation and action space of one env, built and closed again."""
+    gym_env_spec(env_id)
+    env = gym.make(env_id, **env_config)
+    try:
+        return env.observation_space, env.action_space
+    finally:
+        env.close()
+
+
+def make_factory_env(
+    factory: Callable[..., VectorEnv], spec: str, num_envs: int, device: torch.device | str,
+    **env_config: Any,
+) -> GymVecEnv:
+    """A user's ``factory(num_envs=..., **env_config) -> VectorEnv``, wrapped."""
+    env = factory(num_envs=num_envs, **env_config)
+    if not isinstance(env, VectorEnv):
+        raise TypeError(
+            f"env factory {spec!r} returned {type(env).__name__}; expected a "
+            "gymnasium.vector.VectorEnv with num_envs environments"
+        )
+    if env.num_envs != num_envs:
+        env.close()
+        raise ValueError(f"env factory {spec!r} made {env.num_envs} envs; asked for {num_envs}")
+    return GymVecEnv(env, spec, device)

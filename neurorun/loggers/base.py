@@ -1,0 +1,77 @@
+"""The one interface every logger implements, and a group that fans out to several."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class Logger:
+    """A sink for the status dict of each generation.
+
+    `start` receives the run's resolved config (a plain dict) once, `log` every generation's
+    status (the keys listed in DESIGN.md plus episode statistics), `close` the final summary.
+    `offsets` returns what a resumed run needs to append exactly where the checkpoint was.
+    """
+
+    def start(self, config: Mapping[str, Any]) -> None:
+        """Called once before the first generation."""
+
+    def log(self, generation: int, status: Mapping[str, Any]) -> None:
+        raise NotImplementedError
+
+    def offsets(self) -> dict[str, int]:
+        """Positions to resume from (e.g. file sizes); empty when nothing needs restoring."""
+        return {}
+
+    def close(self, summary: Mapping[str, Any]) -> None:
+        """Called once after the last generation (also when the run fails)."""
+
+
+class LoggerGroup(Logger):
+    """Several loggers behind the same interface."""
+
+    def __init__(self, loggers: Iterable[Logger]):
+        self.loggers = list(loggers)
+
+    def start(self, config: Mapping[str, Any]) -> None:
+        for logger in self.loggers:
+            logger.start(config)
+
+    def log(self, generation: int, status: Mapping[str, Any]) -> None:
+        for logger in self.loggers:
+            logger.log(generation, status)
+
+    def offsets(self) -> dict[str, int]:
+        merged: dict[str, int] = {}
+        for logger in self.loggers:
+            merged.update(logger.offsets())
+        return merged
+
+    def close(self, summary: Mapping[str, Any]) -> None:
+        for logger in self.loggers:
+            logger.close(summary)
+
+
+def numeric_items(status: Mapping[str, Any]) -> dict[str, float]:
+    """The finite numbers of `status` (what scalar trackers can plot)."""
+    items = {}
+    for key, value in status.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if math.isfinite(value):
+            items[key] = float(value)
+    return items
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"algo": {"popsize": 10}}` -> `{"algo.popsize": 10}` (lists stay values)."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat

@@ -1,0 +1,150 @@
+"""The console: a rich live view (progress bar with ETA, one table row per generation, the
+config tree at start), a plain one-line-per-generation mode for logs, and a quiet mode."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.tree import Tree
+
+from neurorun.loggers.base import Logger
+
+# (status key, header, width, format)
+COLUMNS = (
+    ("generation", "gen", 5, "{:d}"),
+    ("mean_eval", "mean", 10, "{:.2f}"),
+    ("median_eval", "median", 10, "{:.2f}"),
+    ("pop_best_eval", "pop best", 10, "{:.2f}"),
+    ("center_eval", "center", 10, "{:.2f}"),
+    ("best_eval", "best", 10, "{:.2f}"),
+    ("popsize", "pop", 6, "{:d}"),
+    ("stdev_mean", "stdev", 8, "{:.4f}"),
+    ("total_interaction_count", "steps", 12, "{:,d}"),
+    ("steps_per_s", "steps/s", 9, "{:,.0f}"),
+    ("elapsed_s", "time", 8, "{:.1f}"),
+)
+
+
+@dataclass(frozen=True)
+class StopLimits:
+    """The run's stop conditions (None: not set), for the progress bar."""
+
+    generations: int | None = None
+    max_interactions: int | None = None
+    max_time: float | None = None
+    target_score: float | None = None
+
+    def progress(self, status: Mapping[str, Any]) -> tuple[str, float]:
+        """(name, fraction done) of the condition closest to stopping the run."""
+        candidates = [("generations", status.get("generation"), self.generations),
+                      ("max_interactions", status.get("total_interaction_count"),
+                       self.max_interactions),
+                      ("max_time", status.get("elapsed_s"), self.max_time)]
+        fractions = [(name, min(1.0, float(value or 0) / limit))
+                     for name, value, limit in candidates if limit]
+        return max(fractions, key=lambda item: item[1], default=("generations", 0.0))
+
+
+def _cell(status: Mapping[str, Any], key: str, width: int, fmt: str) -> str:
+    value = status.get(key)
+    if value is None:
+        return "-".rjust(width)
+    try:
+        return fmt.format(value).rjust(width)
+    except (ValueError, TypeError):
+        return str(value).rjust(width)
+
+
+def format_row(status: Mapping[str, Any]) -> str:
+    return " ".join(_cell(status, key, width, fmt) for key, _, width, fmt in COLUMNS)
+
+
+def format_header() -> str:
+    return " ".join(header.rjust(width) for _, header, width, _ in COLUMNS)
+
+
+def _leaf(value: Any) -> str:
+    """YAML-like: null, true, 0.1, [1, 2], text unquoted."""
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def config_tree(config: Mapping[str, Any], label: str = "config") -> Tree:
+    """A rich Tree of a nested config dict, one branch per group."""
+    tree = Tree(f"[bold]{label}[/bold]")
+    _grow(tree, config)
+    return tree
+
+
+def _grow(tree: Tree, config: Mapping[str, Any]) -> None:
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            _grow(tree.add(f"[bold]{key}[/bold]"), value)
+        else:
+            tree.add(f"{key}: [cyan]{escape(_leaf(value))}[/cyan]")
+
+
+class ConsoleLogger(Logger):
+    """Progress on the terminal.
+
+    Args:
+        limits: the stop conditions, for the progress bar and its ETA.
+        plain: one plain line per generation (None: when `stream` is not a terminal).
+        quiet: print nothing per generation.
+        show_config: print the config tree (or YAML in plain mode) at the start.
+        stream: where to write (stdout by default).
+    """
+
+    def __init__(self, limits: StopLimits, *, plain: bool | None = None, quiet: bool = False,
+                 show_config: bool = True, stream: TextIO | None = None):
+        self.limits = limits
+        self.console = Console(file=stream or sys.stdout, highlight=False)
+        self.plain = (not self.console.is_terminal) if plain is None else bool(plain)
+        self.quiet = quiet
+        self.show_config = show_config
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def start(self, config: Mapping[str, Any]) -> None:
+        if self.quiet:
+            return
+        if self.show_config:
+            self.console.print(config_tree(config), soft_wrap=True)
+        self.console.print(format_header(), style="bold", soft_wrap=True, markup=False)
+        if self.plain:
+            return
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
+        )
+        self.task = self.progress.add_task("starting", total=1.0)
+        self.progress.start()
+
+    def log(self, generation: int, status: Mapping[str, Any]) -> None:
+        if self.quiet:
+            return
+        if self.progress is None:
+            self.console.print(format_row(status), soft_wrap=True, markup=False)
+            return
+        self.progress.console.print(format_row(status), soft_wrap=True, markup=False)
+        name, fraction = self.limits.progress(status)
+        description = f"{name}"
+        if self.limits.target_score is not None:
+            center = status.get("center_eval")
+            shown = "-" if center is None else f"{center:.1f}"
+            description += f" | center {shown} / target {self.limits.target_score:g}"
+        self.progress.update(self.task, completed=fraction, description=description)
+
+    def close(self, summary: Mapping[str, Any]) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+        reason = summary.get("stop_reason")
+        if reason and not self.quiet:
+            self.console.print(f"stopped: {reason}", soft_wrap=True, markup=False)

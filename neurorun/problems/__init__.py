@@ -1,0 +1,10 @@
+"""Turning policy parameters into fitness: the population evaluator and its parts."""
+
+from neurorun.problems.export import EnvPolicy
+from neurorun.problems.factory import make_problem
+from neurorun.problems.options import AliveBonus, EnvOptions, RolloutOptions
+from neurorun.problems.problem import NONFINITE_FITNESS, EvaluationError, Problem
+from neurorun.problems.running_norm import RunningNorm
+
+__all__ = ["NONFINITE_FITNESS", "AliveBonus", "EnvOptions", "EnvPolicy", "EvaluationError",
+           "Problem", "RolloutOptions", "RunningNorm", "make_problem"]

@@ -1,0 +1,72 @@
+"""``make_problem``: a Problem from plain options (what the configs hold)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from neurorun.problems.options import (
+    REFERENCE_INITIAL_BOUNDS,
+    AliveBonus,
+    EnvOptions,
+    RolloutOptions,
+)
+from neurorun.problems.problem import Problem
+
+
+def make_problem(
+    env: str,
+    network: Any = "Linear(obs_length, act_length)",
+    *,
+    network_args: Mapping[str, Any] | None = None,
+    env_config: Mapping[str, Any] | None = None,
+    num_episodes: int = 1,
+    episode_length: int | None = None,
+    decrease_rewards_by: float | None = 0.0,
+    alive_bonus_schedule: Sequence[float] | None = None,
+    action_noise_stdev: float | None = None,
+    observation_normalization: bool = False,
+    max_num_envs: int | None = None,
+    initial_bounds: Sequence[float] | None = None,
+    device: str = "cpu",
+    seed: int | None = None,
+    vectorization: str = "auto",
+) -> Problem:
+    """Build a Problem.
+
+    Args:
+        env: "gym::Id", "Id", "brax::name" or "pkg.module:factory" (see neurorun.envs).
+        network: a network string, "pkg.module:Factory", or a module.
+        network_args: constants of the network string / factory keywords.
+        env_config: keyword arguments of the environment.
+        num_episodes: episodes per solution; fitness is their mean (shaped) return.
+        episode_length: episodes end after this many steps (or earlier at the env's limit).
+        decrease_rewards_by: subtracted from every reward.
+        alive_bonus_schedule: (t, b) or (t0, t1, b), see AliveBonus.
+        action_noise_stdev: stdev of Gaussian noise added to the policy outputs.
+        observation_normalization: normalize observations with running statistics.
+        max_num_envs: at most this many envs at once; more solutions run in sub-batches.
+            None: one env per solution of an evaluate call.
+        initial_bounds: (low, high) for initial parameters; None: (-1e-5, 1e-5).
+        device: torch device of policies and bookkeeping.
+        seed: seeds env resets and action noise.
+        vectorization: gymnasium only: "auto", "native", "sync" or "async".
+    """
+    env_options = EnvOptions(
+        spec=env, config=dict(env_config or {}), vectorization=vectorization,
+        episode_length=None if episode_length is None else int(episode_length),
+        max_num_envs=None if max_num_envs is None else int(max_num_envs), device=str(device),
+    )
+    rollout_options = RolloutOptions(
+        num_episodes=int(num_episodes),
+        decrease_rewards_by=float(decrease_rewards_by or 0.0),
+        alive_bonus=AliveBonus.parse(alive_bonus_schedule),
+        action_noise_stdev=None if action_noise_stdev is None else float(action_noise_stdev),
+    )
+    bounds = REFERENCE_INITIAL_BOUNDS if initial_bounds is None else tuple(initial_bounds)
+    if len(bounds) != 2 or not bounds[0] <= bounds[1]:
+        raise ValueError(f"initial_bounds={initial_bounds!r}; expected (low, high), low <= high")
+    return Problem(env_options, network, rollout_options,
+                   network_args=dict(network_args or {}),
+                   observation_normalization=bool(observation_normalization),
+                   initial_bounds=(float(bounds[0]), float(bounds[1])), seed=seed)

@@ -1,0 +1,85 @@
+"""Option groups of a Problem, validated once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
+
+
+@dataclass(frozen=True)
+class AliveBonus:
+    """A step at time t (from 1 within the episode) gets ``bonus * (t - t0) / (t1 - t0)`` for
+    ``t0 <= t < t1`` and ``bonus`` for ``t >= t1``."""
+
+    t0: int
+    t1: int
+    bonus: float
+
+    @classmethod
+    def parse(cls, schedule: Sequence[float] | None) -> AliveBonus | None:
+        """``(t, b)`` means ``(t, t, b)``; ``(t0, t1, b)`` as is; None stays None."""
+        if schedule is None:
+            return None
+        items = list(schedule)
+        if len(items) == 2:
+            items = [items[0], items[0], items[1]]
+        if len(items) != 3:
+            raise ValueError(f"alive_bonus_schedule={schedule!r}; expected (t, bonus) or "
+                             "(t0, t1, bonus)")
+        t0, t1, bonus = int(items[0]), int(items[1]), float(items[2])
+        if t1 < t0:
+            raise ValueError(f"alive_bonus_schedule={schedule!r}: t1={t1} < t0={t0}; expected "
+                             "t0 <= t1")
+        return cls(t0, t1, bonus)
+
+
+@dataclass(frozen=True)
+class RolloutOptions:
+    """How a rollout turns rewards into fitness."""
+
+    num_episodes: int = 1
+    decrease_rewards_by: float = 0.0
+    alive_bonus: AliveBonus | None = None
+    action_noise_stdev: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_episodes < 1:
+            raise ValueError(f"num_episodes={self.num_episodes}; expected at least 1")
+        if self.action_noise_stdev is not None and self.action_noise_stdev < 0:
+            raise ValueError(f"action_noise_stdev={self.action_noise_stdev}; expected >= 0 "
+                             "or None")
+
+    @property
+    def shapes_rewards(self) -> bool:
+        return self.decrease_rewards_by != 0.0 or self.alive_bonus is not None
+
+
+PLAIN_ROLLOUT = RolloutOptions()  # test episodes: no noise, no reward shaping
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """Which environments to build and how."""
+
+    spec: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+    vectorization: str = "auto"
+    episode_length: int | None = None
+    max_num_envs: int | None = None
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.max_num_envs is not None and self.max_num_envs < 1:
+            raise ValueError(f"max_num_envs={self.max_num_envs}; expected >= 1 or None (one "
+                             "env per solution)")
+        if self.episode_length is not None and self.episode_length < 1:
+            raise ValueError(f"episode_length={self.episode_length}; expected >= 1 or None")
+
+    @property
+    def backend(self) -> str:
+        from neurorun.envs import parse_spec
+
+        return parse_spec(self.spec)[0]

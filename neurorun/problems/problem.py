@@ -1,0 +1,237 @@
+"""``Problem``: turns a population of policy parameter vectors into fitness.
+
+Semantics follow EvoTorch's VecGymNE and GymNE (see ``make_problem`` for the options), with
+two deliberate choices:
+
+- Observation statistics are frozen during one ``evaluate`` call: every solution of the call
+  is normalized with the statistics as they were when the call started, and the call's
+  observations are merged in at its end. Fitness then does not depend on how the population
+  is split into sub-batches or on the order of the solutions.
+- A solution that meets a non-finite observation or reward gets the worst fitness of the call:
+  ``min(finite fitness) - max(1, max(finite) - min(finite))``, or ``NONFINITE_FITNESS`` when
+  no solution of the call is finite. Such events are counted in ``last_stats``.
+
+Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
+problem's generator). Solution ``j`` (0-based, in the order given) runs in a vector env that
+is reset with ``seed = base + j0``, where ``j0`` is the first solution of its sub-batch; a
+gymnasium Sync/AsyncVectorEnv seeds its env ``i`` with ``seed + i``, so solution ``j``'s first
+episode is seeded ``base + j`` and its later episodes continue that env's generator, whatever
+``max_num_envs`` is. Native gymnasium vector envs and brax draw all envs from one generator
+seeded ``base + j0``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from neurorun.envs import EnvStepError, TorchVecEnv, env_spaces, make_env
+from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
+from neurorun.problems.export import EnvPolicy
+from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
+from neurorun.problems.persistence import ProblemState
+from neurorun.problems.rollout import RolloutResult, rollout
+from neurorun.problems.running_norm import RunningNorm
+
+NONFINITE_FITNESS = -1e9  # fitness when no solution of an evaluate call is finite
+
+
+class EvaluationError(RuntimeError):
+    """An env step failed again on a fresh env."""
+
+
+class Problem(ProblemState):
+    """A population evaluator on vectorized environments (build it with ``make_problem``)."""
+
+    def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
+                 network_args: dict[str, Any] | None = None,
+                 observation_normalization: bool = False,
+                 initial_bounds: tuple[float, float] = (-1e-5, 1e-5), seed: int | None = None):
+        self.env_options = env
+        self.rollout_options = rollout_options
+        self.device = torch.device(env.device)
+        self.observation_space, self.action_space, self.env_action_space = env_spaces(
+            env.spec, **env.config)
+        self.obs_length = int(np.prod(self.observation_space.shape))
+        self.act_length = int(np.prod(self.action_space.shape))
+        self.architecture = network if isinstance(network, str) else repr(network)
+        self.network = make_network(network, obs_length=self.obs_length,
+                                    act_length=self.act_length,
+                                    obs_space=self.observation_space,
+                                    act_space=self.env_action_space,
+                                    network_args=network_args)
+        self.solution_length = parameter_count(self.network)
+        self.policy = BatchedPolicy(self.network)
+        self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
+        self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
+        self._obs_synced = self.obs_stats.copy() if self.obs_stats is not None else None
+        self.interaction_count = 0
+        self.episode_count = 0
+        self.last_stats: dict[str, Any] = {}
+        self.last_seed: int | None = None  # base seed of the last evaluate call
+        self._rng = np.random.default_rng(seed)
+        self._noise = torch.Generator(device=self.device)
+        self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
+        self._envs: dict[str, TorchVecEnv] = {}
+
+    @property
+    def observation_normalization(self) -> bool:
+        return self.obs_stats is not None
+
+    # ----- environments -----
+    def _env(self, purpose: str, num_envs: int) -> TorchVecEnv:
+        """The cached env for ``purpose`` ("eval" or "test") with at least ``num_envs`` envs.
+
+        brax reuses the evaluation env for test episodes when it is large enough (a new batch
+        size means a new compilation); gymnasium keeps a right-sized env per purpose.
+        """
+        shared = self._envs.get("eval")
+        if (purpose == "test" and self.env_options.backend == "brax" and shared is not None
+                and shared.num_envs >= num_envs):
+            return shared
+        env = self._envs.get(purpose)
+        if env is not None and env.num_envs >= num_envs:
+            return env
+        self._drop_env(purpose)
+        options = self.env_options
+        env = make_env(options.spec, num_envs, device=self.device,
+                       vectorization=options.vectorization,
+                       episode_length=options.episode_length, **options.config)
+        self._envs[purpose] = env
+        return env
+
+    def _drop_env(self, purpose: str) -> None:
+        env = self._envs.pop(purpose, None)
+        if env is not None:
+            env.close()
+
+    def close(self) -> None:
+        for purpose in list(self._envs):
+            self._drop_env(purpose)
+
+    # ----- evaluation -----
+    def _as_params(self, params: Any) -> Tensor:
+        params = torch.as_tensor(params, dtype=torch.float32, device=self.device)
+        if params.dim() == 1:
+            params = params[None]
+        if params.dim() != 2 or params.shape[1] != self.solution_length:
+            raise ValueError(f"params of shape {tuple(params.shape)}; expected (P, "
+                             f"{self.solution_length}) (P solutions of solution_length)")
+        return params
+
+    def _run(self, purpose: str, params: Tensor, first: int, options: RolloutOptions,
+             seed: int, collect: RunningNorm | None) -> RolloutResult:
+        """One sub-batch; a failing env step is retried once on a fresh env."""
+        n = params.shape[0]
+        for attempt in range(2):
+            env = self._env(purpose, n)
+            padded = torch.cat([params, params[:1].expand(env.num_envs - n, -1)])
+            try:
+                return rollout(env, self.policy, padded, n, options, seed=seed,
+                               normalizer=self.obs_stats, collect=collect, noise=self._noise)
+            except EnvStepError as error:
+                slot = error.env_index
+                who = (f"solution {first + slot}" if slot is not None and slot < n
+                       else f"one of solutions {first}..{first + n - 1}")
+                if attempt == 1:
+                    raise EvaluationError(
+                        f"env {self.env_options.spec!r} failed twice while evaluating {who} "
+                        f"(the second time on a fresh env): {error.__cause__!r}") from error
+                warnings.warn(f"env {self.env_options.spec!r} failed while evaluating {who}: "
+                              f"{error.__cause__!r}; retrying on a fresh env", stacklevel=3)
+                self._drop_env(purpose)
+                if collect is not None:
+                    collect.load_state_dict(RunningNorm(collect.size).state_dict())
+        raise AssertionError("unreachable")
+
+    def evaluate(self, params: Any, seed: int | None = None) -> Tensor:
+        """Fitness ``(P,)`` (mean return over ``num_episodes`` episodes) of ``params (P, D)``."""
+        started = time.perf_counter()
+        params = self._as_params(params)
+        total = params.shape[0]
+        base = int(self._rng.integers(2**31 - 1)) if seed is None else int(seed)
+        chunk = min(total, self.env_options.max_num_envs or total)
+        results = []
+        collected = RunningNorm(self.obs_length) if self.obs_stats is not None else None
+        for first in range(0, total, chunk):
+            part = RunningNorm(self.obs_length) if collected is not None else None
+            results.append(self._run("eval", params[first:first + chunk], first,
+                                     self.rollout_options, base + first, part))
+            if part is not None:
+                collected.update(part)
+        if collected is not None:
+            self.obs_stats.update(collected)
+        self.last_seed = base
+        fitness = torch.cat([r.fitness for r in results])
+        nonfinite = torch.cat([r.nonfinite for r in results])
+        fitness = _replace_nonfinite(fitness, nonfinite)
+        self._record(results, int(nonfinite.sum()), time.perf_counter() - started)
+        return fitness.to(params.dtype)
+
+    def _record(self, results: list[RolloutResult], nonfinite: int, seconds: float) -> None:
+        interactions = sum(r.interactions for r in results)
+        episodes = sum(r.episodes for r in results)
+        self.interaction_count += interactions
+        self.episode_count += episodes
+        returns = torch.cat([r.episode_returns for r in results])
+        lengths = torch.cat([r.episode_lengths for r in results]).to(torch.float64)
+        stats: dict[str, Any] = {"num_interactions": interactions, "num_episodes": episodes,
+                                 "nonfinite_count": nonfinite, "eval_time_s": seconds,
+                                 "num_vector_steps": sum(r.vector_steps for r in results)}
+        for name, values in (("episode_return", returns), ("episode_length", lengths)):
+            empty = values.numel() == 0
+            for key, fn in (("min", torch.min), ("mean", torch.mean), ("max", torch.max)):
+                stats[f"{name}_{key}"] = float("nan") if empty else float(fn(values))
+        self.last_stats = stats
+
+    def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
+        """Returns ``(num_episodes,)`` of one solution: episode k runs in env slot k of a vector
+        env reset with ``seed`` (so seeded ``seed + k`` for Sync/AsyncVectorEnv). No action
+        noise, no reward shaping; counters and obs stats are left alone."""
+        params = self._as_params(solution)[:1].expand(int(num_episodes), -1)
+        result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None)
+        return result.fitness.to(params.dtype)
+
+    # ----- policies -----
+    def make_net(self, solution: Any) -> nn.Module:
+        """The network with ``solution`` as parameters (no obs normalization, no clipping)."""
+        vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
+        return vector_to_module(self.network, vector)
+
+    def to_policy(self, solution: Any) -> EnvPolicy:
+        """The policy on raw observations: obs normalization and action clipping inside."""
+        stats = self.obs_stats
+        space = self.env_action_space
+        bounded = hasattr(space, "low") and bool(
+            np.isfinite(space.low).any() or np.isfinite(space.high).any())
+        return EnvPolicy(
+            self.make_net(solution),
+            obs_mean=None if stats is None else stats.mean.float().cpu(),
+            obs_stdev=None if stats is None else stats.stdev.float().cpu(),
+            act_low=torch.as_tensor(space.low, dtype=torch.float32) if bounded else None,
+            act_high=torch.as_tensor(space.high, dtype=torch.float32) if bounded else None,
+            discrete_start=int(space.start) if hasattr(space, "n") else None,
+            obs_shape=tuple(self.observation_space.shape),
+        )
+
+    def sample_initial(self, num: int, generator: torch.Generator | None = None) -> Tensor:
+        """``(num, D)`` uniform samples within ``initial_bounds``."""
+        low, high = self.initial_bounds
+        values = torch.rand(int(num), self.solution_length, generator=generator)
+        return (low + (high - low) * values).to(self.device)
+
+
+def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:
+    if not bool(nonfinite.any()):
+        return fitness
+    good = fitness[~nonfinite]
+    if good.numel() == 0:
+        return torch.full_like(fitness, NONFINITE_FITNESS)
+    lowest, spread = good.min(), good.max() - good.min()
+    worst = lowest - torch.clamp(spread, min=1.0)
+    return torch.where(nonfinite, worst, fitness)

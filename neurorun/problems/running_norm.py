@@ -1,0 +1,125 @@
+"""``RunningNorm``: running mean and standard deviation of observations, mergeable.
+
+Sums are kept in float64 (count, sum, sum of squares), so merging the statistics of two
+streams equals feeding one object both streams, and a main process can add up the deltas
+that workers collected.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
+
+
+class RunningNorm:
+    """Observation statistics over a feature vector of length ``size``.
+
+    Args:
+        size: number of features.
+        min_variance: variance floor used by ``stdev``.
+        clip: when given, ``normalize`` clips its result to ``[-clip, clip]``.
+        device: where the sums live.
+    """
+
+    def __init__(self, size: int, *, min_variance: float = MIN_VARIANCE,
+                 clip: float | None = None, device: torch.device | str = "cpu"):
+        self.size = int(size)
+        self.min_variance = float(min_variance)
+        self.clip = None if clip is None else float(clip)
+        self.count = torch.zeros((), dtype=torch.float64, device=device)
+        self.sum = torch.zeros(self.size, dtype=torch.float64, device=device)
+        self.sum_of_squares = torch.zeros(self.size, dtype=torch.float64, device=device)
+
+    @property
+    def device(self) -> torch.device:
+        return self.sum.device
+
+    def update(self, data: Tensor | RunningNorm, mask: Tensor | None = None) -> None:
+        """Add a batch of observations ``(..., size)`` (rows where ``mask`` is True), or the
+        statistics of another RunningNorm."""
+        if isinstance(data, RunningNorm):
+            if data.size != self.size:
+                raise ValueError(f"cannot merge a RunningNorm of size {data.size} into one of "
+                                 f"size {self.size}")
+            self.count += data.count.to(self.device)
+            self.sum += data.sum.to(self.device)
+            self.sum_of_squares += data.sum_of_squares.to(self.device)
+            return
+        x = torch.as_tensor(data, device=self.device).reshape(-1, self.size).to(torch.float64)
+        if mask is None:
+            self.count += x.shape[0]
+            self.sum += x.sum(0)
+            self.sum_of_squares += (x * x).sum(0)
+            return
+        weight = torch.as_tensor(mask, device=self.device).reshape(-1).to(torch.float64)
+        self.count += weight.sum()
+        self.sum += weight @ x
+        self.sum_of_squares += weight @ (x * x)
+
+    @property
+    def mean(self) -> Tensor:
+        return self.sum / self.count.clamp(min=1.0)
+
+    @property
+    def stdev(self) -> Tensor:
+        """sqrt(max(variance, min_variance)); all ones before any data arrived."""
+        count = self.count.clamp(min=1.0)
+        variance = (self.sum_of_squares / count - self.mean**2).clamp(min=self.min_variance)
+        return torch.where(self.count > 0, variance.sqrt(), torch.ones_like(variance))
+
+    def normalize(self, obs: Tensor) -> Tensor:
+        """(obs - mean) / stdev in obs's dtype, clipped when ``clip`` was given."""
+        mean = self.mean.to(obs.device, obs.dtype)
+        result = (obs - mean) / self.stdev.to(obs.device, obs.dtype)
+        if self.clip is not None:
+            result = result.clamp(-self.clip, self.clip)
+        return result
+
+    def copy(self) -> RunningNorm:
+        result = RunningNorm(self.size, min_variance=self.min_variance, clip=self.clip,
+                             device=self.device)
+        result.update(self)
+        return result
+
+    def __sub__(self, other: RunningNorm) -> RunningNorm:
+        """The statistics added since ``other`` was a copy of this one (a delta to ship)."""
+        result = self.copy()
+        result.count -= other.count.to(self.device)
+        result.sum -= other.sum.to(self.device)
+        result.sum_of_squares -= other.sum_of_squares.to(self.device)
+        return result
+
+    def to(self, device: torch.device | str) -> RunningNorm:
+        result = RunningNorm(self.size, min_variance=self.min_variance, clip=self.clip,
+                             device=device)
+        result.update(self)
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"size": self.size, "min_variance": self.min_variance, "clip": self.clip,
+                "count": self.count.cpu().clone(), "sum": self.sum.cpu().clone(),
+                "sum_of_squares": self.sum_of_squares.cpu().clone()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["size"]) != self.size:
+            raise ValueError(f"state of a RunningNorm of size {state['size']} cannot load into "
+                             f"one of size {self.size}")
+        self.min_variance = float(state["min_variance"])
+        self.clip = None if state["clip"] is None else float(state["clip"])
+        self.count = torch.as_tensor(state["count"], dtype=torch.float64).to(self.device)
+        self.sum = torch.as_tensor(state["sum"], dtype=torch.float64).to(self.device)
+        self.sum_of_squares = torch.as_tensor(state["sum_of_squares"],
+                                              dtype=torch.float64).to(self.device)
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> RunningNorm:
+        result = cls(int(state["size"]))
+        result.load_state_dict(state)
+        return result
+
+    def __repr__(self) -> str:
+        return f"RunningNorm(size={self.size}, count={float(self.count):g})"

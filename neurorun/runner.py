@@ -1,0 +1,263 @@
+"""The Runner: builds problem, algorithm and loggers from a config and runs generations.
+
+    from neurorun.runner import run
+    metrics = run(cfg)            # cfg: the composed config (see conf/config.yaml)
+
+One generation: ask, evaluate (asking for more while `algo.num_interactions` is not reached,
+up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes every
+`eval_every` generations, log, checkpoint. The run stops at `generations`,
+`max_interactions`, `max_time` or when the center's evaluation reaches `target_score`.
+`run` needs no Hydra; `neurorun.cli` only composes the config and calls it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from neurorun import checkpoint
+from neurorun.build import ConfigError, build_parts, make_evaluator, validate_config
+from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
+from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
+
+
+class Callbacks:
+    """Hooks for Python users (like RLlib's callbacks): subclass and override what you need."""
+
+    def on_run_start(self, runner: Runner) -> None:
+        """After everything is built (and restored, when resuming), before generation 1."""
+
+    def on_generation_end(self, runner: Runner, generation: int, status: dict[str, Any]) -> None:
+        """After each generation is logged; `status` is what the loggers received."""
+
+    def on_run_end(self, runner: Runner, result: dict[str, Any]) -> None:
+        """After the final checkpoint; `result` is what `run` returns."""
+
+
+def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
+        callbacks: Callbacks | None = None) -> dict[str, Any]:
+    """Run (or resume, with `resume=<run dir>`) one experiment; returns the final metrics.
+
+    Raises:
+        ConfigError: the config is invalid (raised before any environment is built).
+    """
+    runner = Runner(cfg, run_dir=run_dir, callbacks=callbacks)
+    return runner.run()
+
+
+def _default_run_dir(cfg: DictConfig) -> Path:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return Path(HydraConfig.get().runtime.output_dir)
+    except (ImportError, ValueError):
+        from neurorun.config_source import run_dir_name
+
+        return Path(run_dir_name(cfg.resume, cfg.env.id, cfg.algo.name, cfg.seed))
+
+
+class Runner:
+    """One run: `Runner(cfg).run()`. Attributes: cfg, run_dir, problem, evaluator, algorithm,
+    loggers, generation, best (dict with solution, score, generation), status."""
+
+    def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
+                 callbacks: Callbacks | None = None):
+        cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+        validate_config(cfg)
+        self.cfg = cfg
+        self.callbacks = callbacks or Callbacks()
+        self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
+        self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None
+        if cfg.resume and self.state is None:
+            raise ConfigError(
+                f"resume={cfg.resume!r}: no checkpoints/state.pt there yet; expected a run that "
+                "wrote at least one checkpoint. Fix: start it again without resume."
+            )
+        seed_everything(int(cfg.seed))
+        self.problem, self.algorithm = build_parts(cfg)
+        try:
+            self.evaluator = make_evaluator(cfg, self.problem)
+        except ValueError as error:
+            self.problem.close()
+            raise ConfigError(f"parallel: {error}") from error
+        self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
+                                 cfg.target_score)
+        try:
+            self.loggers: LoggerGroup = make_loggers(
+                OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir, self.limits,
+                offsets=None if self.state is None else self.state["loggers"])
+        except ImportError as error:
+            raise ConfigError(str(error)) from error
+        self.generation = 0
+        self.elapsed_before = 0.0
+        self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
+        self.best_eval: float | None = None
+        self.status: dict[str, Any] = {}
+        if self.state is not None:
+            self._restore(self.state)
+
+    # ----- state -----
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.evaluator.load_state_dict(state["problem"])
+        set_rng_state(state["rng"])
+        self.generation = int(state["generation"])
+        self.elapsed_before = float(state["elapsed_s"])
+        self.best = dict(state["best"])
+        self.best_eval = state["best_eval"]
+        self.status = dict(state["status"])
+
+    def _state(self, elapsed: float) -> dict[str, Any]:
+        return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
+                "problem": self.evaluator.state_dict(), "rng": rng_state(),
+                "elapsed_s": elapsed, "best": self.best, "best_eval": self.best_eval,
+                "status": self.status, "loggers": self.loggers.offsets()}
+
+    def save_checkpoint(self, elapsed: float) -> None:
+        folder = self.run_dir / checkpoint.CHECKPOINT_DIR
+        meta = {"env": self.cfg.env.id,
+                "env_config": OmegaConf.to_container(self.cfg.env.env_config),
+                "architecture": self.problem.architecture,
+                "network_args": OmegaConf.to_container(self.cfg.network.network_args),
+                "obs_length": self.problem.obs_length, "act_length": self.problem.act_length,
+                "observation_normalization": self.problem.observation_normalization}
+        center = self.algorithm.center
+        checkpoint.save_policy(self.problem, center, folder / "last",
+                               {**meta, "generation": self.generation,
+                                "center_eval": self.status.get("center_eval")})
+        best = self.best["solution"]
+        checkpoint.save_policy(self.problem, center if best is None else best, folder / "best",
+                               {**meta, "generation": self.best["generation"] or self.generation,
+                                "score": self.best["score"]})
+        checkpoint.save_state(self._state(elapsed), self.run_dir)
+
+    # ----- one generation -----
+    def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[dict[str, Any]]]:
+        """Fitness of this generation's samples (all of them, in order) and per-batch stats."""
+        algo, evaluator = self.algorithm, self.evaluator
+        start_count = evaluator.interaction_count
+        fitness, stats = [], []
+        while True:
+            samples = algo.ask() if not fitness else algo.ask(algo.popsize)
+            fitness.append(evaluator.evaluate(samples))
+            stats.append(dict(evaluator.last_stats))
+            asked = sum(len(f) for f in fitness)
+            if algo.num_interactions is None:
+                break
+            if algo.popsize_max is not None and asked >= algo.popsize_max:
+                break
+            if evaluator.interaction_count - start_count >= algo.num_interactions:
+                break
+        return torch.cat(fitness), stats
+
+    def _evaluate_center(self) -> float | None:
+        every = int(self.cfg.eval_every)
+        if every <= 0 or self.generation % every:
+            return None
+        returns = self.problem.run_test_episodes(
+            self.algorithm.center, int(self.cfg.eval_episodes),
+            derive_seed(int(self.cfg.seed), "evaluation"))
+        return float(returns.double().mean())
+
+    def step(self, started: float) -> dict[str, Any]:
+        """Run one generation; returns its status."""
+        self.generation += 1
+        tick = time.perf_counter()
+        count_before = self.evaluator.interaction_count
+        samples_fitness, stats = self._ask_and_evaluate()
+        self.algorithm.tell(samples_fitness)
+        center_eval = self._evaluate_center()
+        seconds = time.perf_counter() - tick
+        pop_best = float(samples_fitness.max())
+        self.best_eval = pop_best if self.best_eval is None else max(self.best_eval, pop_best)
+        if center_eval is not None and (self.best["score"] is None
+                                        or center_eval > self.best["score"]):
+            self.best = {"solution": self.algorithm.center.detach().cpu().clone(),
+                         "score": center_eval, "generation": self.generation}
+        interactions = self.evaluator.interaction_count - count_before
+        self.status = {
+            "generation": self.generation,
+            "mean_eval": float(samples_fitness.double().mean()),
+            "median_eval": float(samples_fitness.double().quantile(0.5)),
+            "pop_best_eval": pop_best,
+            "best_eval": self.best_eval,
+            "center_eval": center_eval,
+            "popsize": len(samples_fitness),
+            "total_interaction_count": int(self.evaluator.interaction_count),
+            "total_episode_count": int(self.evaluator.episode_count),
+            "stdev_mean": float(self.algorithm.status["stdev_mean"]),
+            **_episode_stats(stats),
+            "interactions": int(interactions),
+            "elapsed_s": self.elapsed_before + time.perf_counter() - started,
+            "steps_per_s": interactions / max(seconds, 1e-9),
+        }
+        return self.status
+
+    def stop_reason(self) -> str | None:
+        """Why the run should stop now (None: go on)."""
+        cfg, status = self.cfg, self.status
+        center = status.get("center_eval")
+        if cfg.target_score is not None and center is not None and center >= cfg.target_score:
+            return f"target_score reached: center_eval {center:.2f} >= {cfg.target_score}"
+        if cfg.generations is not None and self.generation >= cfg.generations:
+            return f"generations: {self.generation} of {cfg.generations} done"
+        count = status.get("total_interaction_count", 0)
+        if cfg.max_interactions is not None and count >= cfg.max_interactions:
+            return f"max_interactions: {count:,} >= {cfg.max_interactions:,}"
+        if cfg.max_time is not None and status.get("elapsed_s", 0.0) >= cfg.max_time:
+            return f"max_time: {status['elapsed_s']:.1f} s >= {cfg.max_time} s"
+        return None
+
+    # ----- the loop -----
+    def run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        started = time.perf_counter()
+        every = int(cfg.checkpoint_every)
+        saved = checkpoint.saved_config_path(self.run_dir)
+        if cfg.resume or not saved.is_file():  # what a later resume=<run dir> starts from
+            plain = OmegaConf.to_container(cfg, resolve=False)
+            checkpoint.atomic_write_text(OmegaConf.to_yaml({**plain, "resume": None}), saved)
+        self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
+        self.callbacks.on_run_start(self)
+        reason = self.stop_reason() if self.status else None
+        result: dict[str, Any] = {}
+        try:
+            while reason is None:
+                status = self.step(started)
+                self.loggers.log(self.generation, status)
+                self.callbacks.on_generation_end(self, self.generation, status)
+                reason = self.stop_reason()
+                if reason is None and every > 0 and self.generation % every == 0:
+                    self.save_checkpoint(status["elapsed_s"])
+            elapsed = self.elapsed_before + time.perf_counter() - started
+            self.save_checkpoint(self.status.get("elapsed_s", elapsed))
+            folder = self.run_dir / checkpoint.CHECKPOINT_DIR
+            result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
+                      "best_policy": str(folder / "best.pkl"),
+                      "last_policy": str(folder / "last.pkl"), "best_score": self.best["score"]}
+        finally:
+            self.loggers.close(result)
+            if self.evaluator is not self.problem:
+                self.evaluator.close()  # e.g. ray actors
+            self.problem.close()
+        self.callbacks.on_run_end(self, result)
+        return result
+
+
+def _episode_stats(batches: list[dict[str, Any]]) -> dict[str, float]:
+    """Episode return/length min/mean/max over the evaluate calls of one generation."""
+    merged: dict[str, float] = {}
+    episodes = [max(int(b.get("num_episodes", 0)), 0) for b in batches]
+    total = sum(episodes)
+    for name in ("episode_return", "episode_length"):
+        merged[f"{name}_min"] = min(b[f"{name}_min"] for b in batches)
+        merged[f"{name}_mean"] = (
+            sum(b[f"{name}_mean"] * n for b, n in zip(batches, episodes, strict=True)) / total
+            if total else float("nan"))
+        merged[f"{name}_max"] = max(b[f"{name}_max"] for b in batches)
+    return merged

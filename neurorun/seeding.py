@@ -1,0 +1,62 @@
+"""Seeding in one place: the global RNGs (python, numpy, torch) and the per-part seeds.
+
+One `seed` in the config fixes everything: `seed_everything` seeds the global generators and
+`derive_seed` gives each part (algorithm, problem, center evaluation, initial center) its own
+stream, so adding a random draw in one part does not shift the others.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+PARTS = ("algorithm", "problem", "evaluation", "center_init")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python's `random`, numpy's global generator and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def derive_seed(seed: int, part: str) -> int:
+    """A 31-bit seed for `part` (one of PARTS), a fixed function of (seed, part)."""
+    if part not in PARTS:
+        raise ValueError(f"part={part!r}; expected one of {PARTS}")
+    sequence = np.random.SeedSequence([int(seed) % 2**63, PARTS.index(part)])
+    return int(sequence.generate_state(1)[0] >> 1)
+
+
+def rng_state() -> dict[str, Any]:
+    """The global RNG states, as tensors and plain containers (loads with weights_only)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": _python_state_to_plain(random.getstate()),
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what `rng_state` returned."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    numpy_state = state["numpy"]
+    np.random.set_state((numpy_state["kind"], numpy_state["keys"].numpy().astype(np.uint32),
+                         numpy_state["pos"], numpy_state["has_gauss"], numpy_state["cached"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _python_state_to_plain(state: tuple) -> list:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]

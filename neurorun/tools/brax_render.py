@@ -1,0 +1,65 @@
+"""brax policies to an HTML viewer (brax.io.html) or to frames (brax.io.image)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurorun.tools.common import ToolError, write_output
+from neurorun.tools.episodes import Episode
+from neurorun.tools.loading import LoadedPolicy
+from neurorun.tools.video import no_renderer_error, write_video
+
+FRAME_HEIGHT, FRAME_WIDTH = 240, 320
+
+
+def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, seed: int,
+                limit: int | None, fps: float) -> list[Episode]:
+    """Play `episodes` episodes of a brax env and write them to `out` (.html, .gif, .mp4)."""
+    import jax
+
+    from neurorun.envs.brax_env import DEFAULT_EPISODE_LENGTH, _import_brax
+
+    config = dict(loaded.env_config)
+    length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
+    length = length if limit is None else min(length, int(limit))
+    env = _import_brax().create(name, episode_length=length, auto_reset=False, **config)
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    states: list[Any] = []
+    results = []
+    for index in range(episodes):
+        state = reset(jax.random.PRNGKey(seed + index))
+        if callable(getattr(loaded.policy, "reset", None)):
+            loaded.policy.reset()
+        states.append(state.pipeline_state)
+        episode = Episode(seed + index, 0.0, 0)
+        while True:
+            action = jax.numpy.asarray(loaded.policy.act(np.array(state.obs)))
+            state = step(state, action)
+            states.append(state.pipeline_state)
+            episode.episode_return += float(state.reward)
+            episode.length += 1
+            if float(state.done) > 0:
+                break
+        results.append(episode)
+    _write(env.sys, states, out, fps)
+    return results
+
+
+def _write(system: Any, states: list[Any], out: Path, fps: float) -> None:
+    if out.suffix == ".html":
+        from brax.io import html
+
+        write_output(out, lambda tmp: tmp.write_text(html.render(system, states),
+                                                     encoding="utf-8"), "brax HTML viewer")
+        return
+    try:
+        from brax.io import image
+
+        frames = image.render_array(system, states, height=FRAME_HEIGHT, width=FRAME_WIDTH)
+    except Exception as error:
+        raise ToolError(f"{no_renderer_error(error)}; or write brax's HTML viewer: "
+                        "--out policy.html") from error
+    write_video([np.asarray(frame) for frame in frames], out, fps)

@@ -1,0 +1,86 @@
+"""What every tool shares: one-line errors, atomic outputs, mean and std."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurorun.checkpoint import atomic_write
+
+EXIT_BAD_INPUT = 2
+
+
+class ToolError(Exception):
+    """Bad input for a tool: the message is the whole story, shown as one line."""
+
+
+def _one_line_warning(message: Any, category: type[Warning], filename: str, lineno: int,
+                      file: Any = None, line: str | None = None) -> None:
+    print(f"warning: {message}", file=sys.stderr if file is None else file)
+
+
+def run_tool(name: str, body: Callable[[], int | None]) -> int:
+    """Run a tool's `body`; bad input becomes one line `name: error: ...` and exit status 2."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        # brax warns on every import that it is unmaintained: not news to a tool's user.
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"brax\.")
+        try:
+            return int(body() or 0)
+        except ToolError as error:
+            message = " ".join(str(error).split())  # one line, whatever the message held
+            print(f"{name}: error: {message}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except KeyboardInterrupt:
+            print(f"{name}: interrupted", file=sys.stderr)
+            return 130
+
+
+def write_output(path: str | Path, write: Callable[[Path], None], what: str) -> Path:
+    """Write an output through a temporary file renamed over `path` (nothing half-written).
+
+    `write` receives the temporary path, whose suffix is `.tmp`: writers must name the format
+    explicitly instead of guessing it from the file name.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ToolError(f"--out {str(path)!r} is a folder; expected a file name for the {what}")
+    try:
+        atomic_write(path, write)
+    except OSError as error:
+        raise ToolError(f"cannot write the {what} to {str(path)!r}: {error.strerror or error}; "
+                        "pass an --out path in a writable folder") from error
+    return path
+
+
+def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """Mean and population standard deviation (ddof=0) of the finite values; nan when none."""
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    if array.size == 0:
+        return float("nan"), float("nan")
+    return float(array.mean()), float(array.std())
+
+
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    if not np.isfinite(mean):
+        return "-"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def check_writable(path: str | Path, what: str) -> None:
+    """Fail early (before long work) when `path` cannot be written."""
+    path = Path(path)
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        reason = "is a folder" if path.is_dir() else f"{str(folder)!r} is not a writable folder"
+        raise ToolError(f"cannot write the {what} to {str(path)!r}: {reason}; pass an --out "
+                        "path in a writable folder")

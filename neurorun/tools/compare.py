@@ -1,0 +1,122 @@
+"""`neurorun-compare`: final and best scores of a sweep, one row per group of runs.
+
+    neurorun-compare runs/multirun/2026-11-22_10-00-00
+    neurorun-compare runs/multirun/2026-11-22_10-00-00 --csv results.csv   # or --csv alone
+
+Per run: `final` is the metric's last value, `best` its highest, `steps` the final
+total_interaction_count, `time` the final elapsed_s. Per group: mean ± std (population std,
+ddof=0) of those over the group's runs (seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurorun.tools.common import format_mean_std, mean_std, run_tool, write_output
+from neurorun.tools.runs import Run, check_column, group_runs, load_runs
+
+CSV_COLUMNS = ("group", "runs", "final_mean", "final_std", "best_mean", "best_std",
+               "steps_mean", "steps_std", "time_s_mean", "time_s_std")
+
+
+def _last(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite[-1]) if finite.size else float("nan")
+
+
+def _best(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else float("nan")
+
+
+def default_metric(runs: list[Run]) -> str:
+    """center_eval when every run has it (the deployed policy's score), else mean_eval."""
+    has_center = all(np.isfinite(run.column("center_eval")).any() for run in runs)
+    return "center_eval" if has_center else "mean_eval"
+
+
+def compare(paths: list[str | Path], metric: str | None = None) -> tuple[str, list[dict]]:
+    """`(metric, rows)`: one row per group with the CSV_COLUMNS keys."""
+    runs = load_runs(paths)
+    metric = metric or default_metric(runs)
+    check_column(runs, metric)
+    rows = []
+    for label, members in group_runs(runs).items():
+        row: dict[str, Any] = {"group": label, "runs": len(members)}
+        per_run = {
+            "final": [_last(run.column(metric)) for run in members],
+            "best": [_best(run.column(metric)) for run in members],
+            "steps": [_last(run.column("total_interaction_count")) for run in members],
+            "time_s": [_last(run.column("elapsed_s")) for run in members],
+        }
+        for name, values in per_run.items():
+            row[f"{name}_mean"], row[f"{name}_std"] = mean_std(values)
+        rows.append(row)
+    return metric, rows
+
+
+def to_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def print_table(metric: str, rows: list[dict], console: Any = None) -> None:
+    """Print the table on `console` (a rich Console; default: stdout)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{metric}: final and best per run, mean ± std over runs")
+    widest = max((len(row["group"]) for row in rows), default=5)
+    table.add_column("group", min_width=min(widest, 40))
+    for column in ("runs", "final", "best", "steps", "time (s)"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(row["group"], str(row["runs"]),
+                      format_mean_std(row["final_mean"], row["final_std"]),
+                      format_mean_std(row["best_mean"], row["best_std"]),
+                      format_mean_std(row["steps_mean"], row["steps_std"], 0),
+                      format_mean_std(row["time_s_mean"], row["time_s_std"], 1))
+    (console or Console()).print(table)
+
+
+def parser() -> argparse.ArgumentParser:
+    result = argparse.ArgumentParser(prog="neurorun-compare",
+                                     description="Compare the groups of runs of a sweep.")
+    result.add_argument("paths", nargs="+", help="a sweep folder (or run folders)")
+    result.add_argument("--metric", default=None,
+                        help="metric column (default: center_eval if every run has it, "
+                             "else mean_eval)")
+    result.add_argument("--csv", nargs="?", const="-", default=None, metavar="FILE",
+                        help="CSV instead of the table: to FILE, or to stdout without one")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def body() -> None:
+        metric, rows = compare(args.paths, args.metric)
+        if args.csv is None:
+            print_table(metric, rows)
+        elif args.csv == "-":
+            sys.stdout.write(to_csv(rows))
+        else:
+            text = to_csv(rows)
+            write_output(args.csv, lambda tmp: tmp.write_text(text, encoding="utf-8"), "CSV")
+            print(f"wrote {args.csv} ({metric})")
+
+    return run_tool("neurorun-compare", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Seeded episodes of one loaded policy: a plain gymnasium loop, or neurorun.envs for brax
+and env factories. Episode i is reset with seed `seed + i`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from neurorun.tools.loading import LoadedPolicy
+
+
+@dataclass
+class Episode:
+    seed: int
+    episode_return: float
+    length: int
+    frames: list[np.ndarray] = field(default_factory=list)  # (H, W, 3) uint8 each
+
+
+def step_limit(loaded: LoadedPolicy, max_steps: int | None) -> int | None:
+    """--max-steps when given, else the run's training episode_length (None: the env's own)."""
+    return max_steps if max_steps is not None else loaded.episode_length
+
+
+def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
+                 max_steps: int | None = None, frames: bool = False) -> list[Episode]:
+    """`episodes` seeded episodes; with `frames`, an rgb frame after the reset and each step."""
+    from neurorun.envs import parse_spec
+
+    backend, name = parse_spec(loaded.env)
+    limit = step_limit(loaded, max_steps)
+    if backend == "gym":
+        return _gym_episodes(loaded, name, episodes, seed, limit, frames)
+    if frames:
+        raise ValueError(f"frames of {loaded.env!r}: only gymnasium envs render frames here")
+    return _vec_episodes(loaded, episodes, seed, limit)
+
+
+def make_gym_env(loaded: LoadedPolicy, name: str, render_mode: str | None) -> Any:
+    import gymnasium as gym
+
+    return gym.make(name, render_mode=render_mode, **loaded.env_config)
+
+
+def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
+                  limit: int | None, frames: bool) -> list[Episode]:
+    env = make_gym_env(loaded, name, "rgb_array" if frames else None)
+    policy, results = loaded.policy, []
+    try:
+        for index in range(episodes):
+            obs, _ = env.reset(seed=seed + index)
+            _reset(policy)
+            episode = Episode(seed + index, 0.0, 0, [env.render()] if frames else [])
+            done = False
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(policy.act(obs))
+                episode.episode_return += float(reward)
+                episode.length += 1
+                done = terminated or truncated or (limit is not None and episode.length >= limit)
+                if frames:
+                    episode.frames.append(env.render())
+            results.append(episode)
+    finally:
+        env.close()
+    return results
+
+
+def _vec_episodes(loaded: LoadedPolicy, episodes: int, seed: int,
+                  limit: int | None) -> list[Episode]:
+    from neurorun.envs import make_env
+
+    env = make_env(loaded.env, 1, episode_length=limit, **loaded.env_config)
+    policy, results = loaded.policy, []
+    try:
+        for index in range(episodes):
+            obs = env.reset(seed=seed + index)  # (1, obs_length)
+            hidden, done = None, False
+            episode = Episode(seed + index, 0.0, 0)
+            while not done:
+                with torch.no_grad():
+                    out = policy(obs.float().cpu(), hidden)
+                if isinstance(out, tuple):
+                    out, hidden = out
+                obs, reward, finished = env.step(out)
+                episode.episode_return += float(reward[0])
+                episode.length += 1
+                done = bool(finished[0])
+            results.append(episode)
+    finally:
+        env.close()
+    return results
+
+
+def _reset(policy: Any) -> None:
+    reset = getattr(policy, "reset", None)
+    if callable(reset):
+        reset()

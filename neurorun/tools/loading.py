@@ -1,0 +1,207 @@
+"""Load a saved policy from a run folder, a policy pickle or a weights-only `.pt` (+ `.json`).
+
+A `.pkl` is the problem's `save_solution` dict; unpickling it can run arbitrary code, so it is
+checked opcode by opcode first (a truncated or corrupt file fails without running anything)
+and loading it warns once, pointing at the weights-only twin. A `.pt` holds only tensors
+(`torch.load(weights_only=True)`); the network is rebuilt from the `.json` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import pickletools
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+
+from neurorun.tools.common import ToolError
+
+CHECKPOINT_FOLDER = "checkpoints"
+
+
+class PickleWarning(UserWarning):
+    """Loading a policy pickle runs whatever code the pickle names."""
+
+
+_warned_about_pickles = False
+
+
+@dataclass
+class LoadedPolicy:
+    """A policy on raw observations and what it needs to run."""
+
+    policy: Any  # nn.Module with act(obs) -> env action, forward(obs) -> clipped outputs
+    env: str  # env spec: "Id", "gym::Id", "brax::name" or "pkg.module:factory"
+    source: Path
+    env_config: dict[str, Any] = field(default_factory=dict)
+    episode_length: int | None = None  # the run's training limit, when known
+
+
+def load_policy(path: str | Path, *, checkpoint: str = "best",
+                env: str | None = None) -> LoadedPolicy:
+    """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt`, else `.pkl`), a policy
+    pickle or a weights-only `.pt`. `env` replaces the env the checkpoint names.
+
+    Raises:
+        ToolError: missing or unreadable file, or an env that cannot be made here.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ToolError(f"{str(path)!r} does not exist; expected a run folder, a policy .pkl "
+                        "or a weights-only .pt")
+    if path.is_dir():
+        path = _checkpoint_in(path, checkpoint)
+    if path.suffix == ".pkl":
+        loaded = _load_pickle(path, env)
+    elif path.suffix == ".pt":
+        loaded = _load_weights(path, env)
+    else:
+        raise ToolError(f"{str(path)!r}: expected a run folder, a policy .pkl or a .pt file")
+    return loaded
+
+
+def _checkpoint_in(folder: Path, checkpoint: str) -> Path:
+    checkpoints = folder / CHECKPOINT_FOLDER
+    base = checkpoints if checkpoints.is_dir() else folder
+    for suffix in (".pt", ".pkl"):
+        candidate = base / f"{checkpoint}{suffix}"
+        if candidate.is_file() and (suffix == ".pkl" or candidate.with_suffix(".json").is_file()):
+            return candidate
+    raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_FOLDER}/"
+                    f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; pass a run folder "
+                    "(a sweep holds one run per subfolder) or a checkpoint file")
+
+
+def run_settings(checkpoint: Path) -> dict[str, Any]:
+    """`env_config` and `episode_length` of the run a checkpoint file belongs to (if known)."""
+    config_path = checkpoint.parent.parent / ".hydra" / "config.yaml"
+    if not config_path.is_file():
+        return {}
+    try:
+        config = OmegaConf.load(config_path)
+        env_config = OmegaConf.select(config, "env.env_config", default=None)
+        env_config = {} if env_config is None else OmegaConf.to_container(env_config,
+                                                                          resolve=True)
+        return {"env_config": dict(env_config),
+                "episode_length": OmegaConf.select(config, "problem.episode_length",
+                                                   default=None)}
+    except Exception:  # a damaged config only costs these extras; the policy still loads
+        return {}
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    json_path = path.with_suffix(".json")
+    if not json_path.is_file():
+        return {}
+    try:
+        meta = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ToolError(f"{str(json_path)!r} is not valid JSON ({error}); it describes the "
+                        "checkpoint's env and network") from error
+    if not isinstance(meta, dict):
+        raise ToolError(f"{str(json_path)!r}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
+def _warn_about_pickles(path: Path) -> None:
+    global _warned_about_pickles
+    if _warned_about_pickles:
+        return
+    _warned_about_pickles = True
+    twin = path.with_suffix(".pt")
+    hint = f"{twin}" if twin.is_file() else "the weights-only .pt twin of this checkpoint"
+    warnings.warn(PickleWarning(f"loading {path} runs code stored in the pickle; only load "
+                                f"pickles you trust, or use {hint} (weights only)"),
+                  stacklevel=3)
+
+
+def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
+    data = path.read_bytes()
+    try:
+        for _ in pickletools.genops(data):  # reads opcodes only: nothing is executed
+            pass
+    except Exception as error:
+        raise ToolError(f"{str(path)!r} is truncated or not a pickle ({error}); write it again "
+                        "or use the weights-only .pt") from error
+    _warn_about_pickles(path)
+    try:
+        saved = pickle.loads(data)
+    except Exception as error:
+        raise ToolError(f"cannot unpickle {str(path)!r}: {type(error).__name__}: {error}; "
+                        "it needs the code that saved it (neurorun installed)") from error
+    if not isinstance(saved, dict) or not callable(getattr(saved.get("policy"), "act", None)):
+        raise ToolError(f"{str(path)!r} is not a neurorun policy pickle: expected a dict whose "
+                        "'policy' has an act(obs) method")
+    settings = {**_read_meta(path), **run_settings(path)}
+    saved["policy"].eval()
+    loaded = LoadedPolicy(saved["policy"], env or str(saved.get("env")), path,
+                          dict(settings.get("env_config") or {}), settings.get("episode_length"))
+    _check_env(loaded)
+    return loaded
+
+
+def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
+    try:
+        weights = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise ToolError(f"cannot load {str(path)!r} with torch.load(weights_only=True): "
+                        f"{type(error).__name__}: {error}") from error
+    meta = _read_meta(path)
+    if not isinstance(weights, dict) or "solution" not in weights:
+        raise ToolError(f"{str(path)!r} holds no 'solution' tensor; expected a neurorun "
+                        "weights-only checkpoint")
+    if "architecture" not in meta or "env" not in meta:
+        raise ToolError(f"{str(path)!r} needs {path.with_suffix('.json').name} beside it "
+                        "with 'env' and 'architecture' to rebuild the network")
+    settings = {**meta, **run_settings(path)}
+    loaded = LoadedPolicy(None, env or str(meta["env"]), path,
+                          dict(settings.get("env_config") or {}), settings.get("episode_length"))
+    loaded.policy = _rebuild(loaded, meta, weights)
+    return loaded
+
+
+def _rebuild(loaded: LoadedPolicy, meta: dict[str, Any], weights: dict[str, Any]) -> Any:
+    from neurorun.problems import make_problem
+
+    solution = torch.as_tensor(weights["solution"], dtype=torch.float32).reshape(-1)
+    try:
+        problem = make_problem(loaded.env, meta["architecture"],
+                               network_args=meta.get("network_args") or None,
+                               env_config=loaded.env_config)
+    except Exception as error:
+        raise _env_error(loaded, error) from error
+    try:
+        if problem.solution_length != solution.numel():
+            raise ToolError(f"{str(loaded.source)!r}: {solution.numel()} weights, but the "
+                            f"network {meta['architecture']!r} on {loaded.env!r} has "
+                            f"{problem.solution_length}; pass the env it was trained on")
+        policy = problem.to_policy(solution)
+    finally:
+        problem.close()
+    if weights.get("obs_mean") is not None:
+        policy.obs_mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
+        policy.obs_stdev = torch.as_tensor(weights["obs_stdev"], dtype=torch.float32)
+    return policy.eval()
+
+
+def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
+    detail = " ".join(f"{type(error).__name__}: {error}".split())
+    if len(detail) > 300:
+        detail = detail[:297] + "..."
+    return ToolError(f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
+                     f"({detail}); install what provides it (e.g. pip install "
+                     "'gymnasium[mujoco]' or brax) or pass --env ID")
+
+
+def _check_env(loaded: LoadedPolicy) -> None:
+    from neurorun.envs import env_spaces
+
+    try:
+        env_spaces(loaded.env, **loaded.env_config)
+    except Exception as error:
+        raise _env_error(loaded, error) from error

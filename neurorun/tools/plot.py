@@ -1,0 +1,118 @@
+"""`neurorun-plot`: learning curves of runs and sweeps.
+
+    neurorun-plot runs/multirun/2026-11-22_10-00-00 --out curves.png --x interactions
+    neurorun-plot runs/CartPole-v1/pgpe/<run> runs/CartPole-v1/snes/<run> --y best_eval
+
+Runs are grouped by the overrides that differ between them (seed left out); each group is
+one line, the mean over its runs, with a band (±std or min–max) around it. Runs whose x
+values differ (interactions, time) are interpolated onto the union of their x values within
+the range every run of the group covers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from neurorun.tools.common import ToolError, check_writable, run_tool, write_output
+from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
+
+Y_COLUMNS = ("mean_eval", "best_eval", "center_eval", "pop_best_eval", "median_eval")
+BANDS = ("std", "minmax", "none")
+X_LABELS = {"generation": "generation", "interactions": "environment steps",
+            "time": "wall time (s)"}
+
+
+def common_grid(runs: list[Run], x_column: str, y_column: str) -> tuple[np.ndarray, np.ndarray]:
+    """`(grid, values)`: the x grid shared by `runs` and each run's y on it, (runs, points).
+
+    Runs with identical x use them as they are; otherwise y is linearly interpolated onto the
+    sorted union of all x values inside the range that every run covers."""
+    curves = []
+    for run in runs:
+        x, y = run.column(x_column), run.column(y_column)
+        keep = np.isfinite(x) & np.isfinite(y)
+        order = np.argsort(x[keep], kind="stable")
+        curves.append((x[keep][order], y[keep][order]))
+    curves = [(x, y) for x, y in curves if x.size]
+    if not curves:
+        return np.empty(0), np.empty((0, 0))
+    if all(np.array_equal(x, curves[0][0]) for x, _ in curves):
+        return curves[0][0], np.stack([y for _, y in curves])
+    low = max(float(x[0]) for x, _ in curves)
+    high = min(float(x[-1]) for x, _ in curves)
+    grid = np.unique(np.concatenate([x for x, _ in curves]))
+    grid = grid[(grid >= low) & (grid <= high)]
+    return grid, np.stack([np.interp(grid, x, y) for x, y in curves])
+
+
+def plot_runs(paths: list[str | Path], *, x: str = "generation", y: str = "mean_eval",
+              band: str = "std") -> Figure:
+    """A Figure with one line per group of runs: the mean of `y` over the group's runs."""
+    if x not in X_COLUMNS or band not in BANDS:
+        raise ToolError(f"--x {x!r} --band {band!r}; expected --x one of {', '.join(X_COLUMNS)} "
+                        f"and --band one of {', '.join(BANDS)}")
+    runs = load_runs(paths)
+    check_column(runs, y)
+    check_column(runs, X_COLUMNS[x])
+    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    for label, members in group_runs(runs).items():
+        grid, values = common_grid(members, X_COLUMNS[x], y)
+        if grid.size == 0:
+            continue
+        mean = values.mean(axis=0)
+        (line,) = axes.plot(grid, mean, label=f"{label} ({len(values)} runs)")
+        if len(values) > 1 and band != "none":
+            low, high = ((mean - values.std(axis=0), mean + values.std(axis=0)) if band == "std"
+                         else (values.min(axis=0), values.max(axis=0)))
+            axes.fill_between(grid, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+    axes.set_xlabel(X_LABELS[x])
+    axes.set_ylabel(y)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    band_text = {"std": "mean ± std over runs", "minmax": "mean, min–max over runs",
+                 "none": "mean over runs"}[band]
+    axes.set_title(f"{y} ({band_text})", fontsize="medium")
+    return figure
+
+
+def parser() -> argparse.ArgumentParser:
+    result = argparse.ArgumentParser(prog="neurorun-plot",
+                                     description="Plot learning curves of runs and sweeps.")
+    result.add_argument("paths", nargs="+", help="run folders and/or sweep folders")
+    result.add_argument("--out", required=True, help="image file: .png, .pdf, .svg, ...")
+    result.add_argument("--x", choices=tuple(X_COLUMNS), default="generation",
+                        help="x axis (generation)")
+    result.add_argument("--y", default="mean_eval",
+                        help=f"metric column, e.g. {', '.join(Y_COLUMNS)} (mean_eval)")
+    result.add_argument("--band", choices=BANDS, default="std",
+                        help="band around the mean over seeds (std)")
+    result.add_argument("--dpi", type=int, default=120, help="resolution of raster images")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def body() -> None:
+        out = Path(args.out)
+        image_format = out.suffix.lstrip(".").lower()
+        if image_format not in Figure().canvas.get_supported_filetypes():
+            raise ToolError(f"--out {args.out!r}: unknown image format {image_format!r}; use "
+                            ".png, .pdf or .svg")
+        check_writable(out, "plot")
+        figure = plot_runs(args.paths, x=args.x, y=args.y, band=args.band)
+        write_output(out, lambda tmp: figure.savefig(tmp, format=image_format, dpi=args.dpi),
+                     "plot")
+        print(f"wrote {out}")
+
+    return run_tool("neurorun-plot", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

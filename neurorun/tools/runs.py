@@ -1,0 +1,147 @@
+"""Run folders on disk: finding them, reading their metrics, grouping a sweep's runs.
+
+A run folder holds `metrics.csv` (or `metrics.jsonl`) and `.hydra/overrides.yaml`; a sweep
+folder holds run folders below it. Runs are grouped by the overrides that differ between
+them, leaving out `seed`: the runs of one group are seeds of one setting.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from neurorun.tools.common import ToolError
+
+METRIC_FILES = ("metrics.csv", "metrics.jsonl")
+X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
+             "time": "elapsed_s"}
+IGNORED_OVERRIDES = ("seed",)
+
+
+@dataclass
+class Run:
+    path: Path
+    metrics: dict[str, np.ndarray]  # column -> (rows,) float, nan where a row lacks it
+    overrides: dict[str, str] = field(default_factory=dict)  # key -> value, in given order
+
+    def column(self, name: str) -> np.ndarray:
+        return self.metrics.get(name, np.full(self.rows, np.nan))
+
+    @property
+    def rows(self) -> int:
+        return len(next(iter(self.metrics.values()), ()))
+
+
+def _natural_key(path: Path) -> list[object]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def find_run_folders(path: str | Path) -> list[Path]:
+    """`path` itself when it holds metrics, else every folder below it that does."""
+    path = Path(path)
+    if not path.exists():
+        raise ToolError(f"{str(path)!r} does not exist; expected a run folder or a sweep folder")
+    if path.is_file():
+        path = path.parent
+    if any((path / name).is_file() for name in METRIC_FILES):
+        return [path]
+    found = {hit.parent for name in METRIC_FILES for hit in path.rglob(name)}
+    if not found:
+        raise ToolError(f"{str(path)!r} has no metrics.csv or metrics.jsonl in it or below it; "
+                        "expected a neurorun run folder or a multirun sweep folder")
+    return sorted(found, key=_natural_key)
+
+
+def read_metrics(folder: Path) -> dict[str, np.ndarray]:
+    """Columns of `metrics.csv` (else `metrics.jsonl`) as float arrays; blanks become nan."""
+    csv_path, jsonl_path = (folder / name for name in METRIC_FILES)
+    try:
+        if csv_path.is_file():
+            with open(csv_path, newline="", encoding="utf-8") as file:
+                rows = list(csv.DictReader(file))
+        else:
+            rows = []
+            for line in jsonl_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:  # a line cut short by a run still writing it
+                    continue
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise ToolError(f"cannot read the metrics of {str(folder)!r}: {error}") from error
+    columns = list(dict.fromkeys(key for row in rows for key in row if key is not None))
+    return {key: np.array([_number(row.get(key)) for row in rows]) for key in columns}
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def read_overrides(folder: Path) -> dict[str, str]:
+    """`key=value` lines of `.hydra/overrides.yaml` (prefixes +, ++, ~ dropped)."""
+    path = folder / ".hydra" / "overrides.yaml"
+    if not path.is_file():
+        return {}
+    from omegaconf import OmegaConf
+
+    try:
+        lines = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception as error:
+        raise ToolError(f"cannot read {str(path)!r}: {error}") from error
+    result = {}
+    for line in lines if isinstance(lines, list) else []:
+        key, _, value = str(line).partition("=")
+        result[key.lstrip("+~")] = value
+    return result
+
+
+def load_runs(paths: list[str | Path]) -> list[Run]:
+    """Every run below `paths` that has at least one row of metrics."""
+    runs, empty = [], []
+    for folder in dict.fromkeys(f for path in paths for f in find_run_folders(path)):
+        metrics = read_metrics(folder)
+        if metrics:
+            runs.append(Run(folder, metrics, read_overrides(folder)))
+        else:
+            empty.append(folder)
+    if not runs:
+        raise ToolError(f"no metrics rows in {', '.join(map(str, paths))}; let the runs write "
+                        "at least one generation")
+    for folder in empty:
+        warnings.warn(f"{folder}: its metrics have no rows yet; left out", stacklevel=2)
+    return runs
+
+
+def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
+    """Runs grouped by the overrides that differ between them (seed left out), in order.
+
+    The label is `key=value, ...` of those overrides; runs that differ in nothing else form
+    one group, labelled by their common overrides (or the folder name of a single run)."""
+    keys = list(dict.fromkeys(k for run in runs for k in run.overrides
+                              if k not in IGNORED_OVERRIDES and not k.startswith("hydra.")))
+    varying = [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        shown = varying or [k for k in keys if k in run.overrides]
+        label = ", ".join(f"{k}={run.overrides[k]}" for k in shown if k in run.overrides)
+        if not label:
+            label = run.path.name if len(runs) == 1 else "all runs"
+        groups.setdefault(label, []).append(run)
+    return groups
+
+
+def check_column(runs: list[Run], name: str) -> None:
+    """ToolError when no run has a finite value in column `name`."""
+    if any(np.isfinite(run.column(name)).any() for run in runs):
+        return
+    known = sorted({key for run in runs for key in run.metrics})
+    raise ToolError(f"no run has values in the column {name!r}; columns: {', '.join(known)}"
+                    + ("; center_eval needs eval_every > 0" if name == "center_eval" else ""))

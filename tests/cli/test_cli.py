@@ -1,0 +1,100 @@
+"""The `neurorun` console script, run in a subprocess as a user would."""
+
+import csv
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from neurorun.algorithms import ALGORITHMS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def neurorun(*args, cwd, timeout=180):
+    script = Path(sys.executable).with_name("neurorun")  # the installed console script
+    return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def rows(run_dir):
+    with open(Path(run_dir) / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_help_lists_every_group_and_its_options(tmp_path):
+    result = neurorun("--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    for line in ("algo: cem, cmaes, pgpe, sep_cmaes, snes, xnes", "parallel: local",
+                 "problem: default, gymne, vecgymne", "debug: default"):
+        assert line in result.stdout
+    assert "env: CartPole-v1," in result.stdout and "brax::ant" in result.stdout
+
+
+def test_info_searchpath_shows_the_packaged_configs(tmp_path):
+    result = neurorun("--info", "searchpath", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "pkg://neurorun.conf" in result.stdout
+    assert "neurorun://neurorun.conf" in result.stdout
+
+
+def test_every_algorithm_runs_in_one_multirun(tmp_path):
+    names = ",".join(ALGORITHMS)
+    result = neurorun("-m", f"algo={names}", "env=gym::CartPole-v1", "debug=default",
+                      cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (sweep,) = (tmp_path / "runs" / "multirun").iterdir()
+    jobs = sorted(p.name for p in sweep.iterdir() if p.is_dir())
+    assert jobs == sorted(f"{i}_CartPole-v1_{name}_s0" for i, name in enumerate(ALGORITHMS))
+    for job in jobs:
+        table = rows(sweep / job)
+        assert [row["generation"] for row in table] == ["1", "2"]
+        assert int(table[0]["popsize"]) == 10
+        assert (sweep / job / "checkpoints" / "best.pkl").is_file()
+    assert result.stdout.count("best policy:") == len(ALGORITHMS)
+
+
+def test_config_error_exits_2_with_one_message(tmp_path):
+    result = neurorun("algo.popsize=abc", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "algo.popsize='abc'" in result.stderr and "Fix:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("metrics.csv"))
+
+
+def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
+    first = neurorun("debug=default", "checkpoint_every=0", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs" / "CartPole-v1" / "pgpe").iterdir()
+    second = neurorun(f"resume={run_dir}", "generations=4", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert [row["generation"] for row in rows(run_dir)] == ["1", "2", "3", "4"]
+    saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    assert saved.generations == 4 and saved.algo.popsize == 10
+    state = torch.load(run_dir / "checkpoints" / "state.pt", weights_only=False)
+    assert state["generation"] == 4
+    assert str(run_dir) in second.stdout
+
+
+@pytest.mark.slow
+def test_default_run_reaches_475_in_under_a_minute(tmp_path):
+    started = time.perf_counter()
+    result = neurorun(cwd=tmp_path, timeout=120)
+    seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs" / "CartPole-v1" / "pgpe").iterdir()
+    assert float(rows(run_dir)[-1]["center_eval"]) >= 475
+    assert seconds < 60
+    assert f"run folder:  {run_dir}" in result.stdout
+
+
+@pytest.mark.slow
+def test_brax_spelling_runs_for_real(tmp_path):
+    result = neurorun("env=brax/inverted_pendulum", "debug=default", cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs" / "brax_inverted_pendulum" / "pgpe").iterdir()
+    assert len(rows(run_dir)) == 2

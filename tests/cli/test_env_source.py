@@ -1,0 +1,66 @@
+"""env=<any gymnasium id or brax name>, in every spelling, served by the neurorun:// source."""
+
+import pytest
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from neurorun.build import ConfigError
+from neurorun.cli import compose_config
+from neurorun.config_source import canonical_env_id, env_slug
+from neurorun.runner import Runner
+
+SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "env=brax/humanoid"]
+
+
+@pytest.mark.parametrize(("name", "canonical", "slug"), [
+    ("brax/humanoid", "brax::humanoid", "brax_humanoid"),
+    ("brax::humanoid", "brax::humanoid", "brax_humanoid"),
+    ("gym/Humanoid-v5", "gym::Humanoid-v5", "Humanoid-v5"),
+    ("gym::Humanoid-v5", "gym::Humanoid-v5", "Humanoid-v5"),
+    ("ALE/Pong-v5", "ALE/Pong-v5", "ALE_Pong-v5"),
+    ("my_pkg.envs:make", "my_pkg.envs:make", "my_pkg.envs_make"),
+])
+def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
+    assert canonical_env_id(name) == canonical
+    assert env_slug(name) == slug
+
+
+@pytest.mark.parametrize(("override", "env_id", "shaping"), [
+    ("env=brax::humanoid", "brax::humanoid", 5.0),  # the preset, with its reward shaping
+    ("env=brax/humanoid", "brax::humanoid", 5.0),
+    ("env=gym::Humanoid-v5", "Humanoid-v5", 0.0),  # the preset file Humanoid-v5.yaml
+    ("env=CartPole-v1", "CartPole-v1", 0.0),
+    ("env=Acrobot-v1", "Acrobot-v1", 0.0),  # no preset: served generically
+    ("env=gym::MountainCarContinuous-v0", "gym::MountainCarContinuous-v0", 0.0),
+    ("env=brax::hopper", "brax::hopper", 0.0),
+])
+def test_every_spelling_composes(override, env_id, shaping):
+    cfg = compose_config([override], hydra_config=True)
+    assert cfg.env.id == env_id
+    assert cfg.problem.decrease_rewards_by == shaping
+    assert cfg.hydra.run.dir.startswith(f"runs/{env_slug(env_id)}/pgpe/")
+
+
+def test_spellings_work_inside_a_multirun_list():
+    """The basic sweeper escapes `::` in each job's override; the job still gets the id."""
+    sweep = "env=" + ",".join(spelling.removeprefix("env=") for spelling in SPELLINGS)
+    overrides = OverridesParser.create().parse_overrides([sweep, "seed=0,1"])
+    (jobs,) = BasicSweeper.split_arguments(overrides, None)
+    assert len(jobs) == 8
+    ids = [compose_config(job).env.id for job in jobs[::2]]
+    assert ids == ["brax::humanoid", "Humanoid-v5", "CartPole-v1", "brax::humanoid"]
+
+
+def test_generic_env_has_the_preset_keys():
+    cfg = compose_config(["env=Acrobot-v1"])
+    assert dict(cfg.env) == {"id": "Acrobot-v1", "env_config": {}, "target_score": None}
+    assert cfg.target_score is None
+
+
+def test_unknown_env_fails_before_anything_is_built_and_names_close_ids(tmp_path):
+    cfg = compose_config(["env=CartPole-v9", "debug=default"])
+    with pytest.raises(ConfigError) as caught:
+        Runner(cfg, run_dir=tmp_path / "run")
+    message = str(caught.value)
+    assert "env.id='CartPole-v9'" in message and "CartPole-v1" in message
+    assert not (tmp_path / "run").exists()  # no run folder, no metrics, no env

@@ -1,0 +1,139 @@
+"""make_env: spec parsing, errors, action conversion and the next-step autoreset contract."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from neurorun.envs import EnvStepError, UnknownEnvError, make_env, parse_spec
+from neurorun.envs.gym_env import limited_episode_steps
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("CartPole-v1", ("gym", "CartPole-v1")),
+    ("gym::Humanoid-v5", ("gym", "Humanoid-v5")),
+    ("brax::humanoid", ("brax", "humanoid")),
+    ("my_pkg.envs:make_vec", ("factory", "my_pkg.envs:make_vec")),
+    ("ALE/Pong-v5", ("gym", "ALE/Pong-v5")),
+])
+def test_parse_spec(spec, expected):
+    assert parse_spec(spec) == expected
+
+
+def test_unknown_backend_and_empty_spec():
+    with pytest.raises(ValueError, match="unknown backend 'mujoco'"):
+        parse_spec("mujoco::Ant")
+    with pytest.raises(ValueError, match="env spec"):
+        parse_spec("")
+
+
+def test_unknown_gym_id_names_close_ids():
+    with pytest.raises(UnknownEnvError) as info:
+        make_env("HalfCheetah-v9", 2)
+    assert "'HalfCheetah-v9'" in str(info.value) and "HalfCheetah-v5" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_non_box_observation_space_is_refused():
+    with pytest.raises(TypeError, match="Box observation space"):
+        make_env("FrozenLake-v1", 2)
+
+
+def test_native_vectorization_is_used_when_gymnasium_has_one():
+    env = make_env("CartPole-v1", 3)
+    assert type(env.env).__name__ == "CartPoleVectorEnv"
+    assert make_env("CartPole-v1", 3, vectorization="sync").env.__class__ is SyncVectorEnv
+    with pytest.raises(ValueError, match="no vectorized implementation"):
+        make_env("Pendulum-v1", 2, vectorization="native")
+
+
+def test_discrete_actions_are_argmax_and_obs_are_float32():
+    env = make_env("CartPole-v1", 4, vectorization="sync", seed=3)
+    assert env.single_action_space.shape == (2,) and env.discrete_actions
+    obs = env.reset(seed=3)
+    assert obs.dtype == torch.float32 and obs.shape == (4, 4)
+    outputs = torch.tensor([[0.0, 1.0], [1.0, 0.0], [-5.0, -4.0], [2.0, 2.5]])
+    new_obs, reward, done = env.step(outputs)
+    # the same actions (argmax per row) on plain envs seeded 3 + i
+    for i, action in enumerate([1, 0, 1, 1]):
+        single = gym.make("CartPole-v1")
+        single.reset(seed=3 + i)
+        expected, *_ = single.step(action)
+        np.testing.assert_allclose(new_obs[i].numpy(), expected)
+    assert reward.tolist() == [1.0] * 4 and not done.any()
+
+
+def test_box_actions_are_clipped_to_bounds():
+    env = make_env("Pendulum-v1", 2, vectorization="sync", seed=0)
+    reference = make_env("Pendulum-v1", 2, vectorization="sync", seed=0)
+    obs_far, _, _ = env.step(torch.tensor([[50.0], [-50.0]]))
+    obs_bound, _, _ = reference.step(torch.tensor([[2.0], [-2.0]]))
+    torch.testing.assert_close(obs_far, obs_bound)
+
+
+def test_next_step_autoreset_and_episode_length():
+    env = make_env("Pendulum-v1", 2, vectorization="sync", seed=0, episode_length=3)
+    dones, rewards = [], []
+    for _ in range(5):
+        _, reward, done = env.step(torch.zeros(2, 1))
+        dones.append(done.tolist())
+        rewards.append(reward.tolist())
+    assert dones == [[False, False], [False, False], [True, True], [False, False],
+                     [False, False]]
+    assert rewards[3] == [0.0, 0.0]  # the reset step: no reward
+    assert all(r < 0 for r in rewards[4])  # stepping again
+
+
+def test_episode_length_never_extends_the_env_limit():
+    assert limited_episode_steps(500, None) == 500
+    assert limited_episode_steps(500, 100) == 100
+    assert limited_episode_steps(500, 1000) == 500
+    assert limited_episode_steps(None, 7) == 7
+
+
+class _Exploding(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, explode=False):
+        self.explode = explode
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        if self.explode:
+            raise FloatingPointError("boom")
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def make_exploding(num_envs, bad=2):
+    return SyncVectorEnv([lambda i=i: _Exploding(i == bad) for i in range(num_envs)])
+
+
+def make_same_step(num_envs):
+    return SyncVectorEnv([_Exploding for _ in range(num_envs)],
+                         autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def make_not_vector(num_envs):
+    return _Exploding()
+
+
+def test_factory_env_and_failing_step_names_the_sub_env():
+    env = make_env(f"{__name__}:make_exploding", 4)
+    with pytest.raises(EnvStepError, match="sub-env 2 raised FloatingPointError: boom") as info:
+        env.step(torch.zeros(4, 1))
+    assert info.value.env_index == 2
+
+
+def test_factory_errors():
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        make_env(f"{__name__}:make_same_step", 2)
+    with pytest.raises(TypeError, match="VectorEnv"):
+        make_env(f"{__name__}:make_not_vector", 2)
+    with pytest.raises(ValueError, match="episode_length"):
+        make_env(f"{__name__}:make_exploding", 2, episode_length=5)
+    with pytest.raises(AttributeError, match="no callable"):
+        make_env(f"{__name__}:missing", 2)

@@ -1,0 +1,44 @@
+"""metrics.csv and metrics.jsonl: one row per generation, appended exactly on resume."""
+
+import csv
+import json
+import os
+
+from neurorun.loggers import MetricsFiles
+
+
+def status(generation, **extra):
+    return {"generation": generation, "mean_eval": generation * 1.5, "center_eval": None, **extra}
+
+
+def test_rows_and_lines_hold_the_status(tmp_path):
+    files = MetricsFiles(tmp_path)
+    files.log(1, status(1))
+    files.log(2, status(2, center_eval=float("nan")))
+    with open(tmp_path / "metrics.csv", newline="") as file:
+        assert list(csv.reader(file)) == [["generation", "mean_eval", "center_eval"],
+                                          ["1", "1.5", ""], ["2", "3.0", "nan"]]
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert lines == [{"generation": 1, "mean_eval": 1.5, "center_eval": None},
+                     {"generation": 2, "mean_eval": 3.0, "center_eval": None}]  # NaN -> null
+
+
+def test_offsets_are_the_file_sizes_and_resume_cuts_back_to_them(tmp_path):
+    files = MetricsFiles(tmp_path)
+    files.log(1, status(1))
+    offsets = files.offsets()
+    assert offsets == {"metrics.csv": os.path.getsize(tmp_path / "metrics.csv"),
+                       "metrics.jsonl": os.path.getsize(tmp_path / "metrics.jsonl")}
+    files.log(2, status(2))  # written after the checkpoint: replaced on resume
+    resumed = MetricsFiles(tmp_path, offsets)
+    resumed.log(2, status(2, mean_eval=7.0))
+    with open(tmp_path / "metrics.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [(r["generation"], r["mean_eval"]) for r in rows] == [("1", "1.5"), ("2", "7.0")]
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_fresh_run_starts_fresh_files(tmp_path):
+    (tmp_path / "metrics.csv").write_text("old\n")
+    MetricsFiles(tmp_path).log(1, status(1))
+    assert "old" not in (tmp_path / "metrics.csv").read_text()

@@ -1,0 +1,3 @@
+from .toy_env import register_toy_env
+
+register_toy_env()

@@ -1,0 +1,221 @@
+"""Evaluator semantics on the toy env, whose returns and lengths are known by hand."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from neurorun.envs import UnknownEnvError
+from neurorun.problems import EvaluationError, make_problem
+
+from . import toy_env
+from .toy_env import TOY_ID, toy_lengths
+
+SEED = 10
+
+
+def toy_problem(**options):
+    config = options.pop("env_config", {})
+    return make_problem(TOY_ID, "Linear(obs_length, act_length)", vectorization="sync",
+                        env_config={"length": 4, **config}, seed=0, **options)
+
+
+def bias_params(biases):
+    """Linear(2, 1) parameters [w0, w1, b]: zero weights, so every action equals b."""
+    return torch.tensor([[0.0, 0.0, b] for b in biases])
+
+
+BIASES = [-0.5, 0.0, 0.5, 2.0]  # 2.0 is clipped to the action bound 1.0
+
+
+def per_step_reward(b):
+    return 1.0 + min(max(b, -1.0), 1.0)
+
+
+def test_exact_fitness_one_episode():
+    problem = toy_problem()
+    fitness = problem.evaluate(bias_params(BIASES), seed=SEED)
+    expected = [per_step_reward(b) * toy_lengths(SEED + j, 4, 1)[0] for j, b in enumerate(BIASES)]
+    np.testing.assert_allclose(fitness.numpy(), expected)
+
+
+@pytest.mark.parametrize("max_num_envs", [None, 1, 3])
+def test_num_episodes_mean_and_counts(max_num_envs):
+    problem = toy_problem(num_episodes=3, max_num_envs=max_num_envs)
+    fitness = problem.evaluate(bias_params(BIASES), seed=SEED)
+    lengths = [toy_lengths(SEED + j, 4, 3) for j in range(len(BIASES))]
+    expected = [per_step_reward(b) * sum(ls) / 3 for b, ls in zip(BIASES, lengths, strict=True)]
+    np.testing.assert_allclose(fitness.numpy(), expected)
+    # the autoreset step between episodes is not an interaction
+    assert problem.interaction_count == sum(map(sum, lengths))
+    assert problem.episode_count == 3 * len(BIASES)
+    stats = problem.last_stats
+    flat = [ls[k] for ls in lengths for k in range(3)]
+    assert stats["episode_length_min"] == min(flat)
+    assert stats["episode_length_max"] == max(flat)
+    assert stats["num_interactions"] == sum(flat) and stats["num_episodes"] == 12
+    returns = [per_step_reward(b) * n for b, ls in zip(BIASES, lengths, strict=True) for n in ls]
+    assert stats["episode_return_mean"] == pytest.approx(np.mean(returns))
+    assert stats["episode_return_max"] == pytest.approx(max(returns))
+
+
+def test_episode_length_truncates():
+    problem = toy_problem(num_episodes=2, episode_length=5)
+    fitness = problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
+    lengths = [[min(n, 5) for n in toy_lengths(SEED + j, 4, 2)] for j in range(3)]
+    np.testing.assert_allclose(fitness.numpy(), [sum(ls) / 2 for ls in lengths])
+    assert problem.interaction_count == sum(map(sum, lengths))
+
+
+def bonus_total(length, t0, t1, bonus):
+    total = 0.0
+    for t in range(1, length + 1):
+        if t >= t1:
+            total += bonus
+        elif t >= t0:
+            total += bonus * (t - t0) / (t1 - t0)
+    return total
+
+
+@pytest.mark.parametrize("schedule, t0, t1", [((2, 10.0), 2, 2), ((1, 3, 6.0), 1, 3)])
+def test_alive_bonus_and_decrease_rewards_by(schedule, t0, t1):
+    problem = toy_problem(num_episodes=2, alive_bonus_schedule=schedule,
+                          decrease_rewards_by=0.25)
+    fitness = problem.evaluate(bias_params([0.5, 0.0]), seed=SEED)
+    expected = []
+    for j, b in enumerate([0.5, 0.0]):
+        episodes = toy_lengths(SEED + j, 4, 2)
+        total = sum(n * (per_step_reward(b) - 0.25) + bonus_total(n, t0, t1, schedule[-1])
+                    for n in episodes)
+        expected.append(total / 2)
+    np.testing.assert_allclose(fitness.numpy(), expected)
+    # reported returns are the env's own, unshaped
+    assert problem.last_stats["episode_return_min"] == pytest.approx(
+        min(per_step_reward(0.0) * n for n in toy_lengths(SEED + 1, 4, 2)))
+
+
+def test_obs_stats_cover_exactly_the_observations_acted_on():
+    problem = toy_problem(num_episodes=2, observation_normalization=True)
+    problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
+    # first and non-terminal observations [t, seed] of every episode; no terminal ones
+    seen = [[t, SEED + j] for j in range(3) for n in toy_lengths(SEED + j, 4, 2)
+            for t in range(n)]
+    seen = np.array(seen, dtype=np.float64)
+    stats = problem.obs_stats
+    assert float(stats.count) == len(seen) == problem.interaction_count
+    np.testing.assert_allclose(stats.mean.numpy(), seen.mean(0))
+    np.testing.assert_allclose(stats.stdev.numpy(), np.sqrt(np.maximum(seen.var(0), 1e-2)))
+
+
+def test_normalization_uses_stats_from_before_the_call():
+    problem = toy_problem(observation_normalization=True)
+    problem.evaluate(bias_params([0.0, 0.0]), seed=SEED)
+    mean, stdev = problem.obs_stats.mean.numpy(), problem.obs_stats.stdev.numpy()
+    w = np.array([0.3, -0.2])
+    fitness = problem.evaluate(torch.tensor([[0.3, -0.2, 0.1]]), seed=SEED)
+    n = toy_lengths(SEED, 4, 1)[0]
+    actions = [np.clip(w @ ((np.array([t, SEED]) - mean) / stdev) + 0.1, -1, 1) for t in range(n)]
+    assert float(fitness[0]) == pytest.approx(sum(1 + a for a in actions), rel=1e-5)
+
+
+def test_nonfinite_reward_gets_worst_fitness_and_is_counted():
+    problem = toy_problem(env_config={"nan_reward_seed": SEED + 1})
+    fitness = problem.evaluate(bias_params([0.5, 0.0, 0.0, -0.5]), seed=SEED)
+    good = [per_step_reward(b) * toy_lengths(SEED + j, 4, 1)[0]
+            for j, b in [(0, 0.5), (2, 0.0), (3, -0.5)]]
+    worst = min(good) - max(1.0, max(good) - min(good))
+    np.testing.assert_allclose(fitness.numpy(), [good[0], worst, good[1], good[2]])
+    assert problem.last_stats["nonfinite_count"] == 1
+    assert np.isfinite(problem.last_stats["episode_return_mean"])
+
+
+def test_nonfinite_observation_is_kept_out_of_obs_stats():
+    problem = toy_problem(env_config={"nan_obs_seed": SEED}, observation_normalization=True)
+    fitness = problem.evaluate(bias_params([0.0, 0.0]), seed=SEED)
+    assert torch.isfinite(fitness).all() and float(fitness[0]) < float(fitness[1])
+    n1 = toy_lengths(SEED + 1, 4, 1)[0]
+    seen = np.array([[0, SEED], [1, SEED]] + [[t, SEED + 1] for t in range(n1)], np.float64)
+    np.testing.assert_allclose(problem.obs_stats.mean.numpy(), seen.mean(0))
+    assert problem.last_stats["nonfinite_count"] == 1
+
+
+def test_failing_step_is_retried_on_a_fresh_env():
+    problem = toy_problem(env_config={"fail_seed": SEED + 2})
+    toy_env.FAILURES[0] = 1
+    with pytest.warns(UserWarning, match="retrying on a fresh env"):
+        fitness = problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
+    np.testing.assert_allclose(fitness.numpy(), [toy_lengths(SEED + j, 4, 1)[0]
+                                                 for j in range(3)])
+    assert problem.interaction_count == sum(toy_lengths(SEED + j, 4, 1)[0] for j in range(3))
+
+
+def test_failing_step_twice_raises_with_env_solution_and_cause():
+    problem = toy_problem(env_config={"fail_seed": SEED + 2})
+    toy_env.FAILURES[0] = 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(EvaluationError) as info:
+            problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
+    message = str(info.value)
+    assert TOY_ID in message and "solution 2" in message and "simulator exploded" in message
+    toy_env.FAILURES[0] = 0
+
+
+def test_discrete_actions_are_argmax_of_outputs():
+    problem = toy_problem(env_config={"discrete": True})
+    assert problem.act_length == 3
+    params = torch.zeros(1, problem.solution_length)
+    params[0, -3:] = torch.tensor([0.0, 5.0, 1.0])  # biases: choice 1, reward 2 per step
+    fitness = problem.evaluate(params, seed=SEED)
+    assert float(fitness[0]) == 2.0 * toy_lengths(SEED, 4, 1)[0]
+
+
+def test_gaussian_action_noise():
+    problem = toy_problem(env_config={"length": 200}, action_noise_stdev=0.2)
+    fitness = problem.evaluate(bias_params([0.0] * 40), seed=SEED)
+    lengths = np.array([toy_lengths(SEED + j, 200, 1)[0] for j in range(40)])
+    noise_means = fitness.numpy() / lengths - 1.0  # mean of clip(N(0, 0.2^2)) per solution
+    assert abs(noise_means.mean()) < 0.01  # uniform noise in [0, 0.2) would give 0.1
+    assert np.std(noise_means) == pytest.approx(0.2 / np.sqrt(lengths.mean()), rel=0.35)
+
+
+def test_run_test_episodes_is_seeded_and_leaves_counters_alone():
+    problem = toy_problem(observation_normalization=True, num_episodes=2,
+                          alive_bonus_schedule=(1, 5.0), action_noise_stdev=1.0)
+    returns = problem.run_test_episodes(torch.tensor([0.0, 0.0, 0.5]), 3, seed=7)
+    np.testing.assert_allclose(returns.numpy(), [1.5 * toy_lengths(7 + k, 4, 1)[0]
+                                                 for k in range(3)])
+    assert problem.interaction_count == 0 and problem.episode_count == 0
+    assert float(problem.obs_stats.count) == 0
+
+
+def test_state_dict_resumes_identically():
+    problem = toy_problem(observation_normalization=True, action_noise_stdev=0.3)
+    params = torch.tensor([[0.1, -0.1, 0.2], [0.0, 0.3, -0.2]])
+    problem.evaluate(params)
+    state = problem.state_dict()
+    expected = problem.evaluate(params)
+    other = toy_problem(observation_normalization=True, action_noise_stdev=0.3)
+    other.load_state_dict(state)
+    torch.testing.assert_close(other.evaluate(params), expected)
+    assert other.interaction_count == problem.interaction_count
+
+
+def test_unknown_env_names_close_ids():
+    with pytest.raises(UnknownEnvError, match="NeurorunToy-v0"):
+        make_problem("NeurorunToy-v9")
+
+
+def test_non_box_observation_space_is_refused():
+    with pytest.raises(TypeError, match="Box observation space"):
+        toy_problem(env_config={"discrete_obs": True})
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="alive_bonus_schedule"):
+        toy_problem(alive_bonus_schedule=(1, 2, 3, 4))
+    with pytest.raises(ValueError, match="max_num_envs"):
+        toy_problem(max_num_envs=0)
+    with pytest.raises(ValueError, match="solution_length|expected"):
+        toy_problem().evaluate(torch.zeros(2, 5))

@@ -1,0 +1,64 @@
+"""RunningNorm against numpy: masked updates, merging, deltas, state."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurorun.problems import RunningNorm
+
+
+def data(seed, rows=40, size=3):
+    return np.random.default_rng(seed).normal(2.0, 3.0, size=(rows, size))
+
+
+def test_statistics_equal_numpy_over_the_masked_rows():
+    x = data(0)
+    mask = np.random.default_rng(1).random(40) < 0.6
+    norm = RunningNorm(3)
+    norm.update(torch.tensor(x, dtype=torch.float32), torch.from_numpy(mask))
+    kept = x[mask].astype(np.float32).astype(np.float64)
+    assert float(norm.count) == mask.sum()
+    np.testing.assert_allclose(norm.mean.numpy(), kept.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(norm.stdev.numpy(), kept.std(0), rtol=1e-9)
+    np.testing.assert_allclose(norm.sum_of_squares.numpy(), (kept**2).sum(0), rtol=1e-12)
+
+
+def test_merged_norms_equal_one_fed_all_the_data():
+    a, b, both = RunningNorm(3), RunningNorm(3), RunningNorm(3)
+    a.update(torch.from_numpy(data(2)))
+    b.update(torch.from_numpy(data(3, rows=7)))
+    both.update(torch.from_numpy(np.concatenate([data(2), data(3, rows=7)])))
+    a.update(b)
+    for name in ("count", "sum", "sum_of_squares", "mean", "stdev"):
+        torch.testing.assert_close(getattr(a, name), getattr(both, name))
+
+
+def test_delta_since_a_copy_is_the_new_data():
+    norm = RunningNorm(3)
+    norm.update(torch.from_numpy(data(4)))
+    before = norm.copy()
+    norm.update(torch.from_numpy(data(5, rows=9)))
+    delta = norm - before
+    fresh = RunningNorm(3)
+    fresh.update(torch.from_numpy(data(5, rows=9)))
+    torch.testing.assert_close(delta.sum, fresh.sum)
+    assert float(delta.count) == 9
+
+
+def test_variance_floor_empty_stats_and_clip():
+    norm = RunningNorm(2, clip=1.5)
+    x = torch.tensor([[1.0, 5.0], [1.0, 7.0]])
+    torch.testing.assert_close(norm.normalize(x), x.clamp(-1.5, 1.5))  # empty: identity
+    norm.update(x)
+    assert norm.stdev.tolist() == pytest.approx([0.1, 1.0])  # variance 0 floored at 1e-2
+    expected = ((x - torch.tensor([1.0, 6.0])) / torch.tensor([0.1, 1.0])).clamp(-1.5, 1.5)
+    torch.testing.assert_close(norm.normalize(x), expected)
+
+
+def test_state_dict_round_trip_and_size_checks():
+    norm = RunningNorm(3)
+    norm.update(torch.from_numpy(data(6)))
+    loaded = RunningNorm.from_state_dict(norm.state_dict())
+    torch.testing.assert_close(loaded.sum_of_squares, norm.sum_of_squares)
+    with pytest.raises(ValueError, match="size 2"):
+        RunningNorm(2).update(norm)

@@ -1,0 +1,148 @@
+"""Checkpoint files, atomic writes, resume state and exact resume."""
+
+import csv
+import json
+import os
+import pickle
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from neurorun import checkpoint
+from neurorun.cli import compose_config
+from neurorun.runner import run
+
+TIME_COLUMNS = ("elapsed_s", "steps_per_s")
+
+
+def tiny(*overrides):
+    return compose_config(["debug=default", "logger.console.quiet=true", *overrides])
+
+
+def metric_rows(run_dir):
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return [{k: v for k, v in row.items() if k not in TIME_COLUMNS}
+                for row in csv.DictReader(file)]
+
+
+def jsonl_rows(run_dir):
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k not in TIME_COLUMNS}
+            for line in lines]
+
+
+def last_solution(run_dir):
+    with open(run_dir / "checkpoints" / "last.pkl", "rb") as file:
+        return pickle.load(file)["solution"]
+
+
+def save_run_config(cfg, run_dir):
+    """What Hydra does for the command: the composed config in <run>/.hydra/config.yaml."""
+    path = checkpoint.saved_config_path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, path)
+
+
+def test_atomic_write_survives_a_crash_before_the_rename(tmp_path, monkeypatch):
+    target = tmp_path / "state.pt"
+    checkpoint.atomic_save_torch({"generation": 3}, target)
+
+    def crash(src, dst):
+        raise OSError("simulated crash between the temporary write and the rename")
+
+    monkeypatch.setattr(checkpoint.os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        checkpoint.atomic_save_torch({"generation": 4}, target)
+    assert torch.load(target, weights_only=True) == {"generation": 3}
+    assert os.listdir(tmp_path) == ["state.pt"]  # the temporary file is gone too
+
+
+def test_a_crash_mid_checkpoint_leaves_the_previous_checkpoint_whole(tmp_path, monkeypatch):
+    cfg = tiny("generations=2")
+    run(cfg, run_dir=tmp_path)
+    before = last_solution(tmp_path).clone()
+    state_before = (tmp_path / "checkpoints" / "state.pt").read_bytes()
+    monkeypatch.setattr(checkpoint.os, "replace", lambda src, dst: (_ for _ in ()).throw(
+        OSError("simulated crash")))
+    save_run_config(cfg, tmp_path)
+    with pytest.raises(OSError, match="simulated crash"):
+        run(checkpoint.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
+    assert torch.equal(last_solution(tmp_path), before)
+    assert (tmp_path / "checkpoints" / "state.pt").read_bytes() == state_before
+    assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.suffix == ".tmp"]
+
+
+def test_checkpoint_files_and_the_weights_only_twin(tmp_path):
+    run(tiny("generations=2"), run_dir=tmp_path)
+    folder = tmp_path / "checkpoints"
+    assert {p.name for p in folder.iterdir()} == {
+        f"{stem}.{ext}" for stem in ("last", "best") for ext in ("pkl", "pt", "json")
+    } | {"state.pt"}
+    with open(folder / "last.pkl", "rb") as file:
+        pickled = pickle.load(file)
+    weights = torch.load(folder / "last.pt", weights_only=True)
+    assert torch.equal(weights["solution"], pickled["solution"])
+    assert {"policy", "interaction_count", "episode_count", "env", "architecture"} <= set(pickled)
+    meta = json.loads((folder / "last.json").read_text())
+    assert meta["env"] == "CartPole-v1" and meta["architecture"] == "Linear(obs_length, act_length)"
+    assert (meta["obs_length"], meta["act_length"], meta["solution_length"]) == (4, 2, 4 * 2 + 2)
+
+
+def test_obs_stats_are_in_the_weights_only_twin(tmp_path):
+    run(tiny("generations=1", "problem.observation_normalization=true"), run_dir=tmp_path)
+    weights = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
+    meta = json.loads((tmp_path / "checkpoints" / "last.json").read_text())
+    with open(tmp_path / "checkpoints" / "last.pkl", "rb") as file:
+        pickled = pickle.load(file)
+    for key in ("obs_mean", "obs_stdev", "obs_sum", "obs_sum_of_squares"):
+        assert torch.equal(weights[key], pickled[key])
+    assert meta["obs_stdev"] == pytest.approx(pickled["obs_stdev"].tolist())
+    steps = json.loads((tmp_path / "metrics.jsonl").read_text())["total_interaction_count"]
+    assert meta["obs_count"] == steps  # every training observation was counted once
+
+
+@pytest.mark.parametrize("extra", [[], ["problem.observation_normalization=true",
+                                        "eval_every=2", "algo=snes"]])
+def test_three_plus_three_generations_equal_six(tmp_path, extra):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    run(tiny("generations=6", "target_score=null", *extra), run_dir=whole)
+    cfg = tiny("generations=3", "target_score=null", *extra)
+    run(cfg, run_dir=split)
+    save_run_config(cfg, split)
+    resumed = run(checkpoint.load_run_config(split, ["generations=6"]), run_dir=split)
+    assert resumed["generation"] == 6
+    assert metric_rows(split) == metric_rows(whole)
+    assert jsonl_rows(split) == jsonl_rows(whole)
+    assert torch.equal(last_solution(split), last_solution(whole))
+
+
+def test_resume_drops_rows_written_after_the_checkpoint(tmp_path):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    run(tiny("generations=5", "target_score=null"), run_dir=whole)
+    cfg = tiny("generations=4", "target_score=null", "checkpoint_every=2")
+    run(cfg, run_dir=split)
+    save_run_config(cfg, split)
+    state = torch.load(split / "checkpoints" / "state.pt", weights_only=False)
+    assert state["generation"] == 4
+    with open(split / "metrics.csv", "a") as file:  # a crash after generation 5 was logged
+        file.write("5,junk\n")
+    with open(split / "metrics.jsonl", "a") as file:
+        file.write('{"generation": 5}\n')
+    run(checkpoint.load_run_config(split, ["generations=5"]), run_dir=split)
+    assert metric_rows(split) == metric_rows(whole)
+    assert jsonl_rows(split) == jsonl_rows(whole)
+
+
+def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
+    save_run_config(tiny(), tmp_path)
+    cfg = checkpoint.load_run_config(tmp_path, ["generations=9", "algo.popsize=12",
+                                                "+algo.extra=1", f"resume={tmp_path}"])
+    assert (cfg.generations, cfg.algo.popsize, cfg.algo.extra) == (9, 12, 1)
+    assert cfg.resume == str(tmp_path) and cfg.algo.name == "pgpe"
+    with pytest.raises(ValueError, match="picks a config group"):
+        checkpoint.load_run_config(tmp_path, ["algo=snes"])
+    with pytest.raises(ValueError, match="no key 'algo.popsiz'"):
+        checkpoint.load_run_config(tmp_path, ["algo.popsiz=3"])
+    with pytest.raises(FileNotFoundError, match="no saved config"):
+        checkpoint.load_run_config(tmp_path / "nothing", [])

@@ -1,0 +1,175 @@
+"""The Runner: config checks, the generation loop, stop conditions, callbacks, seeding."""
+
+import csv
+import math
+
+import pytest
+import torch
+
+import neurorun.problems
+from neurorun.build import ConfigError
+from neurorun.cli import compose_config
+from neurorun.runner import Callbacks, Runner, _episode_stats, run
+
+DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_eval",
+               "center_eval", "popsize", "total_interaction_count", "total_episode_count",
+               "stdev_mean", "elapsed_s", "steps_per_s")
+EPISODE_KEYS = tuple(f"episode_{kind}_{stat}" for kind in ("return", "length")
+                     for stat in ("min", "mean", "max"))
+TIME_COLUMNS = ("elapsed_s", "steps_per_s")
+
+
+def tiny(*overrides):
+    return compose_config(["debug=default", "logger.console.quiet=true", *overrides])
+
+
+def metrics(run_dir):
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def without_time(rows):
+    return [{k: v for k, v in row.items() if k not in TIME_COLUMNS} for row in rows]
+
+
+@pytest.fixture
+def no_problem(monkeypatch):
+    """Fail the test if anything tries to build the problem (and so an environment)."""
+    def refuse(**kwargs):
+        raise AssertionError("the problem was built before the config was checked")
+    monkeypatch.setattr(neurorun.problems, "make_problem", refuse)
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["+algo.foo=1"], ["algo.foo=1", "unknown option", "Fix:"]),
+    (["algo.popsize=abc"], ["algo.popsize='abc'", "integer >= 1", "Fix:"]),
+    (["algo.popsize=11"], ["algo.popsize=11", "even", "Fix:"]),
+    (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
+    (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
+    (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
+    (["generations=null"], ["would never stop", "Fix:"]),
+])
+def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
+                                                             expected):
+    with pytest.raises(ConfigError) as caught:
+        Runner(tiny(*overrides), run_dir=tmp_path / "run")
+    for text in expected:
+        assert text in str(caught.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_network_string_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"network\.spec='Linear\(obs_length'"):
+        Runner(tiny("network.spec='Linear(obs_length'"), run_dir=tmp_path)
+
+
+def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "wandb", None)
+    with pytest.raises(ConfigError, match=r"pip install neurorun\[wandb\]"):
+        Runner(tiny("logger.wandb.enabled=true"), run_dir=tmp_path)
+
+
+def test_status_has_the_design_keys_and_counts_add_up(tmp_path):
+    result = run(tiny("generations=3"), run_dir=tmp_path)
+    rows = metrics(tmp_path)
+    assert [int(r["generation"]) for r in rows] == [1, 2, 3]
+    for key in DESIGN_KEYS + EPISODE_KEYS:
+        assert key in rows[0]
+    interactions = [int(r["interactions"]) for r in rows]
+    assert [int(r["total_interaction_count"]) for r in rows] == [
+        sum(interactions[:i + 1]) for i in range(3)]
+    assert [int(r["total_episode_count"]) for r in rows] == [10, 20, 30]  # popsize 10 x 1 ep
+    best = [float(r["pop_best_eval"]) for r in rows]
+    assert [float(r["best_eval"]) for r in rows] == [max(best[:i + 1]) for i in range(3)]
+    assert result["stop_reason"].startswith("generations")
+    for row in rows:
+        assert float(row["episode_length_max"]) <= 50  # debug: episode_length 50
+        assert float(row["episode_return_mean"]) == pytest.approx(float(row["mean_eval"]))
+
+
+def test_stops_at_target_score_on_the_center_evaluation(tmp_path):
+    result = run(tiny("generations=40", "target_score=30"), run_dir=tmp_path)
+    centers = [float(r["center_eval"]) for r in metrics(tmp_path)]
+    assert centers[-1] >= 30 and all(c < 30 for c in centers[:-1])
+    assert result["stop_reason"].startswith("target_score")
+
+
+def test_stops_at_max_interactions(tmp_path):
+    run(tiny("generations=50", "max_interactions=400"), run_dir=tmp_path)
+    totals = [int(r["total_interaction_count"]) for r in metrics(tmp_path)]
+    assert totals[-1] >= 400 and all(t < 400 for t in totals[:-1])
+
+
+def test_stops_at_max_time(tmp_path):
+    result = run(tiny("generations=50", "max_time=0.000001"), run_dir=tmp_path)
+    assert len(metrics(tmp_path)) == 1 and result["stop_reason"].startswith("max_time")
+
+
+def test_center_is_evaluated_every_k_generations(tmp_path):
+    run(tiny("generations=4", "eval_every=2", "target_score=null"), run_dir=tmp_path)
+    assert [r["center_eval"] != "" for r in metrics(tmp_path)] == [False, True, False, True]
+
+
+def test_adaptive_popsize_asks_popsize_more_until_popsize_max(tmp_path):
+    run(tiny("algo.num_interactions=1000000", "algo.popsize_max=30"), run_dir=tmp_path)
+    assert [int(r["popsize"]) for r in metrics(tmp_path)] == [30, 30]
+
+
+def test_adaptive_popsize_stops_asking_once_interactions_are_reached(tmp_path):
+    run(tiny("algo.num_interactions=150", "generations=3"), run_dir=tmp_path)
+    for row in metrics(tmp_path):
+        popsize, made = int(row["popsize"]), int(row["interactions"])
+        assert popsize % 10 == 0 and made >= 150
+        assert made - 10 * 50 < 150  # the last batch of 10 (<= 50 steps each) was needed
+
+
+def test_callbacks_see_every_generation(tmp_path):
+    seen = []
+
+    class Recorder(Callbacks):
+        def on_run_start(self, runner):
+            seen.append(("start", runner.generation))
+
+        def on_generation_end(self, runner, generation, status):
+            seen.append(("generation", generation, status["mean_eval"]))
+
+        def on_run_end(self, runner, result):
+            seen.append(("end", result["generation"]))
+
+    run(tiny("generations=3"), run_dir=tmp_path, callbacks=Recorder())
+    means = [float(r["mean_eval"]) for r in metrics(tmp_path)]
+    assert seen == [("start", 0), *[("generation", g + 1, means[g]) for g in range(3)],
+                    ("end", 3)]
+
+
+def test_same_seed_same_metrics_other_seed_other_metrics(tmp_path):
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        run(tiny("generations=3", f"seed={seed}"), run_dir=tmp_path / name)
+    a, b, c = (without_time(metrics(tmp_path / name)) for name in "abc")
+    assert a == b
+    assert a != c
+
+
+def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
+    result = run(tiny("generations=4", "target_score=null"), run_dir=tmp_path)
+    centers = [float(r["center_eval"]) for r in metrics(tmp_path)]
+    assert result["best_score"] == max(centers)
+    best = torch.load(tmp_path / "checkpoints" / "best.pt", weights_only=True)["solution"]
+    assert best.shape == (10,)  # CartPole linear policy: 4 x 2 weights + 2 biases
+
+
+def test_episode_stats_merge_batches_weighted_by_episodes():
+    batches = [
+        {"num_episodes": 2, "episode_return_min": 1.0, "episode_return_mean": 2.0,
+         "episode_return_max": 3.0, "episode_length_min": 5, "episode_length_mean": 6.0,
+         "episode_length_max": 7},
+        {"num_episodes": 6, "episode_return_min": -1.0, "episode_return_mean": 4.0,
+         "episode_return_max": 9.0, "episode_length_min": 2, "episode_length_mean": 10.0,
+         "episode_length_max": 20},
+    ]
+    merged = _episode_stats(batches)
+    assert merged["episode_return_min"] == -1.0 and merged["episode_return_max"] == 9.0
+    assert merged["episode_return_mean"] == pytest.approx((2 * 2.0 + 6 * 4.0) / 8)
+    assert merged["episode_length_mean"] == pytest.approx((2 * 6.0 + 6 * 10.0) / 8)
+    assert math.isnan(_episode_stats([{**batches[0], "num_episodes": 0}])["episode_return_mean"])

@@ -1,0 +1,59 @@
+"""Checkpoints and run folders built by hand for the tools' tests."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# Linear(4, 2) on CartPole: weight (2, 4) row-major, then bias (2,); action = argmax.
+WEIGHT = np.array([[-0.05, 0.02, -0.3, 0.01], [0.1, 0.0, 1.0, 0.0]])
+BIAS = np.array([0.0, 0.02])
+SOLUTION = np.concatenate([WEIGHT.reshape(-1), BIAS]).astype(np.float32)
+
+
+def save_checkpoint(folder: Path, *, normalize: bool = False) -> Path:
+    """A run folder's checkpoints/best.{pkl,pt,json} for SOLUTION on CartPole-v1."""
+    from neurorun import checkpoint
+    from neurorun.problems import make_problem
+
+    problem = make_problem("CartPole-v1", "Linear(obs_length, act_length)",
+                           observation_normalization=normalize)
+    if normalize:
+        generator = torch.Generator().manual_seed(0)
+        problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
+    meta = {"env": "CartPole-v1", "env_config": {}, "architecture": problem.architecture,
+            "network_args": {}}
+    checkpoint.save_policy(problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best",
+                           meta)
+    problem.close()
+    return folder
+
+
+def write_run(folder: Path, rows: list[dict], overrides: list[str]) -> Path:
+    """A fabricated run folder: metrics.csv with `rows` and .hydra/overrides.yaml."""
+    (folder / ".hydra").mkdir(parents=True)
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with open(folder / "metrics.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return folder
+
+
+def rows(mean_eval: list[float], *, steps: list[int] | None = None,
+         center: list[float | None] | None = None) -> list[dict]:
+    """Metric rows for generations 1..n; elapsed_s = generation / 10."""
+    result = []
+    for index, value in enumerate(mean_eval):
+        row = {"generation": index + 1, "mean_eval": value,
+               "total_interaction_count": (steps or [100 * (i + 1) for i in
+                                                     range(len(mean_eval))])[index],
+               "elapsed_s": (index + 1) / 10}
+        if center is not None:
+            row["center_eval"] = "" if center[index] is None else center[index]
+        result.append(row)
+    return result

@@ -1,0 +1,142 @@
+"""Bad input: one line on stderr, exit status 2, existing outputs left as they were."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from neurorun.tools import compare, evaluate, loading, plot, render
+from neurorun.tools.common import ToolError, write_output
+
+TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
+         "compare": compare.main}
+
+
+@pytest.fixture(autouse=True)
+def _pickle_warning_already_given(monkeypatch):
+    monkeypatch.setattr(loading, "_warned_about_pickles", True)
+
+
+def fails_with(capsys, tool: str, argv: list[str], *words: str) -> str:
+    assert TOOLS[tool](argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"neurorun-{tool}: error: ")
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+def old_file(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"old")
+    return path
+
+
+@pytest.mark.parametrize("tool", ["plot", "compare", "eval", "render"])
+def test_folder_without_metrics_or_checkpoints(tool, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = old_file(tmp_path, "out.gif" if tool == "render" else "out.png")
+    argv = [str(empty)] + (["--out", str(out)] if tool in ("plot", "render") else [])
+    word = "no metrics" if tool in ("plot", "compare") else "no checkpoint"
+    fails_with(capsys, tool, argv, word)
+    assert out.read_bytes() == b"old"
+
+
+def test_missing_path(tmp_path, capsys):
+    fails_with(capsys, "eval", [str(tmp_path / "nope")], "does not exist")
+    fails_with(capsys, "compare", [str(tmp_path / "nope")], "does not exist")
+
+
+def test_metrics_without_rows(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").write_text("generation,mean_eval\n")
+    fails_with(capsys, "compare", [str(tmp_path / "run")], "no metrics rows")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+@pytest.mark.parametrize("tool", ["eval", "render"])
+def test_corrupt_or_truncated_pickle(run_dir, tmp_path, capsys, damage, tool):
+    data = (run_dir / "checkpoints" / "best.pkl").read_bytes()
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00not a pickle" * 9,
+                     "empty": b""}[damage])
+    out = old_file(tmp_path, "policy.gif")
+    argv = [str(bad)] + (["--out", str(out)] if tool == "render" else [])
+    fails_with(capsys, tool, argv, "bad.pkl", "truncated or not a pickle")
+    assert out.read_bytes() == b"old"
+
+
+def test_corrupt_weights_file(run_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes((run_dir / "checkpoints" / "best.pt").read_bytes()[:100])
+    (tmp_path / "bad.json").write_text((run_dir / "checkpoints" / "best.json").read_text())
+    fails_with(capsys, "eval", [str(bad)], "weights_only=True")
+
+
+def test_weights_without_their_json(run_dir, tmp_path, capsys):
+    alone = tmp_path / "policy.pt"
+    alone.write_bytes((run_dir / "checkpoints" / "best.pt").read_bytes())
+    fails_with(capsys, "eval", [str(alone)], "policy.json")
+
+
+@pytest.mark.parametrize("env", ["NoSuchEnv-v0", "no_such_package.envs:make_env"])
+def test_env_not_installed_weights(run_dir, tmp_path, capsys, env):
+    folder = tmp_path / "moved"
+    folder.mkdir()
+    (folder / "best.pt").write_bytes((run_dir / "checkpoints" / "best.pt").read_bytes())
+    meta = json.loads((run_dir / "checkpoints" / "best.json").read_text())
+    (folder / "best.json").write_text(json.dumps({**meta, "env": env}))
+    fails_with(capsys, "eval", [str(folder / "best.pt")], repr(env), "cannot be made here",
+               "--env")
+
+
+def test_env_not_installed_pickle(run_dir, tmp_path, capsys):
+    with open(run_dir / "checkpoints" / "best.pkl", "rb") as file:
+        saved = pickle.load(file)
+    saved["env"] = "no_such_package.envs:make_env"
+    path = tmp_path / "policy.pkl"
+    path.write_bytes(pickle.dumps(saved))
+    fails_with(capsys, "eval", [str(path)], "cannot be made here")
+    out = old_file(tmp_path, "policy.gif")
+    fails_with(capsys, "render", [str(path), "--out", str(out)], "cannot be made here")
+    assert out.read_bytes() == b"old"
+
+
+def test_env_override_rescues_it(run_dir, tmp_path, capsys):
+    meta = json.loads((run_dir / "checkpoints" / "best.json").read_text())
+    (run_dir / "checkpoints" / "best.json").write_text(json.dumps({**meta, "env": "Nope-v0"}))
+    assert evaluate.main([str(run_dir), "--episodes", "1", "--env", "CartPole-v1"]) == 0
+
+
+@pytest.mark.parametrize("tool", ["plot", "render", "compare"])
+def test_unwritable_output(tool, run_dir, sweep, tmp_path, capsys):
+    blocker = old_file(tmp_path, "a_file")
+    out = blocker / ("out.gif" if tool == "render" else "out.png")
+    argv = {"plot": [str(sweep), "--out", str(out)],
+            "render": [str(run_dir), "--out", str(out)],
+            "compare": [str(sweep), "--csv", str(out)]}[tool]
+    fails_with(capsys, tool, argv, "cannot write", str(out))
+    assert blocker.read_bytes() == b"old"
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    out = old_file(tmp_path, "curves.png")
+
+    def broken(temporary: Path) -> None:
+        temporary.write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(ToolError, match="No space left"):
+        write_output(out, broken, "plot")
+    assert out.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["curves.png"]  # no temporary left behind
+
+
+def test_bad_video_suffix(run_dir, tmp_path, capsys):
+    fails_with(capsys, "render", [str(run_dir), "--out", str(tmp_path / "x.avi")], ".gif")

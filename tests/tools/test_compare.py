@@ -1,0 +1,63 @@
+"""neurorun-compare: the table against means over the fabricated sweep computed by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from neurorun.tools import compare as compare_tool
+
+from .helpers import write_run
+
+
+def by_group(rows):
+    return {row["group"]: row for row in rows}
+
+
+def test_center_eval_by_default(sweep):
+    metric, rows = compare_tool.compare([sweep])
+    assert metric == "center_eval"
+    groups = by_group(rows)
+    pgpe, snes = groups["algo=pgpe"], groups["algo=snes"]
+    # pgpe center_eval: [1, -, 5] and [3, 9, 1] -> finals 5, 1; bests 5, 9
+    assert (pgpe["runs"], pgpe["final_mean"], pgpe["final_std"]) == (2, 3, 2)
+    assert (pgpe["best_mean"], pgpe["best_std"]) == (7, 2)
+    # snes: [2, 3, 4] and [2, 5, 6] -> finals 4, 6; bests 4, 6
+    assert (snes["final_mean"], snes["final_std"], snes["best_mean"]) == (5, 1, 5)
+    assert (snes["steps_mean"], snes["steps_std"]) == (300, 0)
+    assert snes["time_s_mean"] == pytest.approx(0.3)
+
+
+def test_other_metric(sweep):
+    _, rows = compare_tool.compare([sweep], "mean_eval")
+    groups = by_group(rows)
+    # pgpe mean_eval [1, 2, 3], [3, 2, 7]; snes [4, 6, 8], [0, 6, 10]
+    assert (groups["algo=pgpe"]["final_mean"], groups["algo=pgpe"]["final_std"]) == (5, 2)
+    assert (groups["algo=snes"]["final_mean"], groups["algo=snes"]["best_mean"]) == (9, 9)
+
+
+def test_table_and_csv(sweep, tmp_path, capsys):
+    assert compare_tool.main([str(sweep)]) == 0
+    table = capsys.readouterr().out
+    assert "3.00 ± 2.00" in table and "7.00 ± 2.00" in table and "algo=snes" in table
+    assert compare_tool.main([str(sweep), "--csv"]) == 0
+    parsed = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["group"], float(r["final_mean"])) for r in parsed] == [("algo=pgpe", 3.0),
+                                                                        ("algo=snes", 5.0)]
+    out = tmp_path / "results.csv"
+    assert compare_tool.main([str(sweep), "--csv", str(out)]) == 0
+    with open(out, newline="") as file:
+        assert float(list(csv.DictReader(file))[1]["best_mean"]) == 5.0
+
+
+def test_center_eval_missing_falls_back_to_mean_eval(sweep):
+    write_run(sweep / "4_cem_s0", [{"generation": 1, "mean_eval": 4}],
+              ["seed=0", "algo=cem", "generations=3"])
+    metric, rows = compare_tool.compare([sweep])
+    assert metric == "mean_eval"
+    groups = by_group(rows)
+    assert list(groups) == ["algo=pgpe", "algo=snes", "algo=cem"]
+    assert groups["algo=pgpe"]["final_mean"] == 5
+    assert (groups["algo=cem"]["runs"], groups["algo=cem"]["final_mean"]) == (1, 4)

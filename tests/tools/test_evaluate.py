@@ -1,0 +1,105 @@
+"""neurorun-eval against a plain gymnasium loop with the raw weights and the same seeds."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from neurorun.tools import evaluate as evaluate_tool
+from neurorun.tools import loading
+from neurorun.tools.loading import PickleWarning
+
+from .helpers import BIAS, WEIGHT, save_checkpoint
+
+
+def expected_episodes(seed: int, episodes: int, mean=None, stdev=None, limit=None):
+    """(returns, lengths) of argmax(W @ obs + b) on CartPole-v1, episode i seeded seed + i."""
+    env = gym.make("CartPole-v1")
+    returns, lengths = [], []
+    for index in range(episodes):
+        obs, _ = env.reset(seed=seed + index)
+        total, length, done = 0.0, 0, False
+        while not done:
+            x = obs if mean is None else (obs - mean) / stdev
+            obs, reward, terminated, truncated, _ = env.step(int(np.argmax(WEIGHT @ x + BIAS)))
+            total += reward
+            length += 1
+            done = terminated or truncated or length == limit
+        returns.append(total)
+        lengths.append(length)
+    env.close()
+    return returns, lengths
+
+
+@pytest.mark.parametrize("name", ["best.pt", "best.pkl", ""])
+def test_eval_matches_a_plain_gymnasium_loop(run_dir, name):
+    path = run_dir / "checkpoints" / name if name else run_dir
+    summary = evaluate_tool.evaluate(str(path), episodes=4, seed=3)
+    returns, lengths = expected_episodes(3, 4)
+    assert [e["return"] for e in summary["episodes"]] == returns
+    assert [e["length"] for e in summary["episodes"]] == lengths
+    assert [e["seed"] for e in summary["episodes"]] == [3, 4, 5, 6]
+    assert summary["return_mean"] == pytest.approx(np.mean(returns))
+    assert summary["return_std"] == pytest.approx(np.std(returns))
+    assert len(set(returns)) > 1  # the seeds matter: a check that could fail
+
+
+@pytest.mark.parametrize("name", ["best.pt", "best.pkl"])
+def test_eval_applies_the_saved_obs_normalization(tmp_path, name):
+    run = save_checkpoint(tmp_path / "run", normalize=True)
+    with open(run / "checkpoints" / "best.pkl", "rb") as file:
+        saved = pickle.load(file)
+    mean, stdev = saved["obs_mean"].numpy(), saved["obs_stdev"].numpy()
+    summary = evaluate_tool.evaluate(str(run / "checkpoints" / name), episodes=3, seed=0)
+    returns, _ = expected_episodes(0, 3, mean.astype(np.float64), stdev.astype(np.float64))
+    assert [e["return"] for e in summary["episodes"]] == returns
+
+
+def test_max_steps_cuts_episodes(run_dir):
+    summary = evaluate_tool.evaluate(str(run_dir), episodes=3, seed=3, max_steps=20)
+    assert [e["length"] for e in summary["episodes"]] == expected_episodes(3, 3, limit=20)[1]
+    assert summary["max_steps"] == 20
+
+
+def test_pickle_warning_is_given_once(run_dir, monkeypatch):
+    monkeypatch.setattr(loading, "_warned_about_pickles", False)
+    path = str(run_dir / "checkpoints" / "best.pkl")
+    with pytest.warns(PickleWarning, match="best.pt"):
+        loading.load_policy(path)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PickleWarning)
+        loading.load_policy(path)  # the second load is silent
+
+
+def test_main_json_and_table(run_dir, capsys):
+    assert evaluate_tool.main([str(run_dir), "--episodes", "2", "--seed", "3", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [e["return"] for e in summary["episodes"]] == expected_episodes(3, 2)[0]
+    assert evaluate_tool.main([str(run_dir), "--episodes", "2", "--seed", "3"]) == 0
+    table = capsys.readouterr().out
+    returns = expected_episodes(3, 2)[0]
+    assert f"{np.mean(returns):.2f} ± {np.std(returns):.2f}" in table
+
+
+def test_fresh_process_from_the_weights_alone(run_dir, tmp_path):
+    """Only the .pt and .json, no run config, in a new interpreter."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for suffix in (".pt", ".json"):
+        (alone / f"policy{suffix}").write_bytes(
+            (run_dir / "checkpoints" / f"best{suffix}").read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "neurorun.tools.evaluate", str(alone / "policy.pt"),
+         "--episodes", "2", "--seed", "3", "--json"], capture_output=True, text=True,
+        check=True)
+    summary = json.loads(result.stdout)
+    assert [e["return"] for e in summary["episodes"]] == expected_episodes(3, 2)[0]
+    assert "warning" not in result.stderr  # weights only: nothing to warn about

@@ -1,0 +1,82 @@
+"""neurorun-plot: the figure's lines against means computed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neurorun.tools import plot as plot_tool
+
+from .helpers import rows, write_run
+
+
+def lines_by_label(figure):
+    (axes,) = figure.axes
+    return {line.get_label(): (line.get_xdata(), line.get_ydata()) for line in axes.lines}
+
+
+def test_one_mean_line_per_group(sweep):
+    figure = plot_tool.plot_runs([sweep], y="mean_eval")
+    lines = lines_by_label(figure)
+    assert set(lines) == {"algo=pgpe (2 runs)", "algo=snes (2 runs)"}
+    # pgpe: [1, 2, 3] and [3, 2, 7]; snes: [4, 6, 8] and [0, 6, 10]
+    np.testing.assert_allclose(lines["algo=pgpe (2 runs)"][0], [1, 2, 3])
+    np.testing.assert_allclose(lines["algo=pgpe (2 runs)"][1], [2, 2, 5])
+    np.testing.assert_allclose(lines["algo=snes (2 runs)"][1], [2, 6, 9])
+
+
+def test_std_and_minmax_bands(sweep):
+    (axes,) = plot_tool.plot_runs([sweep], y="mean_eval", band="std").axes
+    tops = sorted(c.get_paths()[0].vertices[:, 1].max() for c in axes.collections)
+    assert tops == [5 + 2, 9 + 1]  # mean + std at generation 3: pgpe 5 ± 2, snes 9 ± 1
+    (axes,) = plot_tool.plot_runs([sweep], y="mean_eval", band="minmax").axes
+    bottoms = sorted(c.get_paths()[0].vertices[:, 1].min() for c in axes.collections)
+    assert bottoms == [0, 1]  # snes min 0 at generation 1, pgpe min 1
+    (axes,) = plot_tool.plot_runs([sweep], y="mean_eval", band="none").axes
+    assert not axes.collections
+
+
+def test_missing_values_are_interpolated(sweep):
+    # pgpe seed 0 has no center_eval at generation 2: (1 + 5) / 2 there
+    lines = lines_by_label(plot_tool.plot_runs([sweep], y="center_eval"))
+    np.testing.assert_allclose(lines["algo=pgpe (2 runs)"][1], [(1 + 3) / 2, (3 + 9) / 2, 3])
+    np.testing.assert_allclose(lines["algo=snes (2 runs)"][1], [2, 4, 5])
+
+
+def test_different_x_grids_share_the_covered_range(tmp_path):
+    write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
+    write_run(tmp_path / "b", rows([0, 10, 30, 50], steps=[0, 5, 15, 25]), ["seed=1"])
+    lines = lines_by_label(plot_tool.plot_runs([tmp_path], x="interactions"))
+    ((x, y),) = lines.values()
+    np.testing.assert_allclose(x, [0, 5, 10, 15, 20])  # b reaches 25, a only 20
+    # a on the grid: 0, 5, 10, 15, 20; b: 0, 10, 20, 30, 40
+    np.testing.assert_allclose(y, [0, 7.5, 15, 22.5, 30])
+
+
+def test_x_time_and_run_folders_given_one_by_one(sweep):
+    figure = plot_tool.plot_runs([sweep / "0_pgpe_s0", sweep / "1_snes_s0"], x="time")
+    lines = lines_by_label(figure)
+    assert set(lines) == {"algo=pgpe (1 runs)", "algo=snes (1 runs)"}
+    np.testing.assert_allclose(lines["algo=pgpe (1 runs)"][0], [0.1, 0.2, 0.3])
+    assert figure.axes[0].get_xlabel() == "wall time (s)"
+
+
+def test_main_writes_a_png(sweep, tmp_path, capsys):
+    out = tmp_path / "curves.png"
+    assert plot_tool.main([str(sweep), "--out", str(out), "--y", "center_eval"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--y", "no_such_metric"], "no_such_metric"),
+    (["--out", "curves.xyz"], "image format"),
+])
+def test_bad_options(sweep, tmp_path, capsys, argv, message):
+    base = {"--out": str(tmp_path / "curves.png")}
+    args = [str(sweep)]
+    for key, value in {**base, **dict(zip(argv[::2], argv[1::2], strict=True))}.items():
+        args += [key, value if key != "--out" or "/" in value else str(tmp_path / value)]
+    assert plot_tool.main(args) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and message in error

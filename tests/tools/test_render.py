@@ -1,0 +1,78 @@
+"""neurorun-render: frame counts of a CartPole GIF against a plain gymnasium loop."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from PIL import Image
+
+from neurorun.tools import render as render_tool
+from neurorun.tools import video
+
+from .helpers import BIAS, WEIGHT
+
+
+def expected_frames(seed: int, episodes: int, limit: int) -> list[list[np.ndarray]]:
+    """Per episode: the frame after reset and after every step (rgb_array), seeds seed + i."""
+    env = gym.make("CartPole-v1", render_mode="rgb_array")
+    result = []
+    for index in range(episodes):
+        obs, _ = env.reset(seed=seed + index)
+        frames, done = [env.render()], False
+        while not done:
+            obs, _, terminated, truncated, _ = env.step(int(np.argmax(WEIGHT @ obs + BIAS)))
+            frames.append(env.render())
+            done = terminated or truncated or len(frames) - 1 == limit
+        result.append(frames)
+    env.close()
+    return result
+
+
+def test_gif_holds_every_frame(run_dir, tmp_path):
+    out = tmp_path / "policy.gif"
+    episodes = render_tool.render(str(run_dir), out, episodes=2, seed=3, fps=20, max_steps=25)
+    expected = expected_frames(3, 2, 25)
+    assert [len(e.frames) for e in episodes] == [len(f) for f in expected]  # length + 1 each
+    assert [e.length + 1 for e in episodes] == [len(f) for f in expected]
+    frames = [frame for episode in expected for frame in episode]
+    with Image.open(out) as gif:
+        assert gif.size == (frames[0].shape[1], frames[0].shape[0])
+        durations = []
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            durations.append(gif.info["duration"])
+    # Pillow stores a run of identical frames once, with the durations summed.
+    changes = sum(not np.array_equal(a, b) for a, b in zip(frames, frames[1:], strict=False))
+    assert len(durations) == 1 + changes
+    assert sum(durations) == len(frames) * 50  # 20 fps: 50 ms per frame, exact in GIF
+
+
+@pytest.mark.skipif(importlib.util.find_spec("imageio_ffmpeg") is None,
+                    reason="MP4 needs imageio-ffmpeg (neurorun[video])")
+def test_mp4_holds_every_frame(run_dir, tmp_path):
+    import imageio.v2 as imageio
+
+    out = tmp_path / "policy.mp4"
+    render_tool.render(str(run_dir), out, episodes=2, seed=3, fps=30, max_steps=25)
+    with imageio.get_reader(out, format="FFMPEG") as reader:
+        assert reader.count_frames() == sum(map(len, expected_frames(3, 2, 25)))
+
+
+def test_mp4_without_imageio_ffmpeg_names_the_extra(run_dir, tmp_path, monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(video.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
+    out = tmp_path / "policy.mp4"
+    assert render_tool.main([str(run_dir), "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1
+    assert "imageio-ffmpeg" in error and "neurorun[video]" in error
+    assert not out.exists()
+
+
+def test_html_is_only_for_brax(run_dir, tmp_path, capsys):
+    assert render_tool.main([str(run_dir), "--out", str(tmp_path / "x.html")]) == 2
+    assert "brax" in capsys.readouterr().err
