@@ -52,9 +52,25 @@ def _algo_error(cfg: DictConfig, error: Exception) -> ConfigError:
 def _algo_options(cfg: DictConfig) -> dict[str, Any]:
     """`algo.*` as keyword options (null passes as None: the YAML states every default)."""
     options = OmegaConf.to_container(cfg.algo, resolve=True)
-    for key in ("name", "popsize"):
+    for key in ("name", "popsize", "distributed"):  # not options of the algorithm itself
         options.pop(key, None)
     return options
+
+
+def check_distributed(cfg: DictConfig, algorithm: Any) -> bool:
+    """Whether `algo.distributed` is on, after checking that this run can do it."""
+    if not cfg.algo.get("distributed", False):
+        return False
+    if cfg.parallel.get("name") != "ray":
+        raise ConfigError("algo.distributed=true: actors sample and return gradients, so it "
+                          "needs ray. Fix: add parallel=ray (or algo.distributed=false).")
+    from neurorun.parallel import check_distributed as check_algorithm  # does not import ray
+
+    try:
+        check_algorithm(algorithm)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+    return True
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -143,5 +159,8 @@ def make_evaluator(cfg: DictConfig, problem: Any) -> Any:
     if name == "ray":
         from neurorun.parallel import make_ray_evaluator
 
-        return make_ray_evaluator(parallel, problem_kwargs(cfg), problem)
+        try:
+            return make_ray_evaluator(parallel, problem_kwargs(cfg), problem=problem)
+        except (ValueError, ImportError) as error:
+            raise ConfigError(f"parallel: {error}") from error
     raise ConfigError(f"parallel.name={name!r}: expected 'local' or 'ray'. Fix: parallel=local.")

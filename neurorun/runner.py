@@ -12,6 +12,8 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 
 from __future__ import annotations
 
+import copy
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,7 +23,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from neurorun import checkpoint
-from neurorun.build import ConfigError, build_parts, make_evaluator, validate_config
+from neurorun.build import (
+    ConfigError,
+    build_parts,
+    check_distributed,
+    make_evaluator,
+    validate_config,
+)
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 
@@ -80,19 +88,20 @@ class Runner:
             )
         seed_everything(int(cfg.seed))
         self.problem, self.algorithm = build_parts(cfg)
-        try:
-            self.evaluator = make_evaluator(cfg, self.problem)
-        except ValueError as error:
-            self.problem.close()
-            raise ConfigError(f"parallel: {error}") from error
         self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
                                  cfg.target_score)
-        try:
-            self.loggers: LoggerGroup = make_loggers(
-                OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir, self.limits,
-                offsets=None if self.state is None else self.state["loggers"])
-        except ImportError as error:
-            raise ConfigError(str(error)) from error
+        try:  # every check before the evaluator: a bad config must not start ray actors
+            self.distributed = check_distributed(cfg, self.algorithm)
+            try:
+                self.loggers: LoggerGroup = make_loggers(
+                    OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
+                    self.limits, offsets=None if self.state is None else self.state["loggers"])
+            except ImportError as error:
+                raise ConfigError(str(error)) from error
+            self.evaluator = make_evaluator(cfg, self.problem)
+        except BaseException:
+            self.problem.close()
+            raise
         self.generation = 0
         self.elapsed_before = 0.0
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
@@ -169,8 +178,12 @@ class Runner:
         self.generation += 1
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
-        samples_fitness, stats = self._ask_and_evaluate()
-        self.algorithm.tell(samples_fitness)
+        if self.distributed:  # actors sample their shares; the update happens in there too
+            samples_fitness = self.evaluator.distributed_step(self.algorithm)
+            stats = [dict(self.evaluator.last_stats)]
+        else:
+            samples_fitness, stats = self._ask_and_evaluate()
+            self.algorithm.tell(samples_fitness)
         center_eval = self._evaluate_center()
         seconds = time.perf_counter() - tick
         pop_best = float(samples_fitness.max())
@@ -226,8 +239,11 @@ class Runner:
         self.callbacks.on_run_start(self)
         reason = self.stop_reason() if self.status else None
         result: dict[str, Any] = {}
+        snapshot = None  # the state before the running generation, saved if it fails
         try:
             while reason is None:
+                snapshot = copy.deepcopy(
+                    self._state(self.elapsed_before + time.perf_counter() - started))
                 status = self.step(started)
                 self.loggers.log(self.generation, status)
                 self.callbacks.on_generation_end(self, self.generation, status)
@@ -240,6 +256,12 @@ class Runner:
             result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
                       "best_policy": str(folder / "best.pkl"),
                       "last_policy": str(folder / "last.pkl"), "best_score": self.best["score"]}
+        except BaseException:  # an error or Ctrl-C: keep what the finished generations did
+            if snapshot is not None:
+                checkpoint.save_state(snapshot, self.run_dir)
+                print(f"run stopped in generation {snapshot['generation'] + 1}; continue it with "
+                      f"`neurorun resume={self.run_dir}`", file=sys.stderr)
+            raise
         finally:
             self.loggers.close(result)
             if self.evaluator is not self.problem:

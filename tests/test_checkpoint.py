@@ -146,3 +146,30 @@ def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
         checkpoint.load_run_config(tmp_path, ["algo.popsiz=3"])
     with pytest.raises(FileNotFoundError, match="no saved config"):
         checkpoint.load_run_config(tmp_path / "nothing", [])
+
+
+def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path, monkeypatch):
+    """An error (or Ctrl-C) in generation 4 saves the state after generation 3."""
+    from neurorun.problems.problem import Problem
+
+    whole, failed = tmp_path / "whole", tmp_path / "failed"
+    run(tiny("generations=5", "target_score=null", "checkpoint_every=0"), run_dir=whole)
+    cfg = tiny("generations=5", "target_score=null", "checkpoint_every=0")
+    save_run_config(cfg, failed)
+    evaluate, calls = Problem.evaluate, []
+
+    def fail_fourth(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(Problem, "evaluate", fail_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfg, run_dir=failed)
+    monkeypatch.setattr(Problem, "evaluate", evaluate)
+    state = torch.load(failed / "checkpoints" / "state.pt", weights_only=False)
+    assert state["generation"] == 3
+    run(checkpoint.load_run_config(failed, []), run_dir=failed)
+    assert metric_rows(failed) == metric_rows(whole)
+    assert torch.equal(last_solution(failed), last_solution(whole))

@@ -173,3 +173,20 @@ def test_episode_stats_merge_batches_weighted_by_episodes():
     assert merged["episode_return_mean"] == pytest.approx((2 * 2.0 + 6 * 4.0) / 8)
     assert merged["episode_length_mean"] == pytest.approx((2 * 6.0 + 6 * 10.0) / 8)
     assert math.isnan(_episode_stats([{**batches[0], "num_episodes": 0}])["episode_return_mean"])
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["algo.distributed=true"], "Fix: add parallel=ray"),
+    (["algo=cmaes", "algo.distributed=true", "parallel=ray"], "CMA-ES"),
+])
+def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypatch, overrides,
+                                                             expected):
+    import neurorun.build
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the evaluator was built before the config was checked")
+
+    monkeypatch.setattr(neurorun.build, "make_evaluator", refuse)
+    monkeypatch.setattr("neurorun.runner.make_evaluator", refuse)
+    with pytest.raises(ConfigError, match=expected):
+        Runner(tiny(*overrides), run_dir=tmp_path)

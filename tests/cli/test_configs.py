@@ -52,10 +52,11 @@ def test_default_is_pgpe_on_cartpole_with_target_475(composer):
 
 
 def test_algo_options_are_the_algorithms_options(composer):
-    """Every key of algo/<name>.yaml is an option of that algorithm (besides name, popsize)."""
+    """Every key of algo/<name>.yaml is an option of that algorithm (but name, popsize,
+    distributed)."""
     for name in options("algo"):
         cfg = composer([f"algo={name}"])
-        keys = set(cfg.algo) - {"name", "popsize"}
+        keys = set(cfg.algo) - {"name", "popsize", "distributed"}
         assert cfg.algo.name in ALGORITHMS
         assert keys <= set(option_names(ALGORITHMS[cfg.algo.name].Options)), name
 

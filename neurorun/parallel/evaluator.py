@@ -1,0 +1,233 @@
+"""``RayEvaluator``: the Problem interface over a pool of ray actors.
+
+The main process keeps a local Problem that holds the global state: obs stats, counters,
+the seed generator (so ``state_dict`` is the Problem's and a checkpoint resumes with either
+evaluator), and serves ``run_test_episodes`` / ``to_policy`` / ``save_solution``.
+
+One ``evaluate(params)``: draw the call's base seed from the local Problem's generator (as
+``Problem.evaluate`` does), cut the population into sub-batches, and let the actors work
+through them; sub-batch ``[first, stop)`` is evaluated with seed ``base + first``, so
+solution ``j`` is seeded ``base + j`` whichever actor runs it and however the population is
+cut: with deterministic envs the fitness equals the local evaluator's. Each sub-batch
+carries the global obs stats of the call's start and returns its obs-stats delta; the main
+process adds the deltas (the local Problem freezes stats within a call the same way).
+
+Not equal to local evaluation: a solution that met a non-finite value gets the worst fitness
+of its sub-batch (locally: of the whole call); action noise is drawn per sub-batch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from neurorun.parallel import cluster
+from neurorun.parallel.pool import ActorPool
+from neurorun.parallel.worker import EvaluationWorker
+from neurorun.parallel.workload import (
+    merge_stats,
+    mix_seed,
+    payload_bytes,
+    resolve_num_actors,
+    split_workload,
+    subbatch_bounds,
+)
+from neurorun.problems import RunningNorm, make_problem
+
+
+class RayEvaluator:
+    """Evaluate populations on ray actors; the same interface as ``Problem``.
+
+    Args:
+        problem_kwargs: keywords of ``make_problem`` (the same for every replica).
+        num_actors: an int, "max" / "num_cpus" (one per CPU), "num_gpus" (one per GPU, each
+            given a GPU) or "num_devices" (min of CPUs and GPUs, sharing the GPUs).
+        num_gpus_per_actor: GPUs of each actor (fractions allowed); None: 0.
+        actor_config: more options of the actors (``ray.remote(...).options(**actor_config)``,
+            e.g. ``num_cpus``, ``memory``, ``runtime_env``).
+        num_subbatches: cut each population into this many sub-batches (a work queue).
+        subbatch_size: or into sub-batches of this size; neither: one per actor.
+        address: None / "": start a local ray with ``num_cpus`` CPUs; "auto" / "host:port":
+            join that cluster. Already connected (e.g. ``ray.init`` by the caller): use it.
+        num_cpus: CPUs of a local ray (None: all cores).
+        include_dashboard: start ray's dashboard on 127.0.0.1 (local ray only).
+        max_actor_restarts: how many dead actors may be replaced before evaluation stops.
+        problem: the main process's Problem to hold the global state (built from
+            ``problem_kwargs`` when None; it must have been built from them).
+    """
+
+    def __init__(self, problem_kwargs: Mapping[str, Any], *, num_actors: int | str = "max",
+                 num_gpus_per_actor: float | None = None,
+                 actor_config: Mapping[str, Any] | None = None,
+                 num_subbatches: int | None = None, subbatch_size: int | None = None,
+                 address: str | None = None, num_cpus: int | None = None,
+                 include_dashboard: bool = False, max_actor_restarts: int = 3,
+                 problem: Any = None):
+        subbatch_bounds(1, num_actors=1, num_subbatches=num_subbatches,
+                        subbatch_size=subbatch_size)  # validates the pair before ray starts
+        if int(max_actor_restarts) < 0:
+            raise ValueError(f"max_actor_restarts={max_actor_restarts}; expected >= 0")
+        self.problem_kwargs = dict(problem_kwargs)
+        self.num_subbatches, self.subbatch_size = num_subbatches, subbatch_size
+        self.problem = make_problem(**self.problem_kwargs) if problem is None else problem
+        self.last_stats: dict[str, Any] = {}
+        self.last_transfer: dict[str, int] = {}
+        self.pool: ActorPool | None = None
+        self._replica_slots: set[int] = set()
+        self._replica_ref: Any = None
+        self._replica_of: int | None = None
+        self._owns_ray = cluster.connect(address, num_cpus=num_cpus,
+                                         include_dashboard=include_dashboard)
+        try:
+            self.pool = self._start_pool(num_actors, num_gpus_per_actor, dict(actor_config or {}),
+                                         int(max_actor_restarts))
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_pool(self, num_actors: int | str, num_gpus_per_actor: float | None,
+                    actor_config: dict[str, Any], max_restarts: int) -> ActorPool:
+        import ray
+
+        cpus, gpus = cluster.cluster_resources()
+        count, gpus_each = resolve_num_actors(num_actors, num_cpus=cpus, num_gpus=gpus,
+                                              num_gpus_per_actor=num_gpus_per_actor)
+        total_envs = self.problem_kwargs.get("max_num_envs")
+        envs = [None] * count if total_envs is None else [
+            max(1, n) for n in split_workload(int(total_envs), count)]
+        seed = self.problem_kwargs.get("seed")
+        options = {"num_cpus": 1, "num_gpus": gpus_each, "max_restarts": 0, **actor_config}
+        remote = ray.remote(EvaluationWorker)
+
+        def make_actor(slot: int) -> Any:
+            kwargs = {**self.problem_kwargs, "max_num_envs": envs[slot],
+                      "seed": None if seed is None else mix_seed(seed, slot)}
+            return remote.options(**options).remote(kwargs)
+
+        return ActorPool(make_actor, count, max_restarts, on_replace=self._replica_slots.discard)
+
+    # ----- the Problem interface -----
+    @property
+    def num_actors(self) -> int:
+        return 0 if self.pool is None else len(self.pool)
+
+    @property
+    def solution_length(self) -> int:
+        return self.problem.solution_length
+
+    @property
+    def interaction_count(self) -> int:
+        return self.problem.interaction_count
+
+    @property
+    def episode_count(self) -> int:
+        return self.problem.episode_count
+
+    @property
+    def obs_stats(self) -> RunningNorm | None:
+        return self.problem.obs_stats
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.problem.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.problem.load_state_dict(dict(state))
+
+    def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
+        return self.problem.run_test_episodes(solution, num_episodes, seed)
+
+    def to_policy(self, solution: Any) -> Any:
+        return self.problem.to_policy(solution)
+
+    def save_solution(self, solution: Any, path: Any) -> dict[str, Any]:
+        return self.problem.save_solution(solution, path)
+
+    def draw_seed(self) -> int:
+        """The next base seed of an evaluate call, from the local Problem's generator."""
+        return int(self.problem._rng.integers(2**31 - 1))
+
+    def _obs_state(self) -> dict[str, Any] | None:
+        stats = self.problem.obs_stats
+        return None if stats is None else stats.state_dict()
+
+    def evaluate(self, params: Any, seed: int | None = None) -> Tensor:
+        """Fitness ``(P,)`` of ``params (P, D)``: sub-batches on the actors, in a work queue."""
+        import ray
+
+        started = time.perf_counter()
+        params = torch.as_tensor(params)
+        params = params[None] if params.dim() == 1 else params
+        if params.dim() != 2 or params.shape[1] != self.solution_length:
+            raise ValueError(f"params of shape {tuple(params.shape)}; expected (P, "
+                             f"{self.solution_length}) (P solutions of solution_length)")
+        base = self.draw_seed() if seed is None else int(seed)
+        array = params.detach().to("cpu", torch.float32).numpy()
+        bounds = subbatch_bounds(len(array), num_actors=self.num_actors,
+                                 num_subbatches=self.num_subbatches,
+                                 subbatch_size=self.subbatch_size)
+        obs_state = self._obs_state()
+        obs_ref = None if obs_state is None else ray.put(obs_state)
+
+        def job(first: int, stop: int):
+            return lambda slot: ("evaluate", (array[first:stop], base + first,
+                                              mix_seed(base, first), obs_ref))
+
+        results = self._run([job(f, s) for f, s in bounds], obs_state)
+        self.problem.last_seed = base
+        fitness = torch.cat([torch.tensor(r["fitness"]) for r in results])
+        self.last_transfer["bytes_sent"] += payload_bytes(array)
+        self._record(results, started)
+        return fitness.to(params.dtype)
+
+    def _run(self, jobs: list[Any], obs_state: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """Run jobs on the pool, merge their obs deltas and counters into the local Problem."""
+        if self.pool is None:
+            raise RuntimeError("this RayEvaluator is closed; build a new one")
+        results = self.pool.run(jobs)
+        stats = self.problem.obs_stats
+        for result in results:
+            if stats is not None and result["obs_delta"] is not None:
+                stats.update(RunningNorm.from_state_dict(result["obs_delta"]))
+        self.last_transfer = {
+            "bytes_sent": payload_bytes(obs_state) * len(jobs),
+            "bytes_received": sum(payload_bytes([r["fitness"], r["obs_delta"],
+                                                 r.get("gradients")]) for r in results)}
+        return results
+
+    def _record(self, results: list[dict[str, Any]], started: float) -> None:
+        stats = merge_stats([r["stats"] for r in results])
+        self.problem.interaction_count += stats["num_interactions"]
+        self.problem.episode_count += stats["num_episodes"]
+        stats["eval_time_s"] = time.perf_counter() - started
+        stats["num_subbatches"] = len(results)
+        self.last_stats = stats
+
+    def distributed_step(self, algo: Any, popsize: int | None = None,
+                         seed: int | None = None) -> Tensor:
+        """One generation of distributed mode (actors sample their share and return gradients;
+        ``algo`` is updated here); returns the fitness of all samples, share by share.
+        See ``neurorun.parallel.distributed``."""
+        from neurorun.parallel.distributed import distributed_step
+
+        return distributed_step(self, algo, popsize, seed)
+
+    # ----- lifecycle -----
+    def close(self) -> None:
+        """End the actors and, when this evaluator started ray, ray (idempotent)."""
+        if self.pool is not None:
+            self.pool.kill()
+            self.pool = None
+        if self._owns_ray:
+            cluster.disconnect()
+            self._owns_ray = False
+        self.problem.close()
+
+    def __enter__(self) -> RayEvaluator:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()

@@ -1,0 +1,124 @@
+"""Pure helpers of the ray evaluator: splitting work, merging results (no ray here)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+NUM_ACTORS_WORDS = ("max", "num_cpus", "num_gpus", "num_devices")
+
+
+def split_workload(total: int, parts: int) -> list[int]:
+    """``parts`` sizes adding up to ``total``, as equal as possible, larger ones first."""
+    if parts < 1:
+        raise ValueError(f"parts={parts}; expected at least 1")
+    base, extra = divmod(int(total), int(parts))
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def subbatch_bounds(total: int, *, num_actors: int, num_subbatches: int | None = None,
+                    subbatch_size: int | None = None) -> list[tuple[int, int]]:
+    """``(first, stop)`` of each sub-batch of a population of ``total`` solutions.
+
+    ``num_subbatches`` splits into that many near-equal parts, ``subbatch_size`` into parts
+    of that size (the last may be smaller); neither: one part per actor. Empty parts are
+    dropped, so every solution is in exactly one sub-batch.
+    """
+    if num_subbatches is not None and subbatch_size is not None:
+        raise ValueError(f"num_subbatches={num_subbatches} and subbatch_size={subbatch_size} "
+                         "are exclusive; expected at most one. Fix: set the other to null.")
+    if subbatch_size is not None:
+        if int(subbatch_size) < 1:
+            raise ValueError(f"subbatch_size={subbatch_size}; expected >= 1 or null")
+        sizes = [min(int(subbatch_size), total - f) for f in range(0, total, int(subbatch_size))]
+    else:
+        parts = num_actors if num_subbatches is None else int(num_subbatches)
+        if parts < 1:
+            raise ValueError(f"num_subbatches={num_subbatches}; expected >= 1 or null")
+        sizes = split_workload(total, parts)
+    stops = np.cumsum([s for s in sizes if s > 0]).tolist()
+    return list(zip([0, *stops[:-1]], stops, strict=True))
+
+
+def resolve_num_actors(num_actors: int | str, *, num_cpus: float, num_gpus: float,
+                       num_gpus_per_actor: float | None) -> tuple[int, float]:
+    """``(number of actors, GPUs per actor)`` from the config and the cluster's resources.
+
+    "max" / "num_cpus": one actor per CPU; "num_gpus": one per GPU, each given one GPU;
+    "num_devices": min(CPUs, GPUs) actors sharing the GPUs (one per CPU without GPUs).
+    """
+    if isinstance(num_actors, str) and num_actors not in NUM_ACTORS_WORDS:
+        raise ValueError(f"num_actors={num_actors!r}; expected an integer >= 1 or one of "
+                         f"{list(NUM_ACTORS_WORDS)}")
+    if num_actors in ("num_gpus", "num_devices") and num_gpus_per_actor is not None:
+        raise ValueError(f"num_gpus_per_actor={num_gpus_per_actor} with num_actors="
+                         f"{num_actors!r}, which assigns GPUs itself. Fix: "
+                         "num_gpus_per_actor=null, or give num_actors as a number.")
+    cpus, gpus = int(num_cpus), int(num_gpus)
+    if num_actors in ("max", "num_cpus"):
+        count, per_actor = cpus, num_gpus_per_actor or 0.0
+    elif num_actors == "num_gpus":
+        if gpus < 1:
+            raise ValueError("num_actors='num_gpus' but the ray cluster has no GPU. Fix: "
+                             "num_actors=num_cpus (or a number), or run where GPUs are.")
+        count, per_actor = gpus, 1.0
+    elif num_actors == "num_devices":
+        count = min(cpus, gpus) if gpus else cpus
+        per_actor = num_gpus / count if gpus else 0.0
+    else:
+        count, per_actor = int(num_actors), num_gpus_per_actor or 0.0
+    if count < 1:
+        raise ValueError(f"num_actors={num_actors!r} resolves to {count} actors (cluster: "
+                         f"{num_cpus:g} CPUs, {num_gpus:g} GPUs); expected at least 1")
+    return count, float(per_actor)
+
+
+def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One ``last_stats`` dict from those of the sub-batches of one evaluation."""
+    merged: dict[str, Any] = {}
+    for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps"):
+        merged[key] = int(sum(int(p.get(key, 0)) for p in parts))
+    episodes = [int(p.get("num_episodes", 0)) for p in parts]
+    for name in ("episode_return", "episode_length"):
+        lows = [p[f"{name}_min"] for p, n in zip(parts, episodes, strict=True) if n]
+        highs = [p[f"{name}_max"] for p, n in zip(parts, episodes, strict=True) if n]
+        total = sum(episodes)
+        mean = (sum(p[f"{name}_mean"] * n for p, n in zip(parts, episodes, strict=True) if n)
+                / total if total else math.nan)
+        merged[f"{name}_min"] = min(lows) if lows else math.nan
+        merged[f"{name}_mean"] = mean
+        merged[f"{name}_max"] = max(highs) if highs else math.nan
+    return merged
+
+
+def average_gradients(gradients: Sequence[Mapping[str, torch.Tensor]],
+                      weights: Sequence[float]) -> dict[str, torch.Tensor]:
+    """The weighted mean of gradient dicts (each the same keys and shapes)."""
+    if not gradients:
+        raise ValueError("no gradients to average; expected at least one actor's result")
+    total = float(sum(weights))
+    return {key: sum(float(w) * torch.as_tensor(g[key]) for g, w in
+                     zip(gradients, weights, strict=True)) / total for key in gradients[0]}
+
+
+def payload_bytes(value: Any) -> int:
+    """Bytes of the tensors and arrays inside ``value`` (dicts, lists and tuples walked)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, Mapping):
+        return sum(payload_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(payload_bytes(v) for v in value)
+    return 0
+
+
+def mix_seed(*values: int) -> int:
+    """A 63-bit seed from integers (different tuples give unrelated seeds)."""
+    sequence = np.random.SeedSequence([int(v) % 2**63 for v in values])
+    return int(sequence.generate_state(1, np.uint64)[0]) % 2**63

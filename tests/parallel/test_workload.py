@@ -1,0 +1,125 @@
+"""Splitting populations, merging results and distributed averaging, without ray."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from neurorun.algorithms import make_algorithm
+from neurorun.parallel.distributed import check_distributed, make_replica, share_sizes
+from neurorun.parallel.workload import (
+    average_gradients,
+    merge_stats,
+    resolve_num_actors,
+    split_workload,
+    subbatch_bounds,
+)
+
+
+@pytest.mark.parametrize("total", [1, 5, 7, 13])
+@pytest.mark.parametrize("options", [{}, {"num_subbatches": 3}, {"subbatch_size": 2},
+                                     {"subbatch_size": 5}, {"num_subbatches": 20}])
+def test_subbatches_cover_every_solution_once(total, options):
+    bounds = subbatch_bounds(total, num_actors=2, **options)
+    covered = np.concatenate([np.arange(first, stop) for first, stop in bounds])
+    np.testing.assert_array_equal(covered, np.arange(total))
+    assert all(stop > first for first, stop in bounds)
+
+
+def test_subbatch_sizes_by_hand():
+    assert subbatch_bounds(7, num_actors=2) == [(0, 4), (4, 7)]
+    assert subbatch_bounds(7, num_actors=2, subbatch_size=3) == [(0, 3), (3, 6), (6, 7)]
+    assert subbatch_bounds(7, num_actors=2, num_subbatches=3) == [(0, 3), (3, 5), (5, 7)]
+    with pytest.raises(ValueError, match="exclusive"):
+        subbatch_bounds(7, num_actors=2, num_subbatches=2, subbatch_size=2)
+
+
+def test_split_workload_by_hand():
+    assert split_workload(10, 3) == [4, 3, 3]
+    assert split_workload(2, 3) == [1, 1, 0]
+
+
+def test_resolve_num_actors():
+    assert resolve_num_actors("max", num_cpus=8, num_gpus=0, num_gpus_per_actor=None) == (8, 0.0)
+    assert resolve_num_actors(3, num_cpus=8, num_gpus=2, num_gpus_per_actor=0.5) == (3, 0.5)
+    assert resolve_num_actors("num_gpus", num_cpus=8, num_gpus=2,
+                              num_gpus_per_actor=None) == (2, 1.0)
+    assert resolve_num_actors("num_devices", num_cpus=8, num_gpus=2,
+                              num_gpus_per_actor=None) == (2, 1.0)
+    assert resolve_num_actors("num_devices", num_cpus=4, num_gpus=0,
+                              num_gpus_per_actor=None) == (4, 0.0)
+    with pytest.raises(ValueError, match="no GPU"):
+        resolve_num_actors("num_gpus", num_cpus=4, num_gpus=0, num_gpus_per_actor=None)
+    with pytest.raises(ValueError, match="num_gpus_per_actor"):
+        resolve_num_actors("num_gpus", num_cpus=4, num_gpus=1, num_gpus_per_actor=1)
+    with pytest.raises(ValueError, match="expected an integer"):
+        resolve_num_actors("many", num_cpus=4, num_gpus=0, num_gpus_per_actor=None)
+
+
+def test_merge_stats_by_hand():
+    a = {"num_interactions": 10, "num_episodes": 2, "nonfinite_count": 0, "num_vector_steps": 6,
+         "episode_return_min": 1.0, "episode_return_mean": 2.0, "episode_return_max": 3.0,
+         "episode_length_min": 4.0, "episode_length_mean": 5.0, "episode_length_max": 6.0}
+    b = {"num_interactions": 5, "num_episodes": 1, "nonfinite_count": 1, "num_vector_steps": 5,
+         "episode_return_min": 8.0, "episode_return_mean": 8.0, "episode_return_max": 8.0,
+         "episode_length_min": 5.0, "episode_length_mean": 5.0, "episode_length_max": 5.0}
+    merged = merge_stats([a, b])
+    assert merged["num_interactions"] == 15 and merged["num_episodes"] == 3
+    assert merged["nonfinite_count"] == 1 and merged["num_vector_steps"] == 11
+    assert merged["episode_return_mean"] == pytest.approx((2 * 2 + 8) / 3)
+    assert (merged["episode_return_min"], merged["episode_return_max"]) == (1.0, 8.0)
+
+
+def test_average_gradients_weighted_by_hand():
+    grads = [{"mu": torch.tensor([1.0, 2.0])}, {"mu": torch.tensor([4.0, -1.0])}]
+    result = average_gradients(grads, [1, 2])
+    np.testing.assert_allclose(result["mu"].numpy(), [(1 + 8) / 3, (2 - 2) / 3])
+
+
+def _pgpe(optimizer=None):
+    return make_algorithm("pgpe", solution_length=4, popsize=8, seed=0, center_learning_rate=0.3,
+                          stdev_learning_rate=0.2, stdev_init=0.5, ranking_method="raw",
+                          optimizer=optimizer, stdev_max_change=None)
+
+
+def test_distributed_update_equals_full_update_on_the_same_samples():
+    """Shares with the same fitness multiset (so the per-share baselines equal the global one):
+    averaging share gradients by share size gives the update of the whole population, and
+    that update is PGPE's formula evaluated with numpy."""
+    full, split = _pgpe(), _pgpe()
+    samples = full.ask()  # (8, 4): mirrored pairs
+    fitness = torch.tensor([1.0, 3.0, 2.0, 5.0, 3.0, 1.0, 5.0, 2.0])  # halves: same values
+    mu, sigma = full.center.numpy().copy(), full.stdev.numpy().copy()
+    full.tell(fitness)
+    grads = [split.compute_gradients(samples[:4], fitness[:4]),
+             split.compute_gradients(samples[4:], fitness[4:])]
+    split.apply_gradients(average_gradients(grads, [4, 4]))
+    np.testing.assert_allclose(split.center.numpy(), full.center.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(split.stdev.numpy(), full.stdev.numpy(), rtol=1e-6, atol=1e-7)
+    x, f = samples.numpy().astype(np.float64), fitness.numpy().astype(np.float64)
+    w = f - f.mean()
+    grad_mu = (w[:, None] * (x - mu)).sum(0) / 8
+    grad_sigma = (w[:, None] * ((x - mu) ** 2 - sigma**2)).sum(0) / (sigma * 8)
+    np.testing.assert_allclose(full.center.numpy(), mu + 0.3 * grad_mu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(full.stdev.numpy(), sigma + 0.2 * grad_sigma, rtol=1e-5, atol=1e-6)
+
+
+def test_cmaes_is_refused_and_gradient_algorithms_accepted():
+    with pytest.raises(ValueError, match="cmaes.*algo.distributed=false"):
+        check_distributed(make_algorithm("cmaes", solution_length=4, popsize=6, seed=0,
+                                         stdev_init=1.0))
+    check_distributed(_pgpe("clipup"))
+
+
+def test_shares_keep_mirrored_pairs_and_replica_drops_optimizer():
+    algo = _pgpe("clipup")
+    assert share_sizes(algo, 10, 3) == [4, 4, 2]
+    assert make_replica(algo).optimizer is None and algo.optimizer is not None
+
+
+def test_importing_the_package_does_not_import_ray():
+    code = ("import sys, neurorun.parallel as p; p.RayEvaluator; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
