@@ -1,6 +1,7 @@
 """gymnasium backend: a ``gymnasium.vector.VectorEnv`` behind the torch interface.
 
-numpy <-> torch conversion happens once per vector step, on whole batches.
+numpy <-> torch conversion happens once per vector step, on whole batches; ``step_arrays``
+skips it for callers that work in numpy (the rollout, with a CPU policy).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class GymVecEnv(TorchVecEnv):
         self.spec = spec
         self.device = torch.device(device)
         self._on_cpu = self.device.type == "cpu"
+        self.host_arrays = True  # the simulators work in numpy, whatever the device
         self.num_envs = int(env.num_envs)
         try:
             self.single_observation_space = check_observation_space(
@@ -118,22 +120,21 @@ class GymVecEnv(TorchVecEnv):
         dtype = getattr(env.single_action_space, "dtype", None)
         self._action_dtype = np.dtype(dtype) if dtype is not None else None
 
-    def _tensor(self, array: np.ndarray, dtype: Any = None) -> Tensor:
-        # a copy (np.array copies): the caller may keep results across steps, and a user's env
-        # may reuse its buffers. numpy's copy + from_numpy is ~5x faster than torch.tensor.
-        result = torch.from_numpy(np.array(array, dtype=dtype))
+    def _tensor(self, array: np.ndarray) -> Tensor:
+        result = torch.from_numpy(array)
         return result if self._on_cpu else result.to(self.device)
 
-    def _obs(self, obs: np.ndarray) -> Tensor:
-        return self._tensor(obs.reshape(self.num_envs, -1), np.float32)
+    def _obs(self, obs: np.ndarray) -> np.ndarray:
+        # a copy (np.array copies): the caller may keep results across steps, and a user's env
+        # may reuse its buffers
+        return np.array(obs.reshape(self.num_envs, -1), dtype=np.float32)
 
-    def reset(self, seed: int | None = None) -> Tensor:
+    def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         obs, _ = self.env.reset(seed=seed)
         return self._obs(obs)
 
-    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        actions = actions.detach()
-        env_actions = self._adapt(actions.numpy() if self._on_cpu else actions.cpu().numpy())
+    def step_arrays(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        env_actions = self._adapt(actions)
         if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
             env_actions = env_actions.astype(self._action_dtype)
         try:
@@ -144,8 +145,16 @@ class GymVecEnv(TorchVecEnv):
             raise EnvStepError(
                 f"env {self.spec!r}: {where} raised {type(error).__name__}: {error}", index
             ) from error
-        done = np.logical_or(terminated, truncated)
-        return self._obs(obs), self._tensor(reward), self._tensor(done)
+        return self._obs(obs), np.array(reward), np.logical_or(terminated, truncated)
+
+    def reset(self, seed: int | None = None) -> Tensor:
+        return self._tensor(self.reset_arrays(seed))
+
+    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        if actions.requires_grad:
+            actions = actions.detach()
+        arrays = self.step_arrays(actions.numpy() if self._on_cpu else actions.cpu().numpy())
+        return tuple(self._tensor(array) for array in arrays)  # type: ignore[return-value]
 
     def close(self) -> None:
         self.env.close()
