@@ -23,7 +23,9 @@ RESULTS = HERE / "results"
 README = HERE.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
-SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"])]
+SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
+           ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full"]),
+           ("bench_ray.py", [])]
 
 
 def run_scripts(full: bool) -> None:
@@ -66,6 +68,64 @@ def eval_table(report: dict) -> list[str]:
     return lines
 
 
+def _case(r: dict) -> str:
+    cut = f", {r['episode_length']} steps" if r.get("episode_length") else ""
+    norm = ", obs norm" if r.get("observation_normalization") else ""
+    actors = f", {r['num_actors']} ray actors" if r.get("num_actors") else ""
+    return f"{r['env']}{cut}{norm}{actors}"
+
+
+def evotorch_table(report: dict) -> list[str]:
+    lines = ["| env | popsize | neurorun s/gen | neurorun steps/s | EvoTorch GymNE s/gen | "
+             "GymNE steps/s | EvoTorch VecGymNE s/gen | VecGymNE steps/s | "
+             "× GymNE | × VecGymNE |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        ours = r["neurorun"]
+        cells = []
+        for mode in ("gymne", "vecgymne"):
+            theirs = r.get(f"evotorch_{mode}")
+            cells += (["–", "–"] if theirs is None else
+                      [f"error: {theirs['error']}", "–"] if "error" in theirs else
+                      [str(theirs["s_per_generation"]), f"{theirs['steps_per_s']:,}"])
+        ratios = [f"**{r[k]}×**" if r.get(k) is not None else "–"
+                  for k in ("ratio_gymne", "ratio_vecgymne")]
+        lines.append(f"| {_case(r)} | {r['popsize']} | {ours['s_per_generation']} | "
+                     f"{ours['steps_per_s']:,} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+    return lines
+
+
+def learning_table(report: dict) -> list[str]:
+    lines = ["| env | algorithm | solved | median s to solve | median interactions | "
+             "median generations | settings |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        seconds = "–" if r["median_s"] is None else r["median_s"]
+        steps = "–" if r["median_interactions"] is None else f"{int(r['median_interactions']):,}"
+        gens = "–" if r["median_generations"] is None else int(r["median_generations"])
+        lines.append(f"| {r['env']} (≥ {r['target']}) | {r['algo']} | "
+                     f"{r['solved']}/{r['runs']} (cap {r['max_time']} s) | {seconds} | {steps} | "
+                     f"{gens} | `{r['settings']}` |")
+    plots = report.get("plots", [])
+    if plots:
+        lines += ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)]
+    return lines
+
+
+def ray_table(r: dict) -> list[str]:
+    h, c, t = r["humanoid"], r["cartpole_dispatch"], r["transfer"]
+    return [
+        "| case | figure |", "|---|---|",
+        f"| {h['env']} popsize {h['popsize']}: steps/s with 1 → 2 actors | "
+        f"{h['steps_per_s_1_actors']:,.0f} → {h['steps_per_s_2_actors']:,.0f} "
+        f"({h['speedup']:.2f}×) |",
+        f"| {c['env']} popsize {c['popsize']}: ms per generation, local → 2 actors | "
+        f"{c['local_ms']:.0f} → {c['ray_2_actors_ms']:.0f} (dispatch overhead "
+        f"{c['overhead_ms']:.0f} ms) |",
+        f"| bytes sent per generation, {t['solution_length']:,}-parameter policy, popsize "
+        f"{t['popsize']}: plain → distributed | {t['non_distributed']['bytes_sent']:,} → "
+        f"{t['distributed']['bytes_sent']:,} ({t['reduction']:.0f}× less) |",
+    ]
+
+
 def summary() -> str:
     date = dt.date.today().isoformat()
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, {_cores()} cores"
@@ -75,6 +135,11 @@ def summary() -> str:
         ("Batched policy forward (CPU)", "nets.json", nets_table),
         ("Evaluation against the raw simulator (one process, one thread)", "eval.json",
          eval_table),
+        ("Against EvoTorch 0.6.1: the same PGPE runs (× = neurorun steps/s ÷ EvoTorch's)",
+         "evotorch.json", evotorch_table),
+        ("Learning: time and interactions to solve, over seeds (center evaluation each "
+         "generation included in the time)", "learning.json", learning_table),
+        ("Ray actors (2 cores)", "ray.json", ray_table),
     ]:
         report = _load(name)
         if report is not None:

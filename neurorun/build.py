@@ -87,6 +87,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "eval_every", minimum=0, optional=False)
     _count(cfg, "eval_episodes", minimum=1, optional=False)
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
+    _count(cfg, "torch_threads", minimum=1, optional=True)
     _number(cfg, "max_time", positive=True)
     _number(cfg, "target_score", positive=False)
     if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):

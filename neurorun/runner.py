@@ -86,6 +86,8 @@ class Runner:
                 f"resume={cfg.resume!r}: no checkpoints/state.pt there yet; expected a run that "
                 "wrote at least one checkpoint. Fix: start it again without resume."
             )
+        if cfg.get("torch_threads") is not None:  # small matmuls: threads only add overhead
+            torch.set_num_threads(int(cfg.torch_threads))
         seed_everything(int(cfg.seed))
         self.problem, self.algorithm = build_parts(cfg)
         self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,

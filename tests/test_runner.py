@@ -47,6 +47,7 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),
 ])
@@ -190,3 +191,13 @@ def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypat
     monkeypatch.setattr("neurorun.runner.make_evaluator", refuse)
     with pytest.raises(ConfigError, match=expected):
         Runner(tiny(*overrides), run_dir=tmp_path)
+
+
+def test_torch_threads_is_applied(tmp_path):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        Runner(tiny("torch_threads=1"), run_dir=tmp_path).problem.close()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

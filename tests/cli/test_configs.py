@@ -15,7 +15,7 @@ from neurorun.cli import CONFIG_MODULE
 CONF = Path(str(resources.files("neurorun.conf")))
 GROUPS = ("algo", "network", "env", "problem", "parallel", "logger", "experiment", "debug")
 TOP_LEVEL = ("seed", "generations", "max_interactions", "max_time", "target_score",
-             "eval_every", "eval_episodes", "checkpoint_every", "resume")
+             "eval_every", "eval_episodes", "checkpoint_every", "resume", "torch_threads")
 
 
 def options(group):

@@ -1,0 +1,163 @@
+"""Time and interactions to solve classic tasks, per algorithm, over seeds (``make bench``).
+
+    python benchmarks/bench_learning.py [--full] [--seeds 3] [--algos pgpe,snes]
+
+Each run goes through ``neurorun.runner.run(compose_config([...]))``, the path of the
+``neurorun`` command, with a ``max_time`` cap, a center evaluation every generation (the mean
+of 5 seeded test episodes; its cost is in the time) and checkpoints only at the end. A run is
+solved when the center's evaluation reaches the env's target: CartPole-v1 475, Pendulum-v1
+-200, LunarLanderContinuous-v3 200. Reported per env and algorithm: solved runs, median
+wall seconds and median training interactions (env steps, center evaluation excluded) to
+solve, over the solved runs; unsolved runs count as the cap in ``median_s_capped``.
+
+Torch runs one thread (``--threads``, as ray actors do), so that other processes on the
+machine do not slow the batched policy down several-fold. Quick mode: CartPole-v1 only
+(target: solved in < 10 s on 2 cores); ``--full`` adds Pendulum-v1 and
+LunarLanderContinuous-v3. The settings are in SETTINGS below. Run folders
+go to runs/bench_learning/ (ignored by git); curves (center_eval against interactions and
+against time, drawn with neurorun.tools.plot) and benchmarks/results/learning.json go to
+benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from _report import write_report
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+RUNS = HERE.parent / "runs" / "bench_learning"
+ALGOS = ("pgpe", "snes", "cem", "xnes")
+# env -> (target, max_time cap in seconds, overrides for every algorithm, per-algorithm ones)
+SETTINGS: dict[str, tuple[float, float, list[str], dict[str, list[str]]]] = {
+    "CartPole-v1": (475, 30, ["network=linear"], {
+        "pgpe": ["algo.popsize=50", "algo.center_learning_rate=0.1125", "algo.radius_init=2.25",
+                 "algo.optimizer_config.max_speed=0.15"],
+        "snes": ["algo.popsize=50"],
+        "cem": ["algo.popsize=50", "algo.parenthood_ratio=0.2", "algo.stdev_min=0.05"],
+        "xnes": ["algo.popsize=20"],
+    }),
+    # Pendulum: wide initial search (stdev 1) and observation normalization matter most.
+    "Pendulum-v1": (-200, 400, ["network=mlp", "network.network_args.hidden=16",
+                                "problem.observation_normalization=true",
+                                "algo.radius_init=null", "algo.stdev_init=1.0"], {
+        "pgpe": ["algo.popsize=100", "algo.center_learning_rate=0.4",
+                 "algo.optimizer_config.max_speed=0.8"],
+        "snes": ["algo.popsize=100"],
+        "cem": ["algo.popsize=200", "algo.parenthood_ratio=0.1", "algo.stdev_min=0.05"],
+        "xnes": ["algo.popsize=40"],
+    }),
+    "LunarLanderContinuous-v3": (200, 900, ["network=linear"], {
+        "pgpe": ["algo.popsize=200", "algo.center_learning_rate=0.225", "algo.radius_init=4.5",
+                 "algo.optimizer_config.max_speed=0.3"],
+        "snes": ["algo.popsize=100", "algo.radius_init=null", "algo.stdev_init=1.0"],
+        "cem": ["algo.popsize=200", "algo.parenthood_ratio=0.1", "algo.radius_init=null",
+                "algo.stdev_init=1.0", "algo.stdev_min=0.05"],
+        "xnes": ["algo.popsize=50", "algo.radius_init=null", "algo.stdev_init=1.0"],
+    }),
+}
+QUICK_ENVS = ("CartPole-v1",)
+
+
+def overrides(env: str, algo: str, seed: int, extra: list[str]) -> list[str]:
+    """The command-line overrides of one run (what `neurorun` would be given)."""
+    target, cap, common, per_algo = SETTINGS[env]
+    return [f"env={env}", f"algo={algo}", *common, *per_algo[algo], f"seed={seed}",
+            f"max_time={cap}", "generations=null", f"target_score={target}", "eval_every=1",
+            "eval_episodes=5", "checkpoint_every=0", "logger.console.quiet=true", *extra]
+
+
+def run_one(env: str, algo: str, seed: int, runs_dir: Path, extra: list[str]) -> dict[str, Any]:
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+
+    args = overrides(env, algo, seed, extra)
+    folder = runs_dir / env / f"{algo}_s{seed}"
+    shutil.rmtree(folder, ignore_errors=True)
+    started = time.perf_counter()
+    result = run(compose_config(args), run_dir=folder)
+    wall = time.perf_counter() - started
+    # neurorun-plot groups runs by .hydra/overrides.yaml (seed left out): one line per algo
+    (folder / ".hydra" / "overrides.yaml").write_text(f"- algo={algo}\n- seed={seed}\n")
+    solved = str(result.get("stop_reason", "")).startswith("target_score")
+    return {"seed": seed, "solved": solved, "seconds": round(result["elapsed_s"], 2),
+            "wall_s": round(wall, 2), "interactions": int(result["total_interaction_count"]),
+            "generations": int(result["generation"]),
+            "center_eval": round(float(result.get("center_eval") or float("nan")), 1)}
+
+
+def summarize(env: str, algo: str, runs: list[dict[str, Any]], extra: list[str]) -> dict[str, Any]:
+    target, cap, common, per_algo = SETTINGS[env]
+    solved = [r for r in runs if r["solved"]]
+    capped = [r["seconds"] if r["solved"] else cap for r in runs]
+
+    def median(key: str) -> float | None:
+        return round(statistics.median(r[key] for r in solved), 2) if solved else None
+
+    return {"env": env, "algo": algo, "target": target, "max_time": cap,
+            "settings": " ".join(common + per_algo[algo] + extra), "solved": len(solved),
+            "runs": len(runs), "median_s": median("seconds"),
+            "median_s_capped": round(statistics.median(capped), 2),
+            "median_interactions": median("interactions"),
+            "median_generations": median("generations"), "per_seed": runs}
+
+
+def plot(env: str, runs_dir: Path) -> list[str]:
+    """Curves of center_eval (mean and min-max over seeds, one line per algorithm)."""
+    from neurorun.tools.plot import plot_runs
+
+    names = []
+    for x in ("interactions", "time"):
+        out = RESULTS / f"learning_{env}_{x}.png"
+        figure = plot_runs([runs_dir / env], x=x, y="center_eval", band="minmax")
+        figure.axes[0].axhline(SETTINGS[env][0], color="grey", linestyle=":", linewidth=1)
+        figure.suptitle(f"{env}: center_eval (target {SETTINGS[env][0]})")
+        figure.savefig(out, dpi=90)
+        names.append(out.name)
+    return names
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="add Pendulum and LunarLander")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--algos", default=",".join(ALGOS))
+    parser.add_argument("--envs", help="comma-separated env ids (default: by --full)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (0: torch's default, one per core); with one per "
+                        "core, a loaded machine slows batched policies down several-fold")
+    parser.add_argument("--runs-dir", type=Path, default=RUNS)
+    parser.add_argument("--override", action="append", default=[],
+                        help="one more override for every run (repeatable), e.g. max_time=60")
+    parser.add_argument("--out", type=Path, default=RESULTS / "learning.json")
+    parser.add_argument("--no-plots", action="store_true",
+                        help="draw no curves into benchmarks/results/ (trying settings)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    envs = args.envs.split(",") if args.envs else list(SETTINGS if args.full else QUICK_ENVS)
+    results, plots = [], []
+    for env in envs:
+        for algo in args.algos.split(","):
+            runs = [run_one(env, algo, seed, args.runs_dir, args.override)
+                    for seed in range(args.seeds)]
+            summary = summarize(env, algo, runs, args.override)
+            print(json.dumps(summary), flush=True)
+            results.append(summary)
+        if not args.no_plots:
+            plots += plot(env, args.runs_dir)
+    return write_report(args.out, full=args.full, torch_threads=args.threads, plots=plots,
+                        results=results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The EvoTorch 0.6.1 half of bench_evotorch.py; runs inside benchmarks/.venv-evotorch.
+
+    benchmarks/.venv-evotorch/bin/python benchmarks/evotorch_side.py
+
+A small server: reads one JSON case per stdin line, runs PGPE on it with EvoTorch and writes
+one JSON line starting with ``RESULT`` to stdout. A case names ``mode`` (``gymne``:
+GymNE, one episode at a time; ``vecgymne``: VecGymNE, the population stepped together),
+``env``, ``network``, ``popsize``, ``generations`` (timed), ``warmup`` (untimed generations
+first), ``episode_length``, ``num_episodes``, ``observation_normalization``, ``num_actors``
+and ``pgpe`` (PGPE's keyword options). Interactions are EvoTorch's own counter, which counts
+the steps of envs that are still evaluating (no autoreset steps), like neurorun's.
+This file imports nothing from neurorun: neurorun is not installed in that venv.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import torch
+
+
+def _problem(case: dict[str, Any]) -> Any:
+    from evotorch.neuroevolution import GymNE, VecGymNE
+
+    common = {"network": case["network"], "num_episodes": case["num_episodes"],
+              "observation_normalization": case["observation_normalization"]}
+    if case.get("num_actors"):
+        common["num_actors"] = case["num_actors"]
+    length = case.get("episode_length")
+    if case["mode"] == "gymne":
+        return GymNE(env=case["env"], episode_length=length, **common)
+    # VecGymNE has no episode_length; gymnasium.make's max_episode_steps cuts the same way.
+    env_config = {} if length is None else {"max_episode_steps": length}
+    return VecGymNE(env=case["env"], env_config=env_config, device="cpu", **common)
+
+
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    """Seconds per generation and interactions per second over the timed generations."""
+    from evotorch.algorithms import PGPE
+
+    torch.manual_seed(case.get("seed", 0))
+    problem = _problem(case)
+    searcher = PGPE(problem, popsize=case["popsize"], **case["pgpe"])
+    for _ in range(case["warmup"]):
+        searcher.step()
+    seconds, interactions = [], []
+    for _ in range(case["generations"]):
+        before = problem.interaction_count if not case.get("num_actors") else _count(searcher)
+        started = time.perf_counter()
+        searcher.step()
+        seconds.append(time.perf_counter() - started)
+        after = problem.interaction_count if not case.get("num_actors") else _count(searcher)
+        interactions.append(after - before)
+    if case.get("num_actors"):
+        import ray
+
+        problem.kill_actors()
+        ray.shutdown()  # the neurorun side starts its own ray next
+    return {"seconds": seconds, "interactions": interactions,
+            "mean_eval": float(searcher.status["mean_eval"])}
+
+
+def _count(searcher: Any) -> int:
+    """With actors the main process's counter lags; the status holds the synced total."""
+    return int(searcher.status.get("total_interaction_count", 0))
+
+
+def main() -> None:
+    import os
+
+    import evotorch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", torch.get_num_threads())))
+    print(json.dumps({"READY": True, "evotorch": evotorch.__version__,
+                      "torch": torch.__version__}), flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        try:
+            result = run_case(case)
+        except Exception as error:  # reported back: the main side records the failure
+            result = {"error": f"{type(error).__name__}: {error}"}
+        print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
