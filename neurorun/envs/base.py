@@ -126,6 +126,10 @@ class TorchVecEnv:
     # these two: the same as ``reset``/``step`` on numpy arrays, which spares a caller that
     # works in numpy the conversions (microseconds per step, on a few-microsecond simulator).
     host_arrays: bool = False
+    # Backends that set ``skips_inactive = True`` take a second argument ``active``
+    # ((num_envs,) bool numpy array, None: all) in ``step`` and ``step_arrays`` and simulate
+    # only those envs; the others report their last observation, reward 0 and done False.
+    skips_inactive: bool = False
 
     def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         """``reset`` on numpy arrays (backends with ``host_arrays``)."""

@@ -1,7 +1,9 @@
 """gymnasium backend: a ``gymnasium.vector.VectorEnv`` behind the torch interface.
 
 numpy <-> torch conversion happens once per vector step, on whole batches; ``step_arrays``
-skips it for callers that work in numpy (the rollout, with a CPU policy).
+skips it for callers that work in numpy (the rollout, with a CPU policy). A plain
+``SyncVectorEnv`` is stepped env by env here (``SubEnvStepper``), so that a caller can leave
+out the envs whose results it no longer needs.
 """
 
 from __future__ import annotations
@@ -90,6 +92,50 @@ def failing_env_index(error: BaseException) -> int | None:
     return index
 
 
+class SubEnvStepper:
+    """Steps the chosen sub-envs of a gymnasium ``SyncVectorEnv`` with next-step autoreset.
+
+    The calls on each stepped env are those ``SyncVectorEnv.step`` makes (``step``, or
+    ``reset()`` on the step after ``done``); an env left out is not touched and reports its
+    last observation, reward 0 and ``done`` False, and resumes where it was when stepped again.
+    """
+
+    def __init__(self, env: SyncVectorEnv, spec: str):
+        self.envs = env.envs
+        self.spec = spec
+        self.num_envs = len(self.envs)
+        self.obs = np.empty(0)  # (num_envs, *obs_shape) last observations, in the space's dtype
+        self.needs_reset = np.zeros(self.num_envs, dtype=bool)
+
+    def reset(self, obs: np.ndarray) -> None:
+        """Start from the observations of a reset of the whole vector env."""
+        self.obs = np.array(obs)
+        self.needs_reset = np.zeros(self.num_envs, dtype=bool)
+
+    def step(
+        self, actions: np.ndarray, active: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Obs (num_envs, *obs_shape), reward and done after stepping the ``active`` envs."""
+        reward = np.zeros(self.num_envs, dtype=np.float64)
+        done = np.zeros(self.num_envs, dtype=bool)
+        indices = range(self.num_envs) if active is None else np.flatnonzero(active).tolist()
+        obs, needs_reset = self.obs, self.needs_reset
+        for i in indices:
+            try:
+                if needs_reset[i]:
+                    obs[i], _ = self.envs[i].reset()
+                else:
+                    obs[i], reward[i], terminated, truncated, _ = self.envs[i].step(actions[i])
+                    done[i] = terminated or truncated
+            except Exception as error:
+                raise EnvStepError(
+                    f"env {self.spec!r}: sub-env {i} raised {type(error).__name__}: {error}", i
+                ) from error
+        # envs left out keep their pending autoreset
+        self.needs_reset = done.copy() if active is None else done | (needs_reset > active)
+        return obs, reward, done
+
+
 class GymVecEnv(TorchVecEnv):
     """Wraps a gymnasium VectorEnv that uses next-step autoreset (gymnasium's default)."""
 
@@ -104,6 +150,9 @@ class GymVecEnv(TorchVecEnv):
             )
         self.env = env
         self.spec = spec
+        # a user's subclass may change how stepping works: only plain ones are stepped here
+        self._stepper = SubEnvStepper(env, spec) if type(env) is SyncVectorEnv else None
+        self.skips_inactive = self._stepper is not None
         self.device = torch.device(device)
         self._on_cpu = self.device.type == "cpu"
         self.host_arrays = True  # the simulators work in numpy, whatever the device
@@ -131,12 +180,21 @@ class GymVecEnv(TorchVecEnv):
 
     def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         obs, _ = self.env.reset(seed=seed)
+        if self._stepper is not None:
+            self._stepper.reset(obs)
         return self._obs(obs)
 
-    def step_arrays(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def step_arrays(
+        self, actions: np.ndarray, active: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``active`` (num_envs,) bool: the envs to step (None: all); with ``skips_inactive``
+        the others are not simulated, else the mask is ignored."""
         env_actions = self._adapt(actions)
         if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
             env_actions = env_actions.astype(self._action_dtype)
+        if self._stepper is not None:
+            obs, reward, done = self._stepper.step(env_actions, active)
+            return self._obs(obs), reward, done
         try:
             obs, reward, terminated, truncated, _ = self.env.step(env_actions)
         except Exception as error:
@@ -150,10 +208,13 @@ class GymVecEnv(TorchVecEnv):
     def reset(self, seed: int | None = None) -> Tensor:
         return self._tensor(self.reset_arrays(seed))
 
-    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def step(
+        self, actions: Tensor, active: np.ndarray | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         if actions.requires_grad:
             actions = actions.detach()
-        arrays = self.step_arrays(actions.numpy() if self._on_cpu else actions.cpu().numpy())
+        host_actions = actions.numpy() if self._on_cpu else actions.cpu().numpy()
+        arrays = self.step_arrays(host_actions, active)
         return tuple(self._tensor(array) for array in arrays)  # type: ignore[return-value]
 
     def close(self) -> None:

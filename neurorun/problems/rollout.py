@@ -164,7 +164,12 @@ def rollout(
     # grad off once for the whole loop, not per policy call (a switch costs microseconds)
     with torch.no_grad():
         obs = env.reset_arrays(seed=seed) if host else env.reset(seed=seed)
-        step = env.step_arrays if host else env.step
+        env_step = env.step_arrays if host else env.step
+        if env.skips_inactive:  # envs of finished solutions are not simulated
+            step = env_step
+        else:
+            def step(actions: Array, active: np.ndarray) -> tuple[Array, Array, Array]:
+                return env_step(actions)
         trace = _run_steps(step, policy, act, buffer, env.num_envs, num_solutions,
                            options.num_episodes, obs)
     buffer.flush()
@@ -175,11 +180,13 @@ def rollout(
 
 
 def _run_steps(
-    step: Callable[[Array], tuple[Array, Array, Array]], policy: BatchedPolicy,
+    step: Callable[[Array, np.ndarray], tuple[Array, Array, Array]], policy: BatchedPolicy,
     act: Callable[[Array], Array], buffer: _StatsBuffer, num_envs: int, num_solutions: int,
     num_episodes: int, obs: Array,
 ) -> tuple[list[Array], list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Steps until every solution has run its episodes; per step rewards, counted, finished.
+
+    ``step(actions, active)`` may leave out the envs that are not ``active``.
 
     Per-env flags live on the host as numpy arrays: numpy ops on a few hundred bools cost
     far less than torch ops, and the loop must sync every step anyway (to stop). Every op
@@ -202,7 +209,7 @@ def _run_steps(
             active &= ok
             counts &= ok
         buffer.add(obs, counts)
-        obs, reward, done_array = step(act(obs))
+        obs, reward, done_array = step(act(obs), active)
         just_reset, done = done, _host(done_array)
         ends = done & counts
         if num_episodes == 1:
