@@ -59,11 +59,14 @@ def nets_table(r: dict) -> list[str]:
 
 
 def eval_table(report: dict) -> list[str]:
-    lines = ["| env | popsize | raw env steps/s | evaluation env steps/s | eval ÷ raw | "
-             "neurorun µs per vector step |", "|---|---|---|---|---|---|"]
+    lines = ["| env | network | popsize | raw env steps/s | counted steps/s in evaluation | "
+             "counted ÷ raw | per vector step ÷ raw | neurorun µs per vector step |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
-        lines.append(f"| {r['env']} | {r['popsize']} | {r['raw_env_steps_per_s']:,} | "
-                     f"{r['eval_env_steps_per_s']:,} | {r['ratio']} | "
+        network = r.get("network", report.get("network", ""))
+        lines.append(f"| {r['env']} | `{network}` | {r['popsize']} | "
+                     f"{r['raw_env_steps_per_s']:,} | {r['eval_interactions_per_s']:,} | "
+                     f"{r.get('interaction_ratio', '–')} | {r['ratio']} | "
                      f"{r['overhead_us_per_vector_step']} |")
     return lines
 

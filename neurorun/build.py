@@ -64,7 +64,7 @@ def check_distributed(cfg: DictConfig, algorithm: Any) -> bool:
     if cfg.parallel.get("name") != "ray":
         raise ConfigError("algo.distributed=true: actors sample and return gradients, so it "
                           "needs ray. Fix: add parallel=ray (or algo.distributed=false).")
-    from neurorun.parallel import check_distributed as check_algorithm  # does not import ray
+    from neurorun.parallel import check_distributed as check_algorithm  # ray stays unloaded
 
     try:
         check_algorithm(algorithm)
