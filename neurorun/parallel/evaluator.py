@@ -148,7 +148,7 @@ class RayEvaluator:
 
     def draw_seed(self) -> int:
         """The next base seed of an evaluate call, from the local Problem's generator."""
-        return int(self.problem._rng.integers(2**31 - 1))
+        return self.problem.draw_seed()
 
     def _obs_state(self) -> dict[str, Any] | None:
         stats = self.problem.obs_stats

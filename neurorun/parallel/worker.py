@@ -36,7 +36,7 @@ class EvaluationWorker:
             self.problem.set_obs_stats(RunningNorm.from_state_dict(obs_state))
         # Action noise restarts from a seed of the sub-batch, not of the actor: which actor
         # takes which sub-batch varies from run to run, results must not.
-        self.problem._noise.manual_seed(int(noise_seed))
+        self.problem.reseed_action_noise(noise_seed)
 
     def _finish(self, fitness: torch.Tensor, stats: dict[str, Any]) -> dict[str, Any]:
         delta = self.problem.pop_obs_delta()

@@ -149,12 +149,20 @@ class Problem(ProblemState):
                     collect.load_state_dict(RunningNorm(collect.size).state_dict())
         raise AssertionError("unreachable")
 
+    def draw_seed(self) -> int:
+        """The base seed of the next evaluation: what ``evaluate(params)`` uses without one."""
+        return int(self._rng.integers(2**31 - 1))
+
+    def reseed_action_noise(self, seed: int) -> None:
+        """Restart the action-noise generator (ray actors: per sub-batch, not per actor)."""
+        self._noise.manual_seed(int(seed))
+
     def evaluate(self, params: Any, seed: int | None = None) -> Tensor:
         """Fitness ``(P,)`` (mean return over ``num_episodes`` episodes) of ``params (P, D)``."""
         started = time.perf_counter()
         params = self._as_params(params)
         total = params.shape[0]
-        base = int(self._rng.integers(2**31 - 1)) if seed is None else int(seed)
+        base = self.draw_seed() if seed is None else int(seed)
         chunk = min(total, self.env_options.max_num_envs or total)
         results = []
         collected = RunningNorm(self.obs_length) if self.obs_stats is not None else None
