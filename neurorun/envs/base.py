@@ -118,24 +118,31 @@ class TorchVecEnv:
         """Reset every env; returns observations (num_envs, obs_length) float32."""
         raise NotImplementedError
 
-    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Apply policy outputs (num_envs, act_length); returns obs, reward, done (num_envs,)."""
+    def step(
+        self, actions: Tensor, active: np.ndarray | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Apply policy outputs (num_envs, act_length); returns obs, reward, done (num_envs,).
+
+        ``active`` ((num_envs,) bool, None: all) names the envs still needed; a backend with
+        ``skips_inactive`` simulates only those, the others may ignore it.
+        """
         raise NotImplementedError
 
     # Backends whose simulators run on numpy arrays set ``host_arrays = True`` and implement
     # these two: the same as ``reset``/``step`` on numpy arrays, which spares a caller that
     # works in numpy the conversions (microseconds per step, on a few-microsecond simulator).
     host_arrays: bool = False
-    # Backends that set ``skips_inactive = True`` take a second argument ``active``
-    # ((num_envs,) bool numpy array, None: all) in ``step`` and ``step_arrays`` and simulate
-    # only those envs; the others report their last observation, reward 0 and done False.
+    # Backends that set ``skips_inactive = True`` simulate only the ``active`` envs of ``step``
+    # and ``step_arrays``; the others report their last observation, reward 0 and done False.
     skips_inactive: bool = False
 
     def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         """``reset`` on numpy arrays (backends with ``host_arrays``)."""
         raise NotImplementedError(f"{type(self).__name__} has no numpy interface")
 
-    def step_arrays(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def step_arrays(
+        self, actions: np.ndarray, active: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``step`` on numpy arrays (backends with ``host_arrays``)."""
         raise NotImplementedError(f"{type(self).__name__} has no numpy interface")
 

@@ -129,7 +129,10 @@ class BraxVecEnv(TorchVecEnv):
         self._pending = jax.numpy.zeros(self.num_envs, dtype=bool)
         return self._torch(self._state.obs)
 
-    def step(self, actions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def step(
+        self, actions: Tensor, active: np.ndarray | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        # every env steps: one compiled batch step costs the same with or without the others
         self._state, self._pending, self._key = self._jax_step(
             self._state, self._to_jax(actions), self._pending, self._key)
         return (self._torch(self._state.obs), self._torch(self._state.reward),

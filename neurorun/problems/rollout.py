@@ -164,12 +164,8 @@ def rollout(
     # grad off once for the whole loop, not per policy call (a switch costs microseconds)
     with torch.no_grad():
         obs = env.reset_arrays(seed=seed) if host else env.reset(seed=seed)
-        env_step = env.step_arrays if host else env.step
-        if env.skips_inactive:  # envs of finished solutions are not simulated
-            step = env_step
-        else:
-            def step(actions: Array, active: np.ndarray) -> tuple[Array, Array, Array]:
-                return env_step(actions)
+        # envs of finished solutions are not simulated where the backend can skip them
+        step = env.step_arrays if host else env.step
         trace = _run_steps(step, policy, act, buffer, env.num_envs, num_solutions,
                            options.num_episodes, obs)
     buffer.flush()
