@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-all lint bench bench-full clean
+.PHONY: install run test test-all lint bench bench-full bench-gpu clean
 
 install: $(STAMP)
 
@@ -38,6 +38,11 @@ bench: install
 
 bench-full: install
 	$(PY) benchmarks/run.py --full
+
+# brax on CUDA (needs a GPU and a CUDA build of torch and jax); then refreshes the summary.
+bench-gpu: install
+	$(PY) benchmarks/bench_gpu.py
+	$(PY) benchmarks/run.py --summary-only
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

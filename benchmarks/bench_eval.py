@@ -16,9 +16,15 @@ alternating rounds of equal vector-step counts. Reported per case (medians over 
 - ``overhead_us_per_vector_step``: evaluation time per vector step minus the raw one:
   neurorun's own cost (policy, obs-norm, bookkeeping).
 
-Targets: interaction_ratio >= 0.9 for simulator-bound envs (HalfCheetah, LunarLanderContinuous) and
-overhead <= 100 us for microsecond envs (CartPole, Pendulum) at popsize 256. Writes
-benchmarks/results/eval.json. ``--full`` adds Humanoid-v5 and brax inverted_pendulum.
+- ``ray2_interactions_per_s`` (``--ray``, on with ``--full``): counted interactions per
+  second when the same population is evaluated by a RayEvaluator with 2 actors, and
+  ``ray2_ratio`` = that / the raw steps/s of one process (2.0 is a perfect split on 2 cores).
+
+Cases: every env at popsize 64 and 256 with a 16-unit tanh MLP, and CartPole with a linear
+policy at 256. Targets: interaction_ratio >= 0.9 for simulator-bound envs (HalfCheetah,
+LunarLanderContinuous, Humanoid) and overhead <= 100 us for microsecond envs (CartPole,
+Pendulum) at popsize 256. Writes benchmarks/results/eval.json. ``--full`` adds Humanoid-v5 and
+brax inverted_pendulum, ant and humanoid (CPU) and the ray cases.
 """
 
 from __future__ import annotations
@@ -40,14 +46,19 @@ from neurorun.problems import make_problem
 LINEAR = "Linear(obs_length, act_length)"
 HIDDEN = "Linear(obs_length, 16) >> Tanh() >> Linear(16, act_length)"
 RESULTS = Path(__file__).resolve().parent / "results" / "eval.json"
-CASES = [  # env, popsize, episode_length (short episodes: more rounds), network
-    ("CartPole-v1", 256, None, LINEAR),
-    ("CartPole-v1", 256, None, HIDDEN),
-    ("Pendulum-v1", 256, None, HIDDEN),
-    ("LunarLanderContinuous-v3", 64, 150, HIDDEN),
-    ("HalfCheetah-v5", 64, 100, HIDDEN),
-]
-FULL_CASES = [("Humanoid-v5", 64, 100, HIDDEN), ("brax::inverted_pendulum", 64, 200, HIDDEN)]
+POPSIZES = (64, 256)
+# env, episode_length (short episodes: more rounds in the same time)
+QUICK_ENVS = [("CartPole-v1", None), ("Pendulum-v1", None), ("LunarLanderContinuous-v3", 150),
+              ("HalfCheetah-v5", 100)]
+FULL_ENVS = [("Humanoid-v5", 100), ("brax::inverted_pendulum", 200), ("brax::ant", 100),
+             ("brax::humanoid", 100)]
+
+
+def cases(full: bool) -> list[tuple[str, int, int | None, str]]:
+    """(env, popsize, episode_length, network) of every case, CartPole linear first."""
+    envs = QUICK_ENVS + (FULL_ENVS if full else [])
+    return [("CartPole-v1", 256, None, LINEAR)] + [
+        (env, popsize, length, HIDDEN) for env, length in envs for popsize in POPSIZES]
 
 
 def _raw_env(env_id: str, num_envs: int, episode_length: int | None) -> tuple[Any, list]:
@@ -72,12 +83,34 @@ def _time_raw(env: Any, actions: list, steps: int) -> float:
     return (time.perf_counter() - started) / steps
 
 
+def _problem_kwargs(env_id: str, network: str, episode_length: int | None) -> dict[str, Any]:
+    return {"env": env_id, "network": network, "observation_normalization": True,
+            "episode_length": episode_length, "seed": 0}
+
+
+def ray_interactions_per_s(kwargs: dict[str, Any], params: torch.Tensor,
+                           min_seconds: float) -> float:
+    """Counted interactions per second of a RayEvaluator with 2 actors (after a warm-up
+    call that builds, and for brax compiles, the actors' envs)."""
+    from neurorun.parallel import RayEvaluator
+
+    with RayEvaluator(kwargs, num_actors=2) as evaluator:
+        evaluator.evaluate(params)
+        interactions, spent = 0, 0.0
+        while spent < min_seconds or interactions == 0:
+            started = time.perf_counter()
+            evaluator.evaluate(params)
+            spent += time.perf_counter() - started
+            interactions += evaluator.last_stats["num_interactions"]
+    return interactions / spent
+
+
 def bench_case(env_id: str, popsize: int, episode_length: int | None, network: str,
-               min_seconds: float) -> dict:
+               min_seconds: float, ray: bool) -> dict:
     """Alternates raw blocks and evaluations (same number of vector steps) so that load
     changes on a shared machine hit both sides; reports medians over the rounds."""
-    problem = make_problem(env_id, network, observation_normalization=True,
-                           episode_length=episode_length, seed=0)
+    kwargs = _problem_kwargs(env_id, network, episode_length)
+    problem = make_problem(**kwargs)
     params = 0.3 * torch.randn(popsize, problem.solution_length,
                                generator=torch.Generator().manual_seed(0))
     problem.evaluate(params)  # builds the env (compiles, for brax), fills the obs stats
@@ -97,7 +130,7 @@ def bench_case(env_id: str, popsize: int, episode_length: int | None, network: s
     env.close()
     problem.close()
     raw_step, eval_step = float(np.median(raw)), float(np.median(evals))
-    return {
+    result = {
         "env": env_id, "popsize": popsize, "network": network,
         "episode_length": episode_length, "rounds": len(evals), "vector_steps": steps,
         "raw_env_steps_per_s": round(popsize / raw_step),
@@ -110,22 +143,41 @@ def bench_case(env_id: str, popsize: int, episode_length: int | None, network: s
         "eval_us_per_vector_step": round(eval_step * 1e6, 1),
         "overhead_us_per_vector_step": round((eval_step - raw_step) * 1e6, 1),
     }
+    if ray:
+        rate = ray_interactions_per_s(kwargs, params, min_seconds)
+        result["ray2_interactions_per_s"] = round(rate)
+        result["ray2_ratio"] = round(rate * raw_step / popsize, 3)
+    return result
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=12.0,
                         help="minimum seconds of evaluation per case")
-    parser.add_argument("--full", action="store_true", help="add Humanoid-v5 and brax")
+    parser.add_argument("--full", action="store_true",
+                        help="add Humanoid-v5, brax and the ray cases")
+    parser.add_argument("--ray", action="store_true",
+                        help="measure 2 ray actors at popsize 256 (on with --full)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    cases = CASES + (FULL_CASES if args.full else [])
+    use_ray = args.ray or args.full
+    if use_ray:
+        import ray
+
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
     results = []
-    for env_id, popsize, episode_length, network in cases:
-        result = bench_case(env_id, popsize, episode_length, network, args.seconds)
-        print(json.dumps(result))
-        results.append(result)
+    try:
+        for env_id, popsize, episode_length, network in cases(args.full):
+            result = bench_case(env_id, popsize, episode_length, network, args.seconds,
+                                ray=use_ray and popsize == 256 and network == HIDDEN)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    finally:
+        if use_ray:
+            ray.shutdown()
     report = {"machine": platform.platform(), "cpus": os.cpu_count(),
               "torch": torch.__version__, "numpy": np.__version__, "cases": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,9 @@
 
     python benchmarks/run.py [--full]
 
+The GPU benchmark (bench_gpu.py, ``make bench-gpu``) runs on its own, where a GPU is; its
+results join the summary once benchmarks/results/gpu.json exists.
+
 Each `bench_*.py` runs in its own process (thread settings and imports do not leak between
 them) and writes its JSON to benchmarks/results/. `--full` passes `--full` to those that
 have a longer mode.
@@ -24,7 +27,7 @@ README = HERE.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
-           ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full"]),
+           ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", [])]
 
 
@@ -60,14 +63,16 @@ def nets_table(r: dict) -> list[str]:
 
 def eval_table(report: dict) -> list[str]:
     lines = ["| env | network | popsize | raw env steps/s | counted steps/s in evaluation | "
-             "counted ÷ raw | per vector step ÷ raw | neurorun µs per vector step |",
-             "|---|---|---|---|---|---|---|---|"]
+             "counted ÷ raw | per vector step ÷ raw | neurorun µs per vector step | "
+             "2 ray actors: counted steps/s (÷ raw) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
         network = r.get("network", report.get("network", ""))
+        ray = (f"{r['ray2_interactions_per_s']:,} ({r['ray2_ratio']})"
+               if "ray2_interactions_per_s" in r else "–")
         lines.append(f"| {r['env']} | `{network}` | {r['popsize']} | "
                      f"{r['raw_env_steps_per_s']:,} | {r['eval_interactions_per_s']:,} | "
                      f"{r.get('interaction_ratio', '–')} | {r['ratio']} | "
-                     f"{r['overhead_us_per_vector_step']} |")
+                     f"{r['overhead_us_per_vector_step']} | {ray} |")
     return lines
 
 
@@ -129,6 +134,24 @@ def ray_table(r: dict) -> list[str]:
     ]
 
 
+def gpu_table(report: dict) -> list[str]:
+    ref = report["evojax_reference"]
+    lines = [f"Device: {report['device']}.", "",
+             "| case | popsize | generations | wall s | compile s | s/generation | steps/s | "
+             "score |", "|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['case']} | {r['popsize']:,} | {r['generations']} | {r['wall_s']} | "
+                     f"{r['compile_s']} | {r['median_s_per_generation']} | "
+                     f"{r['median_steps_per_s']:,} | {r['score']} |")
+    return lines + ["", f"EvoJAX's published {ref['case']} run: {ref['seconds']} s, score "
+                        f"{ref['score']:,}."]
+
+
+GPU_PENDING = ("**brax on a GPU**: pending: no GPU was available where this table was "
+               "measured; `make bench-gpu` measures brax ant and humanoid at popsize 4,096 and "
+               "EvoJAX's brax ant PGPE setup on CUDA.")
+
+
 def summary() -> str:
     date = dt.date.today().isoformat()
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, {_cores()} cores"
@@ -143,10 +166,13 @@ def summary() -> str:
         ("Learning: time and interactions to solve, over seeds (center evaluation each "
          "generation included in the time)", "learning.json", learning_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
+        ("brax on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
     ]:
         report = _load(name)
         if report is not None:
             parts += [f"**{title}**", "", *table(report), ""]
+    if _load("gpu.json") is None:
+        parts += [GPU_PENDING, ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

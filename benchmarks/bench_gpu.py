@@ -1,0 +1,114 @@
+"""brax on a GPU (``make bench-gpu``): steps/s, compile time and score after a fixed budget.
+
+    python benchmarks/bench_gpu.py [--cases ant_evojax,ant_4096,humanoid_4096] [--smoke]
+
+Every case is a ``neurorun`` run (``neurorun.runner.run`` on the composed config) with
+``problem.device=cuda``; the center is evaluated once, after the last generation, on seeded
+test episodes without reward shaping (the score). Reported per case: generations,
+popsize, total wall seconds, compile seconds (the first generation's time minus the median of
+the others: jit compile and first resets), median steps/s over the generations after the
+first, and the score.
+
+- ``ant_evojax``: EvoJAX's published brax ant PGPE run: popsize 1,024, 16 episodes per
+  solution, a 4 x 32 tanh MLP with a tanh output, Adam (center lr 0.01), stdev lr 0.07, stdev
+  0.04, obs normalization, 1,000-step episodes, 300 generations, the score a mean of 128 test
+  episodes. EvoJAX reports 505 s and a score of 5,609 for it.
+- ``ant_4096`` / ``humanoid_4096``: popsize 4,096, a 64-unit tanh MLP, PGPE + ClipUp with the
+  ``experiment=brax_humanoid`` step sizes and shaping, 100 generations.
+
+``--smoke`` runs every case on the CPU at popsize 8 for 2 generations of 20-step episodes:
+it checks the script, not the figures. Writes benchmarks/results/gpu.json (smoke:
+runs/bench_gpu/smoke.json, ignored by git).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from _report import write_report
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE.parent / "runs" / "bench_gpu"
+MLP_4X32 = ("Linear(obs_length, 32) >> Tanh() >> Linear(32, 32) >> Tanh() >> Linear(32, 32) >> "
+            "Tanh() >> Linear(32, 32) >> Tanh() >> Linear(32, act_length) >> Tanh()")
+PGPE_CLIPUP = ["algo=pgpe", "network=mlp", "network.network_args.hidden=64",
+               "problem.observation_normalization=true", "algo.center_learning_rate=0.1125",
+               "algo.radius_init=2.25", "algo.optimizer_config.max_speed=0.15"]
+# case -> (overrides, generations, test episodes)
+CASES: dict[str, tuple[list[str], int, int]] = {
+    "ant_evojax": ([
+        "env=brax::ant", "algo=pgpe", "algo.popsize=1024", f"network.spec='{MLP_4X32}'",
+        "algo.optimizer=adam", "~algo.optimizer_config.max_speed", "algo.center_learning_rate=0.01",
+        "algo.stdev_learning_rate=0.07", "algo.radius_init=null", "algo.stdev_init=0.04",
+        "problem.num_episodes=16", "problem.observation_normalization=true",
+        "problem.decrease_rewards_by=0.0"], 300, 128),
+    "ant_4096": (["env=brax::ant", *PGPE_CLIPUP, "algo.popsize=4096"], 100, 16),
+    "humanoid_4096": (["env=brax::humanoid", *PGPE_CLIPUP, "algo.popsize=4096",
+                       "problem.decrease_rewards_by=5.0",
+                       "problem.alive_bonus_schedule=[400,700,10]"], 100, 16),
+}
+SMOKE = ["algo.popsize=8", "problem.num_episodes=1",
+         "problem.episode_length=20"]
+
+
+def run_case(name: str, smoke: bool) -> dict[str, Any]:
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+
+    overrides, generations, episodes = CASES[name]
+    if smoke:
+        generations, episodes = 2, 2
+    device = "cpu" if smoke else "cuda"
+    args = [*overrides, f"problem.device={device}", f"generations={generations}",
+            f"eval_every={generations}", f"eval_episodes={episodes}", "checkpoint_every=0",
+            "logger.console.quiet=true", *(SMOKE if smoke else [])]
+    folder = RUNS / name
+    shutil.rmtree(folder, ignore_errors=True)
+    started = time.perf_counter()
+    result = run(compose_config(args), run_dir=folder)
+    wall = time.perf_counter() - started
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    ends = [r["elapsed_s"] for r in rows]
+    seconds = [end - start for start, end in zip([0.0, *ends[:-1]], ends, strict=True)]
+    # the last generation also evaluates the center: leave it out of the steady state
+    steady = seconds[1:-1] or seconds[1:] or seconds
+    rates = [r["steps_per_s"] for r in rows[1:-1]] or [rows[-1]["steps_per_s"]]
+    return {"case": name, "overrides": args, "generations": int(result["generation"]),
+            "popsize": rows[-1]["popsize"], "wall_s": round(wall, 1),
+            "compile_s": round(seconds[0] - statistics.median(steady), 1),
+            "median_s_per_generation": round(statistics.median(steady), 3),
+            "median_steps_per_s": round(statistics.median(rates)),
+            "interactions": int(result["total_interaction_count"]),
+            "score": round(float(result["center_eval"]), 1), "test_episodes": episodes}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny CPU runs that check the script (no figures)")
+    args = parser.parse_args(argv)
+    import torch
+
+    if not args.smoke and not torch.cuda.is_available():
+        raise SystemExit("bench_gpu: no CUDA device visible to torch; the GPU figures need one "
+                         "(--smoke checks the script on the CPU)")
+    results = []
+    for name in args.cases.split(","):
+        result = run_case(name, args.smoke)
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    device = "cpu (smoke)" if args.smoke else torch.cuda.get_device_name()
+    out = RUNS / "smoke.json" if args.smoke else HERE / "results" / "gpu.json"
+    return write_report(out, device=device, results=results,
+                        evojax_reference={"case": "ant_evojax", "seconds": 505, "score": 5609})
+
+
+if __name__ == "__main__":
+    main()
