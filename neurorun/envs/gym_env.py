@@ -9,6 +9,7 @@ out the envs whose results it no longer needs.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -31,9 +32,11 @@ VECTORIZATIONS = ("auto", "native", "sync", "async")
 
 
 def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
-    """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids."""
+    """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids.
+
+    For MuJoCo envs it also routes MuJoCo's warnings through Python's (see below)."""
     try:
-        return gym.spec(env_id)
+        spec = gym.spec(env_id)
     except gym.error.Error as error:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.5)
         hint = f"; closest registered ids: {', '.join(close)}" if close else ""
@@ -41,6 +44,24 @@ def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
             f"unknown gymnasium env id {env_id!r}{hint}. Use a registered id (see "
             "gymnasium.registry), 'brax::name' for brax, or 'pkg.module:factory'"
         ) from error
+    if "mujoco" in str(spec.entry_point):
+        route_mujoco_warnings()
+    return spec
+
+
+def route_mujoco_warnings() -> None:
+    """MuJoCo's own handler prints every warning to stdout and appends it to MUJOCO_LOG.TXT in
+    the working directory: with MuJoCo 4.0, one 'settotalmass is deprecated' line per env
+    built (256 at popsize 256). Raised as a Python RuntimeWarning instead, each distinct
+    message shows once and no file is written. Leaves a handler someone else set alone."""
+    import mujoco
+
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_mujoco_warning)
+
+
+def _mujoco_warning(message: str) -> None:
+    warnings.warn(f"MuJoCo: {message}", RuntimeWarning, stacklevel=2)
 
 
 def limited_episode_steps(registered: int | None, episode_length: int | None) -> int | None:

@@ -1,5 +1,8 @@
 """make_env: spec parsing, errors, action conversion and the next-step autoreset contract."""
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -137,3 +140,17 @@ def test_factory_errors():
         make_env(f"{__name__}:make_exploding", 2, episode_length=5)
     with pytest.raises(AttributeError, match="no callable"):
         make_env(f"{__name__}:missing", 2)
+
+
+def test_mujoco_warnings_show_once_and_write_no_log(tmp_path):
+    # MuJoCo 4.0 warns 'settotalmass is deprecated' for every HalfCheetah it builds; its own
+    # handler would print one line per env to stderr and append them to MUJOCO_LOG.TXT.
+    code = ("from neurorun.envs.gym_env import make_gym_vector_env\n"
+            "make_gym_vector_env('HalfCheetah-v5', 3).close()\n"
+            "make_gym_vector_env('HalfCheetah-v5', 2).close()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert "settotalmass" not in done.stdout
+    assert done.stderr.count("settotalmass") == 1
+    assert "RuntimeWarning: MuJoCo: compiler attribute 'settotalmass'" in done.stderr
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
