@@ -155,7 +155,9 @@ GPU_PENDING = ("**brax on a GPU**: pending: no GPU was available where this tabl
 def summary() -> str:
     date = dt.date.today().isoformat()
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, {_cores()} cores"
-    parts = [f"Measured {date} on {machine} with `make bench`.", ""]
+    learning = _load("learning.json") or {}
+    command = "make bench-full" if learning.get("full") else "make bench"
+    parts = [f"Measured {date} on {machine} with `{command}`.", ""]
     for title, name, table in [
         ("One ask + tell (one CPU thread)", "algorithms.json", algorithms_table),
         ("Batched policy forward (CPU)", "nets.json", nets_table),
