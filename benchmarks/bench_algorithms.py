@@ -9,13 +9,13 @@ Full-covariance algorithms (xnes, cmaes) refuse D = 100,000; they are timed at -
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
+from _report import write_report
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
 
@@ -59,10 +59,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         results[name] = time_algorithm(name, dim, args.popsize, args.repeats)
         print(f"{name:10s} D={dim:>7d} popsize={args.popsize}: " + ", ".join(
             f"{key} {value}" for key, value in results[name].items() if key.endswith("ms")))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    report = {"torch": torch.__version__, "threads": 1, "machine": platform.machine(),
-              "processor": platform.processor(), "results": results}
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    write_report(args.output, threads=1, processor=platform.processor(), results=results)
     return results
 
 

@@ -32,13 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from _report import write_report
 
 from neurorun.envs.gym_env import make_gym_vector_env
 from neurorun.problems import make_problem
@@ -178,11 +178,7 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         if use_ray:
             ray.shutdown()
-    report = {"machine": platform.platform(), "cpus": os.cpu_count(),
-              "torch": torch.__version__, "numpy": np.__version__, "cases": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    return report
+    return write_report(args.out, numpy=np.__version__, cases=results)
 
 
 if __name__ == "__main__":

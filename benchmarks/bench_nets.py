@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from _report import write_report
 
 from neurorun.nets import BatchedPolicy, parameter_count, parse_network, vector_to_module
 
@@ -81,8 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     result = measure(popsize=args.popsize, device=args.device, repeats=args.repeats)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    write_report(args.output, **result)
     print(json.dumps(result, indent=2))
     return result
 

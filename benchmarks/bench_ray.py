@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from _report import write_report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ray.json"
 BIG_NET = ("Linear(obs_length, 300) >> Tanh() >> Linear(300, 300) >> Tanh() >> "
@@ -115,11 +115,8 @@ def main() -> dict[str, Any]:
                  "transfer": bench_transfer()}
     finally:
         ray.shutdown()
-    report = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-              "ray": ray.__version__, "torch": torch.__version__, **cases,
-              "wall_s": time.perf_counter() - started}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    report = write_report(RESULTS, ray=ray.__version__, **cases,
+                          wall_s=time.perf_counter() - started)
     print(json.dumps(report, indent=2))
     return report
 
