@@ -6,16 +6,19 @@ number of envs) stepped with pre-sampled random actions and no policy, and
 alternating rounds of equal vector-step counts. Reported per case (medians over rounds):
 
 - ``raw_env_steps_per_s``: env steps per second of the raw vector env;
-- ``eval_env_steps_per_s``: env steps per second during evaluation (vector steps x envs,
-  finished envs included: what the simulator did), and ``ratio`` = eval / raw;
+- ``steps_finished_envs``: whether the evaluator keeps stepping the envs of solutions whose
+  episode ended until the batch's longest episode ends: true for gymnasium's native vector
+  envs (CartPole) and brax (one compiled step for the whole batch); a
+  plain SyncVectorEnv (the other gymnasium envs) steps only the envs still running;
 - ``eval_interactions_per_s``: counted interactions per second (finished envs excluded),
   and ``interaction_ratio`` = that / raw env steps per second: the share of the simulator's
-  speed a user gets as counted steps. Plain SyncVectorEnvs no longer step the envs of
-  finished solutions, so there ``ratio`` (per vector step) overstates and this is the figure;
-  native vector envs (CartPole) step every env, so there it understates;
-- ``overhead_us_per_vector_step``: evaluation time per vector step minus the raw one:
-  neurorun's own cost (policy, obs-norm, bookkeeping).
-
+  speed a user gets as counted steps (where finished envs are stepped, it is low early in
+  training, when many episodes end early);
+- ``eval_env_steps_per_s``: env steps per second during evaluation counted as vector steps x
+  envs, ``ratio`` = that / raw, and ``overhead_us_per_vector_step`` = evaluation time per
+  vector step minus the raw one (neurorun's own cost: policy, obs-norm, bookkeeping). These
+  three describe the simulator's work only where ``steps_finished_envs``; elsewhere a
+  vector step moves fewer envs than the raw one and they are left out of the summary.
 - ``ray2_interactions_per_s`` (``--ray``, on with ``--full``): counted interactions per
   second when the same population is evaluated by a RayEvaluator with 2 actors, and
   ``ray2_ratio`` = that / the raw steps/s of one process (2.0 is a perfect split on 2 cores).
@@ -40,7 +43,7 @@ import numpy as np
 import torch
 from _report import write_report
 
-from neurorun.envs.gym_env import make_gym_vector_env
+from neurorun.envs.gym_env import gym_env_spec, make_gym_vector_env
 from neurorun.problems import make_problem
 
 LINEAR = "Linear(obs_length, act_length)"
@@ -73,6 +76,11 @@ def _raw_env(env_id: str, num_envs: int, episode_length: int | None) -> tuple[An
     env.action_space.seed(0)
     env.reset(seed=0)
     return env, [env.action_space.sample() for _ in range(32)]
+
+
+def _steps_finished_envs(env_id: str) -> bool:
+    """brax and gymnasium's native vector envs step the whole batch (vectorization auto)."""
+    return env_id.startswith("brax::") or gym_env_spec(env_id).vector_entry_point is not None
 
 
 def _time_raw(env: Any, actions: list, steps: int) -> float:
@@ -136,6 +144,7 @@ def bench_case(env_id: str, popsize: int, episode_length: int | None, network: s
         "raw_env_steps_per_s": round(popsize / raw_step),
         "eval_env_steps_per_s": round(popsize / eval_step),
         "eval_interactions_per_s": round(interactions / spent),
+        "steps_finished_envs": _steps_finished_envs(env_id),
         "ratio": round(raw_step / eval_step, 3),
         "interaction_ratio": round(interactions / spent * raw_step / popsize, 3),
         "ratio_per_round_median": round(float(np.median(np.divide(raw, evals))), 3),

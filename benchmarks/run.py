@@ -63,17 +63,21 @@ def nets_table(r: dict) -> list[str]:
 
 def eval_table(report: dict) -> list[str]:
     lines = ["| env | network | popsize | raw env steps/s | counted steps/s in evaluation | "
-             "counted ÷ raw | per vector step ÷ raw | neurorun µs per vector step | "
+             "counted ÷ raw | per vector step ÷ raw (*) | neurorun µs per vector step (*) | "
              "2 ray actors: counted steps/s (÷ raw) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
         network = r.get("network", report.get("network", ""))
         ray = (f"{r['ray2_interactions_per_s']:,} ({r['ray2_ratio']})"
                if "ray2_interactions_per_s" in r else "–")
+        per_vector_step = ([r["ratio"], r["overhead_us_per_vector_step"]]
+                           if r.get("steps_finished_envs", True) else ["–", "–"])
         lines.append(f"| {r['env']} | `{network}` | {r['popsize']} | "
                      f"{r['raw_env_steps_per_s']:,} | {r['eval_interactions_per_s']:,} | "
-                     f"{r.get('interaction_ratio', '–')} | {r['ratio']} | "
-                     f"{r['overhead_us_per_vector_step']} | {ray} |")
-    return lines
+                     f"{r.get('interaction_ratio', '–')} | {per_vector_step[0]} | "
+                     f"{per_vector_step[1]} | {ray} |")
+    return lines + ["", "(*) where the whole batch is stepped until its longest episode ends "
+                    "(CartPole's native vector env, brax); a plain SyncVectorEnv steps only the "
+                    "envs still running, so per-vector-step figures mean nothing there: '–'."]
 
 
 def _case(r: dict) -> str:
