@@ -136,13 +136,13 @@ def summarize(env: str, algo: str, runs: list[dict[str, Any]], extra: list[str])
 
 
 def plot(env: str, runs_dir: Path) -> list[str]:
-    """Curves of center_eval (mean and min-max over seeds, one line per algorithm)."""
+    """Curves of center_eval: every run (seed) its own line, one color per algorithm."""
     from neurorun.tools.plot import plot_runs
 
     names = []
     for x in ("interactions", "time"):
         out = RESULTS / f"learning_{env}_{x}.png"
-        figure = plot_runs([runs_dir / env], x=x, y="center_eval", band="minmax")
+        figure = plot_runs([runs_dir / env], x=x, y="center_eval", band="runs")
         figure.axes[0].axhline(SETTINGS[env][0], color="grey", linestyle=":", linewidth=1)
         figure.suptitle(f"{env}: center_eval (target {SETTINGS[env][0]})")
         figure.savefig(out, dpi=90)

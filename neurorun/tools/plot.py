@@ -6,7 +6,9 @@
 Runs are grouped by the overrides that differ between them (seed left out); each group is
 one line, the mean over its runs, with a band (±std or min–max) around it. Runs whose x
 values differ (interactions, time) are interpolated onto the union of their x values within
-the range every run of the group covers.
+the range every run of the group covers. `--band runs` draws every run as its own line in
+its group's color instead: runs that stop at different points (e.g. at target_score) keep
+their whole curve.
 """
 
 from __future__ import annotations
@@ -22,9 +24,17 @@ from neurorun.tools.common import ToolError, check_writable, run_tool, write_out
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
 
 Y_COLUMNS = ("mean_eval", "best_eval", "center_eval", "pop_best_eval", "median_eval")
-BANDS = ("std", "minmax", "none")
+BANDS = ("std", "minmax", "none", "runs")
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
             "time": "wall time (s)"}
+
+
+def run_curve(run: Run, x_column: str, y_column: str) -> tuple[np.ndarray, np.ndarray]:
+    """`(x, y)` of one run: finite points only, sorted by x."""
+    x, y = run.column(x_column), run.column(y_column)
+    keep = np.isfinite(x) & np.isfinite(y)
+    order = np.argsort(x[keep], kind="stable")
+    return x[keep][order], y[keep][order]
 
 
 def common_grid(runs: list[Run], x_column: str, y_column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -32,13 +42,8 @@ def common_grid(runs: list[Run], x_column: str, y_column: str) -> tuple[np.ndarr
 
     Runs with identical x use them as they are; otherwise y is linearly interpolated onto the
     sorted union of all x values inside the range that every run covers."""
-    curves = []
-    for run in runs:
-        x, y = run.column(x_column), run.column(y_column)
-        keep = np.isfinite(x) & np.isfinite(y)
-        order = np.argsort(x[keep], kind="stable")
-        curves.append((x[keep][order], y[keep][order]))
-    curves = [(x, y) for x, y in curves if x.size]
+    curves = [curve for curve in (run_curve(run, x_column, y_column) for run in runs)
+              if curve[0].size]
     if not curves:
         return np.empty(0), np.empty((0, 0))
     if all(np.array_equal(x, curves[0][0]) for x, _ in curves):
@@ -62,6 +67,9 @@ def plot_runs(paths: list[str | Path], *, x: str = "generation", y: str = "mean_
     figure = Figure(figsize=(7, 4.5), layout="constrained")
     axes = figure.add_subplot()
     for label, members in group_runs(runs).items():
+        if band == "runs":
+            _plot_each_run(axes, label, members, X_COLUMNS[x], y)
+            continue
         grid, values = common_grid(members, X_COLUMNS[x], y)
         if grid.size == 0:
             continue
@@ -76,9 +84,20 @@ def plot_runs(paths: list[str | Path], *, x: str = "generation", y: str = "mean_
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     band_text = {"std": "mean ± std over runs", "minmax": "mean, min–max over runs",
-                 "none": "mean over runs"}[band]
+                 "none": "mean over runs", "runs": "each run"}[band]
     axes.set_title(f"{y} ({band_text})", fontsize="medium")
     return figure
+
+
+def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column: str) -> None:
+    """One thin line per run, all in one color, the group labelled once."""
+    color = None
+    for run in members:
+        x, y = run_curve(run, x_column, y_column)
+        if x.size:
+            legend = f"{label} ({len(members)} runs)" if color is None else None
+            (line,) = axes.plot(x, y, color=color, linewidth=1, alpha=0.8, label=legend)
+            color = line.get_color()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -91,7 +110,8 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--y", default="mean_eval",
                         help=f"metric column, e.g. {', '.join(Y_COLUMNS)} (mean_eval)")
     result.add_argument("--band", choices=BANDS, default="std",
-                        help="band around the mean over seeds (std)")
+                        help="band around the mean over seeds (std); runs: every run as its "
+                        "own line")
     result.add_argument("--dpi", type=int, default=120, help="resolution of raster images")
     return result
 

@@ -53,6 +53,19 @@ def test_different_x_grids_share_the_covered_range(tmp_path):
     np.testing.assert_allclose(y, [0, 7.5, 15, 22.5, 30])
 
 
+def test_band_runs_keeps_every_whole_run_in_its_group_color(tmp_path):
+    write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
+    write_run(tmp_path / "b", rows([0, 10, 30, 50], steps=[0, 5, 15, 25]), ["seed=1"])
+    figure = plot_tool.plot_runs([tmp_path], x="interactions", band="runs")
+    (axes,) = figure.axes
+    curves = sorted((list(line.get_xdata()), list(line.get_ydata())) for line in axes.lines)
+    assert curves == [([0, 5, 15, 25], [0, 10, 30, 50]), ([0, 10, 20], [0, 10, 20])]
+    assert len({line.get_color() for line in axes.lines}) == 1
+    assert [line.get_label() for line in axes.lines if not line.get_label().startswith("_")] \
+        == ["all runs (2 runs)"]
+    assert not axes.collections
+
+
 def test_x_time_and_run_folders_given_one_by_one(sweep):
     figure = plot_tool.plot_runs([sweep / "0_pgpe_s0", sweep / "1_snes_s0"], x="time")
     lines = lines_by_label(figure)
