@@ -14,7 +14,8 @@ first, and the score.
   0.04, obs normalization, 1,000-step episodes, 300 generations, the score a mean of 128 test
   episodes. EvoJAX reports 505 s and a score of 5,609 for it.
 - ``ant_4096`` / ``humanoid_4096``: popsize 4,096, a 64-unit tanh MLP, PGPE + ClipUp with the
-  ``experiment=brax_humanoid`` step sizes and shaping, 100 generations.
+  step sizes of ``experiment=brax_humanoid``, 100 generations; the ant without its healthy
+  reward (its env preset), the humanoid with that experiment's reward shaping.
 
 ``--smoke`` runs every case on the CPU at popsize 8 for 2 generations of 20-step episodes:
 it checks the script, not the figures. Writes benchmarks/results/gpu.json (smoke:
@@ -53,8 +54,7 @@ CASES: dict[str, tuple[list[str], int, int]] = {
                        "problem.decrease_rewards_by=5.0",
                        "problem.alive_bonus_schedule=[400,700,10]"], 100, 16),
 }
-SMOKE = ["algo.popsize=8", "problem.num_episodes=1",
-         "problem.episode_length=20"]
+SMOKE = ["algo.popsize=8", "problem.num_episodes=1", "problem.episode_length=20"]
 
 
 def run_case(name: str, smoke: bool) -> dict[str, Any]:
