@@ -58,7 +58,7 @@ SETTINGS: dict[str, tuple[float, float, list[str], dict[str, list[str]]]] = {
         "cem": ["algo.popsize=50", "algo.parenthood_ratio=0.2", "algo.stdev_min=0.1"],
         "xnes": ["algo.popsize=40"],
     }),
-    # LunarLander: observation normalization cut the time to solve from > 800 s to < 100 s.
+    # LunarLander: observation normalization cut PGPE's time to solve from > 800 s to ~100 s.
     "LunarLanderContinuous-v3": (200, 300, ["network=linear",
                                             "problem.observation_normalization=true"], {
         "pgpe": ["algo.popsize=200", "algo.center_learning_rate=0.225", "algo.radius_init=4.5",
