@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neurorun.seeding import derive_seed
 
@@ -88,6 +88,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "eval_episodes", minimum=1, optional=False)
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
     _count(cfg, "torch_threads", minimum=1, optional=True)
+    _count(cfg, "env.num_threads", minimum=1, optional=True)
     _number(cfg, "max_time", positive=True)
     _number(cfg, "target_score", positive=False)
     if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):
@@ -108,9 +109,38 @@ def validate_config(cfg: DictConfig) -> None:
         raise _algo_error(cfg, error) from error
 
 
+def resolve_env_backend(cfg: DictConfig) -> str | None:
+    """Fix `env.backend=auto` to the backend this run uses, so a resumed run keeps it.
+
+    Returns the backend chosen by `auto` (None when nothing was chosen here).
+
+    Raises:
+        ConfigError: an unknown backend, one that contradicts env.id, or EnvPool asked for
+            but not installed.
+    """
+    from neurorun.envs import parse_spec, resolve_backend
+
+    backend = OmegaConf.select(cfg, "env.backend", default="auto")
+    try:
+        spec = resolve_backend(cfg.env.id, backend)
+    except (ValueError, ImportError) as error:
+        raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
+    kind = parse_spec(spec)[0]
+    if backend != "auto" or kind not in ("gym", "envpool") or "::" in str(cfg.env.id):
+        return None
+    chosen = "envpool" if kind == "envpool" else "gymnasium"
+    with open_dict(cfg):
+        cfg.env.backend = chosen
+    return chosen
+
+
 def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:
     """The keywords of `make_problem` for this config (also what ray actors rebuild it from)."""
-    return {"env": cfg.env.id, "network": cfg.network.spec,
+    from neurorun.envs import resolve_backend
+
+    spec = resolve_backend(cfg.env.id, OmegaConf.select(cfg, "env.backend", default="auto"))
+    return {"env": spec, "network": cfg.network.spec,
+            "num_threads": OmegaConf.select(cfg, "env.num_threads", default=None),
             "network_args": OmegaConf.to_container(cfg.network.network_args, resolve=True),
             "env_config": OmegaConf.to_container(cfg.env.env_config, resolve=True),
             "seed": derive_seed(int(cfg.seed), "problem"),

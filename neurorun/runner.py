@@ -28,6 +28,7 @@ from neurorun.build import (
     build_parts,
     check_distributed,
     make_evaluator,
+    resolve_env_backend,
     validate_config,
 )
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
@@ -77,6 +78,10 @@ class Runner:
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
         validate_config(cfg)
+        chosen = resolve_env_backend(cfg)
+        if chosen is not None:  # once per run; the saved config keeps the choice for resume
+            print(f"neurorun: env {cfg.env.id} runs on {chosen} (env.backend=auto picked it; "
+                  f"set env.backend=gymnasium or envpool to choose)", file=sys.stderr)
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
@@ -131,7 +136,7 @@ class Runner:
 
     def save_checkpoint(self, elapsed: float) -> None:
         folder = self.run_dir / checkpoint.CHECKPOINT_DIR
-        meta = {"env": self.cfg.env.id,
+        meta = {"env": self.problem.env_options.spec,  # with its backend: envpool::Id
                 "env_config": OmegaConf.to_container(self.cfg.env.env_config),
                 "architecture": self.problem.architecture,
                 "network_args": OmegaConf.to_container(self.cfg.network.network_args),

@@ -74,7 +74,7 @@ def test_a_crash_mid_checkpoint_leaves_the_previous_checkpoint_whole(tmp_path, m
 
 
 def test_checkpoint_files_and_the_weights_only_twin(tmp_path):
-    run(tiny("generations=2"), run_dir=tmp_path)
+    run(tiny("generations=2", "env.backend=gymnasium"), run_dir=tmp_path)
     folder = tmp_path / "checkpoints"
     assert {p.name for p in folder.iterdir()} == {
         f"{stem}.{ext}" for stem in ("last", "best") for ext in ("pkl", "pt", "json")

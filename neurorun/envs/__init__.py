@@ -1,7 +1,7 @@
-"""Vectorized environments behind one torch interface (gymnasium, brax, user factories)."""
+"""Vectorized environments behind one torch interface (gymnasium, EnvPool, brax, factories)."""
 
 from neurorun.envs.base import EnvStepError, TorchVecEnv, UnknownEnvError
-from neurorun.envs.factory import env_spaces, make_env, parse_spec
+from neurorun.envs.factory import env_spaces, make_env, parse_spec, resolve_backend
 
 __all__ = ["EnvStepError", "TorchVecEnv", "UnknownEnvError", "env_spaces", "make_env",
-           "parse_spec"]
+           "parse_spec", "resolve_backend"]

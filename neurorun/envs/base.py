@@ -9,6 +9,7 @@ interactions must therefore skip an env on the step right after its ``done``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -27,11 +28,13 @@ class EnvStepError(RuntimeError):
     Attributes:
         env_index: the index of the failing env in the vector env, or None where the backend
             cannot tell which one failed.
+        solution: the index (within the rollout) of the solution that env ran, or None.
     """
 
     def __init__(self, message: str, env_index: int | None = None):
         super().__init__(message)
         self.env_index = env_index
+        self.solution: int | None = None  # the solution that env ran (set by the rollout)
 
 
 def check_observation_space(space: spaces.Space, spec: str) -> spaces.Box:
@@ -114,8 +117,11 @@ class TorchVecEnv:
     device: torch.device
     spec: str
 
-    def reset(self, seed: int | None = None) -> Tensor:
-        """Reset every env; returns observations (num_envs, obs_length) float32."""
+    def reset(self, seed: int | Sequence[int] | None = None) -> Tensor:
+        """Reset every env; returns observations (num_envs, obs_length) float32.
+
+        ``seed``: env i is seeded ``seed + i``, or ``seed[i]`` when a sequence is given
+        (backends with one generator for all envs seed it with ``seed[0]``)."""
         raise NotImplementedError
 
     def step(
@@ -135,6 +141,15 @@ class TorchVecEnv:
     # Backends that set ``skips_inactive = True`` simulate only the ``active`` envs of ``step``
     # and ``step_arrays``; the others report their last observation, reward 0 and done False.
     skips_inactive: bool = False
+
+    # Backends that set ``seeds_episodes = True`` can seed each episode: ``seed_next_episodes``
+    # gives the seed of the episode an env starts at its next autoreset. Elsewhere an env's
+    # later episodes continue its own generator.
+    seeds_episodes: bool = False
+
+    def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
+        """Seed the next episode of each of ``envs`` (indices) with ``seeds`` (backends with
+        ``seeds_episodes``; a no-op elsewhere)."""
 
     def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         """``reset`` on numpy arrays (backends with ``host_arrays``)."""

@@ -13,6 +13,7 @@ through dlpack (no copy); torch -> jax copies (arrays made from torch by dlpack 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -119,9 +120,11 @@ class BraxVecEnv(TorchVecEnv):
     def _torch(self, array: Any) -> Tensor:
         return torch.from_dlpack(array).to(self.device)
 
-    def reset(self, seed: int | None = None) -> Tensor:
+    def reset(self, seed: int | Sequence[int] | None = None) -> Tensor:
         import jax
 
+        if seed is not None and not np.isscalar(seed):
+            seed = seed[0]  # one key for the whole batch
         if seed is not None:
             self._key = jax.random.PRNGKey(int(seed))
         self._key, key = jax.random.split(self._key)

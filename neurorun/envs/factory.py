@@ -1,7 +1,8 @@
 """``make_env``: one spec string picks the backend.
 
-Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"brax::name"``; ``"pkg.module:factory"``
-(a callable taking ``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv).
+Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"envpool::Id"``; ``"brax::name"``;
+``"pkg.module:factory"`` (a callable taking ``num_envs`` and the env_config keywords, returning a
+gymnasium VectorEnv). ``resolve_backend`` turns a bare id and ``env.backend`` into a spec.
 """
 
 from __future__ import annotations
@@ -14,18 +15,51 @@ from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
 
+PREFIXES = ("gym", "envpool", "brax")  # spec prefixes: `<prefix>::<name>`
+BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
+
+
+def resolve_backend(spec: str, backend: str = "auto") -> str:
+    """The spec a run uses: a bare id with ``backend`` becomes ``Id`` or ``envpool::Id``.
+
+    ``auto`` picks EnvPool for the ids whose equivalence with gymnasium is tested
+    (``EQUIVALENT_IDS``) when EnvPool is installed; other specs are returned as they are.
+
+    Raises:
+        ValueError: an unknown backend, or one that contradicts the spec's own prefix.
+        ImportError: ``envpool`` asked for but not installed.
+    """
+    from neurorun.envs.envpool_env import EQUIVALENT_IDS, envpool_available, import_envpool
+
+    if backend not in BACKEND_CHOICES:
+        raise ValueError(f"env.backend={backend!r}; expected one of {list(BACKEND_CHOICES)}")
+    kind, name = parse_spec(spec)
+    explicit = "::" in spec or kind == "factory"
+    if explicit:
+        wanted = {"gymnasium": "gym", "envpool": "envpool"}.get(backend)
+        if wanted is not None and wanted != kind:
+            raise ValueError(f"env.backend={backend} contradicts env.id={spec!r}; use the bare "
+                             f"id with env.backend, or env.backend=auto")
+        return spec
+    if backend == "envpool":
+        import_envpool()
+        return f"envpool::{name}"
+    if backend == "auto" and name in EQUIVALENT_IDS and envpool_available():
+        return f"envpool::{name}"
+    return name
+
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    """``(backend, name)`` with backend one of "gym", "brax", "factory"."""
+    """``(backend, name)`` with backend one of BACKENDS."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'brax::name' or "
-                         "'pkg.module:factory'")
+        raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'envpool::Id', "
+                         "'brax::name' or 'pkg.module:factory'")
     spec = spec.strip()
     prefix, sep, rest = spec.partition("::")
     if sep:
-        if prefix not in ("gym", "brax"):
-            raise ValueError(f"env spec {spec!r}: unknown backend {prefix!r}; expected 'gym::' "
-                             "or 'brax::'")
+        if prefix not in PREFIXES:
+            raise ValueError(f"env spec {spec!r}: unknown backend {prefix!r}; expected one of "
+                             f"{', '.join(p + '::' for p in PREFIXES)}")
         return prefix, rest
     module, colon, attribute = spec.partition(":")
     if colon and attribute.isidentifier() and all(p.isidentifier() for p in module.split(".")):
@@ -53,12 +87,14 @@ def make_env(
     vectorization: str = "auto",
     seed: int | None = None,
     episode_length: int | None = None,
+    num_threads: int | None = None,
     **env_config: Any,
 ) -> TorchVecEnv:
     """A TorchVecEnv of ``num_envs`` environments.
 
     Args:
-        spec: ``"gym::Id"``, ``"Id"``, ``"brax::name"`` or ``"pkg.module:factory"``.
+        spec: ``"gym::Id"``, ``"Id"``, ``"envpool::Id"``, ``"brax::name"`` or
+            ``"pkg.module:factory"``.
         num_envs: number of environments.
         device: torch device of observations, rewards and dones.
         vectorization: gymnasium only: "auto" (the env's own vectorized implementation when
@@ -66,22 +102,33 @@ def make_env(
         seed: seeds the first ``reset`` (later resets take their own seed).
         episode_length: end episodes after this many steps (or at the env's own limit when
             that comes first). Not supported for factories: limit the episodes there.
-        env_config: keyword arguments of the environment (gym.make / brax.envs.create /
-            the factory).
+        num_threads: EnvPool's threads (None: the CPUs this process may use); EnvPool only.
+        env_config: keyword arguments of the environment (gym.make / EnvPool's options /
+            brax.envs.create / the factory).
 
     Raises:
-        UnknownEnvError: no such gymnasium id or brax name (the message names close ones).
+        UnknownEnvError: no such gymnasium id, EnvPool id or brax name (the message names
+            close ones).
         TypeError: the observation space is not a Box, or the action space is neither Box
             nor Discrete.
     """
     if int(num_envs) < 1:
         raise ValueError(f"num_envs={num_envs}; expected at least 1")
     backend, name = parse_spec(spec)
+    if num_threads is not None and backend != "envpool":
+        raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
+                         f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
     if backend == "brax":
         from neurorun.envs.brax_env import BraxVecEnv
 
         return BraxVecEnv(name, int(num_envs), device=device, seed=seed,
                           episode_length=episode_length, **env_config)
+    if backend == "envpool":
+        from neurorun.envs.envpool_env import EnvPoolVecEnv
+
+        return EnvPoolVecEnv(name, int(num_envs), device=device, seed=seed,
+                             episode_length=episode_length, num_threads=num_threads,
+                             **env_config)
     from neurorun.envs.gym_env import GymVecEnv, make_factory_env, make_gym_vector_env
 
     if backend == "factory":
@@ -106,6 +153,12 @@ def env_spaces(spec: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box, sp
 
         obs_space, act_space = brax_spaces(name, **env_config)
         return obs_space, act_space, act_space
+    if backend == "envpool":
+        from neurorun.envs.envpool_env import envpool_spaces
+
+        obs_space, act_space = envpool_spaces(name, **env_config)
+        return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
+            act_space
     if backend == "factory":
         env = make_env(spec, 1, **env_config)
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -119,6 +119,7 @@ class SubEnvStepper:
     The calls on each stepped env are those ``SyncVectorEnv.step`` makes (``step``, or
     ``reset()`` on the step after ``done``); an env left out is not touched and reports its
     last observation, reward 0 and ``done`` False, and resumes where it was when stepped again.
+    ``next_seeds[i]`` (-1: none) seeds env i's next autoreset.
     """
 
     def __init__(self, env: SyncVectorEnv, spec: str):
@@ -127,11 +128,13 @@ class SubEnvStepper:
         self.num_envs = len(self.envs)
         self.obs = np.empty(0)  # (num_envs, *obs_shape) last observations, in the space's dtype
         self.needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self.next_seeds = np.full(self.num_envs, -1, dtype=np.int64)
 
     def reset(self, obs: np.ndarray) -> None:
         """Start from the observations of a reset of the whole vector env."""
         self.obs = np.array(obs)
         self.needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self.next_seeds[:] = -1
 
     def step(
         self, actions: np.ndarray, active: np.ndarray | None,
@@ -144,7 +147,9 @@ class SubEnvStepper:
         for i in indices:
             try:
                 if needs_reset[i]:
-                    obs[i], _ = self.envs[i].reset()
+                    seed = int(self.next_seeds[i])
+                    obs[i], _ = self.envs[i].reset(seed=None if seed < 0 else seed)
+                    self.next_seeds[i] = -1
                 else:
                     obs[i], reward[i], terminated, truncated, _ = self.envs[i].step(actions[i])
                     done[i] = terminated or truncated
@@ -153,7 +158,7 @@ class SubEnvStepper:
                     f"env {self.spec!r}: sub-env {i} raised {type(error).__name__}: {error}", i
                 ) from error
         # envs left out keep their pending autoreset
-        self.needs_reset = done.copy() if active is None else done | (needs_reset > active)
+        self.needs_reset = done.copy() if active is None else done | (needs_reset & ~active)
         return obs, reward, done
 
 
@@ -173,7 +178,9 @@ class GymVecEnv(TorchVecEnv):
         self.spec = spec
         # a user's subclass may change how stepping works: only plain ones are stepped here
         self._stepper = SubEnvStepper(env, spec) if type(env) is SyncVectorEnv else None
-        self.skips_inactive = self._stepper is not None
+        self.skips_inactive = self.seeds_episodes = self._stepper is not None
+        # Sync/Async vector envs seed env i with seed[i]; other vector envs take one seed
+        self._seeds_per_env = isinstance(env, SyncVectorEnv | AsyncVectorEnv)
         self.device = torch.device(device)
         self._on_cpu = self.device.type == "cpu"
         self.host_arrays = True  # the simulators work in numpy, whatever the device
@@ -199,7 +206,13 @@ class GymVecEnv(TorchVecEnv):
         # may reuse its buffers
         return np.array(obs.reshape(self.num_envs, -1), dtype=np.float32)
 
-    def reset_arrays(self, seed: int | None = None) -> np.ndarray:
+    def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
+        if self._stepper is not None:
+            self._stepper.next_seeds[envs] = seeds
+
+    def reset_arrays(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
+        if seed is not None and not np.isscalar(seed):
+            seed = [int(s) for s in seed] if self._seeds_per_env else int(seed[0])
         obs, _ = self.env.reset(seed=seed)
         if self._stepper is not None:
             self._stepper.reset(obs)
@@ -226,7 +239,7 @@ class GymVecEnv(TorchVecEnv):
             ) from error
         return self._obs(obs), np.array(reward), np.logical_or(terminated, truncated)
 
-    def reset(self, seed: int | None = None) -> Tensor:
+    def reset(self, seed: int | Sequence[int] | None = None) -> Tensor:
         return self._tensor(self.reset_arrays(seed))
 
     def step(

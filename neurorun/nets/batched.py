@@ -72,7 +72,9 @@ class BatchedPolicy:
         return 0 if self._params is None else self._params.shape[0]
 
     def set_parameters(self, params: Tensor) -> None:
-        """Use ``params (P, D)`` from now on, one row per policy; zeroes all hidden state."""
+        """Use ``params (P, D)`` from now on, one row per policy; zeroes all hidden state.
+
+        ``params`` is used in place, not copied: ``update_rows`` writes into it."""
         if params.dim() != 2 or params.shape[1] != self.solution_length:
             raise ValueError(
                 f"params of shape {tuple(params.shape)} do not fit this policy: expected "
@@ -87,6 +89,19 @@ class BatchedPolicy:
             functions = [step.host() for step in self._steps]
             self._host = None if None in functions else functions
             self._host_dtype = self._params[:0].numpy().dtype
+
+    def update_rows(self, rows: np.ndarray, values: Tensor) -> None:
+        """Give policies ``rows`` (indices) the vectors ``values (len(rows), D)`` and zero their
+        hidden state; the other rows keep theirs."""
+        if self._params is None:
+            raise RuntimeError("call set_parameters(params) before update_rows")
+        self._params[torch.from_numpy(rows)] = values.to(self._params.dtype)
+        for step in self._steps:
+            step.refresh(rows)
+        if self.is_recurrent:
+            mask = np.zeros(self._params.shape[0], dtype=bool)
+            mask[rows] = True
+            self.reset(torch.from_numpy(mask))
 
     @property
     def runs_on_host(self) -> bool:

@@ -80,6 +80,9 @@ class Step:
         """The step on numpy arrays (after ``bind`` on CPU params), or None if it has none."""
         return None
 
+    def refresh(self, rows: np.ndarray) -> None:
+        """The bound parameters of ``rows`` changed in place: update any copies of them."""
+
 
 class _RowWiseStep(Step):
     """A parameter-free layer; its ``forward`` is called directly where it has no hooks,
@@ -112,6 +115,7 @@ class _LinearStep(Step):
     def bind(self, params: Tensor) -> None:
         super().bind(params)
         self.weight_t = self.views[0].transpose(1, 2)  # (P, in, out)
+        self.host_weight_t: np.ndarray | None = None  # the host path's copy, where it has one
         self.bias_row = self.views[1].unsqueeze(1) if len(self.views) > 1 else None  # (P, 1, out)
 
     def __call__(self, x: Tensor, state: Any = None) -> Tensor:
@@ -127,7 +131,7 @@ class _LinearStep(Step):
             def product(x: np.ndarray) -> np.ndarray:
                 return np.einsum("pi,poi->po", x, weight)
         else:  # stacked matmul was fastest on a contiguous (P, in, out) copy
-            weight_t = np.ascontiguousarray(weight.transpose(0, 2, 1))
+            weight_t = self.host_weight_t = np.ascontiguousarray(weight.transpose(0, 2, 1))
 
             def product(x: np.ndarray) -> np.ndarray:
                 return np.matmul(x[:, None, :], weight_t)[:, 0]
@@ -141,6 +145,10 @@ class _LinearStep(Step):
             return y
 
         return affine
+
+    def refresh(self, rows: np.ndarray) -> None:
+        if self.host_weight_t is not None:
+            self.host_weight_t[rows] = self.views[0].numpy()[rows].transpose(0, 2, 1)
 
 
 class _LayerNormStep(Step):

@@ -80,7 +80,8 @@ def resolve_num_actors(num_actors: int | str, *, num_cpus: float, num_gpus: floa
 def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """One ``last_stats`` dict from those of the sub-batches of one evaluation."""
     merged: dict[str, Any] = {}
-    for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps"):
+    for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps",
+                "num_simulated_steps"):
         merged[key] = int(sum(int(p.get(key, 0)) for p in parts))
     episodes = [int(p.get("num_episodes", 0)) for p in parts]
     for name in ("episode_return", "episode_length"):

@@ -31,11 +31,14 @@ def make_problem(
     device: str = "cpu",
     seed: int | None = None,
     vectorization: str = "auto",
+    streaming: bool = True,
+    num_threads: int | None = None,
 ) -> Problem:
     """Build a Problem.
 
     Args:
-        env: "gym::Id", "Id", "brax::name" or "pkg.module:factory" (see neurorun.envs).
+        env: "gym::Id", "Id", "envpool::Id", "brax::name" or "pkg.module:factory" (see
+            neurorun.envs; a bare id is gymnasium's: ``resolve_backend`` picks EnvPool).
         network: a network string, "pkg.module:Factory", or a module.
         network_args: constants of the network string / factory keywords.
         env_config: keyword arguments of the environment.
@@ -51,11 +54,15 @@ def make_problem(
         device: torch device of policies and bookkeeping.
         seed: seeds env resets and action noise.
         vectorization: gymnasium only: "auto", "native", "sync" or "async".
+        streaming: a work queue of (solution, episode) pairs over the env slots (False:
+            lock-step sub-batches, each slot running one solution's episodes).
+        num_threads: EnvPool's threads (None: the CPUs this process may use).
     """
     env_options = EnvOptions(
         spec=env, config=dict(env_config or {}), vectorization=vectorization,
         episode_length=None if episode_length is None else int(episode_length),
         max_num_envs=None if max_num_envs is None else int(max_num_envs), device=str(device),
+        streaming=bool(streaming), num_threads=None if num_threads is None else int(num_threads),
     )
     rollout_options = RolloutOptions(
         num_episodes=int(num_episodes),

@@ -11,13 +11,17 @@ two deliberate choices:
   ``min(finite fitness) - max(1, max(finite) - min(finite))``, or ``NONFINITE_FITNESS`` when
   no solution of the call is finite. Such events are counted in ``last_stats``.
 
+Evaluation streams (solution, episode) pairs over at most ``max_num_envs`` env slots (see
+``rollout`` and ``Schedule``); with ``streaming=False`` solutions run in lock-step sub-batches
+of ``max_num_envs``, each slot running its solution's episodes one after another.
+
 Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
-problem's generator). Solution ``j`` (0-based, in the order given) runs in a vector env that
-is reset with ``seed = base + j0``, where ``j0`` is the first solution of its sub-batch; a
-gymnasium Sync/AsyncVectorEnv seeds its env ``i`` with ``seed + i``, so solution ``j``'s first
-episode is seeded ``base + j`` and its later episodes continue that env's generator, whatever
-``max_num_envs`` is. Native gymnasium vector envs and brax draw all envs from one generator
-seeded ``base + j0``.
+problem's generator). Episode ``e`` of solution ``j`` (0-based, in the order given) is seeded
+``base + j + e * EPISODE_SEED_STRIDE`` on backends that seed every episode (gymnasium's
+SyncVectorEnv), whatever ``max_num_envs`` and the order in which episodes end. Elsewhere each
+env slot is seeded with the seed of its first episode and its later episodes continue the
+slot's generator (EnvPool: a new pool per call; native gymnasium vector envs and brax: one
+generator for all slots, seeded with the first slot's seed).
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ class Problem(ProblemState):
         options = self.env_options
         env = make_env(options.spec, num_envs, device=self.device,
                        vectorization=options.vectorization,
-                       episode_length=options.episode_length, **options.config)
+                       episode_length=options.episode_length, num_threads=options.num_threads,
+                       **options.config)
         self._envs[purpose] = env
         return env
 
@@ -125,18 +130,18 @@ class Problem(ProblemState):
         return params
 
     def _run(self, purpose: str, params: Tensor, first: int, options: RolloutOptions,
-             seed: int, collect: RunningNorm | None) -> RolloutResult:
-        """One sub-batch; a failing env step is retried once on a fresh env."""
+             seed: int, collect: RunningNorm | None, slots: int) -> RolloutResult:
+        """Solutions ``first..`` on ``slots`` env slots; a failing env step is retried once on
+        a fresh env."""
         n = params.shape[0]
         for attempt in range(2):
-            env = self._env(purpose, n)
-            padded = torch.cat([params, params[:1].expand(env.num_envs - n, -1)])
+            env = self._env(purpose, slots)
             try:
-                return rollout(env, self.policy, padded, n, options, seed=seed,
+                return rollout(env, self.policy, params, options, seed=seed,
+                               streaming=self.env_options.streaming, slots=slots,
                                normalizer=self.obs_stats, collect=collect, noise=self._noise)
             except EnvStepError as error:
-                slot = error.env_index
-                who = (f"solution {first + slot}" if slot is not None and slot < n
+                who = (f"solution {first + error.solution}" if error.solution is not None
                        else f"one of solutions {first}..{first + n - 1}")
                 if attempt == 1:
                     raise EvaluationError(
@@ -163,13 +168,18 @@ class Problem(ProblemState):
         params = self._as_params(params)
         total = params.shape[0]
         base = self.draw_seed() if seed is None else int(seed)
-        chunk = min(total, self.env_options.max_num_envs or total)
+        limit = self.env_options.max_num_envs or total
+        if self.env_options.streaming:  # one queue of every (solution, episode) pair
+            chunk, slots = total, min(limit, total * self.rollout_options.num_episodes)
+        else:  # lock-step sub-batches, one slot per solution
+            chunk = slots = min(total, limit)
         results = []
         collected = RunningNorm(self.obs_length) if self.obs_stats is not None else None
         for first in range(0, total, chunk):
             part = RunningNorm(self.obs_length) if collected is not None else None
             results.append(self._run("eval", params[first:first + chunk], first,
-                                     self.rollout_options, base + first, part))
+                                     self.rollout_options, base + first, part,
+                                     min(slots, total - first)))
             if part is not None:
                 collected.update(part)
         if collected is not None:
@@ -190,7 +200,8 @@ class Problem(ProblemState):
         lengths = torch.cat([r.episode_lengths for r in results]).to(torch.float64)
         stats: dict[str, Any] = {"num_interactions": interactions, "num_episodes": episodes,
                                  "nonfinite_count": nonfinite, "eval_time_s": seconds,
-                                 "num_vector_steps": sum(r.vector_steps for r in results)}
+                                 "num_vector_steps": sum(r.vector_steps for r in results),
+                                 "num_simulated_steps": sum(r.simulated_steps for r in results)}
         for name, values in (("episode_return", returns), ("episode_length", lengths)):
             empty = values.numel() == 0
             for key, fn in (("min", torch.min), ("mean", torch.mean), ("max", torch.max)):
@@ -198,11 +209,12 @@ class Problem(ProblemState):
         self.last_stats = stats
 
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
-        """Returns ``(num_episodes,)`` of one solution: episode k runs in env slot k of a vector
-        env reset with ``seed`` (so seeded ``seed + k`` for Sync/AsyncVectorEnv). No action
-        noise, no reward shaping; counters and obs stats are left alone."""
+        """Returns ``(num_episodes,)`` of one solution: episode k runs in env slot k, seeded
+        ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed`` for native
+        vector envs and brax). No action noise, no reward shaping; counters and obs stats are
+        left alone."""
         params = self._as_params(solution)[:1].expand(int(num_episodes), -1)
-        result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None)
+        result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None, int(num_episodes))
         return result.fitness.to(params.dtype)
 
     # ----- policies -----

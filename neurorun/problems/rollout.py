@@ -1,14 +1,17 @@
-"""One lock-step rollout: a batch of policies, one env each, each for ``num_episodes`` episodes.
+"""One rollout: ``n`` policies, each for ``num_episodes`` episodes, streamed over env slots.
 
-The hot loop only does what must happen per step (policy, env step, deciding which envs are
-still evaluating); rewards and flags are kept per step and turned into returns, episode
-lengths and alive bonuses once, at the end, with cumulative sums.
+The (solution, episode) pairs form a work queue (``Schedule``): when a slot's episode ends, it
+takes the next pending pair and its policy row gets that solution's parameters. The hot loop
+only does what must happen per step (policy, env step, bookkeeping of the slots whose episode
+ended); rewards, flags and the pair of each slot are kept per step and turned into returns,
+lengths and alive bonuses once, at the end, keyed by pair. So fitness, counts and statistics
+depend on the seeds and on the order in which episodes end, not on which slot ran what.
 
-Per env and step: the env is *active* while its solution still has episodes to run and has
-not produced a non-finite observation. A step *counts* (an interaction) when the env was
-active and the step was not gymnasium's next-step autoreset (the step right after ``done``).
-Observations that an active policy acts on (first observations of episodes and all
-non-terminal ones) feed the observation statistics.
+Per slot and step: the slot is *busy* while it holds a pair. A step *counts* (an interaction)
+when the slot was busy and the step was not gymnasium's next-step autoreset (the step right
+after ``done``, which starts the slot's next episode). Observations that a busy policy acts
+on (first observations of episodes and all non-terminal ones) feed the observation
+statistics.
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from neurorun.envs import TorchVecEnv
+from neurorun.envs import EnvStepError, TorchVecEnv
 from neurorun.nets import BatchedPolicy
 from neurorun.problems.options import AliveBonus, RolloutOptions
 from neurorun.problems.running_norm import RunningNorm
+from neurorun.problems.schedule import Schedule
 
 # observations are added to the statistics in chunks of about this many numbers: one update
 # costs a few hundred microseconds, so small observations are gathered over many steps
@@ -42,6 +46,7 @@ class RolloutResult:
     interactions: int
     episodes: int
     vector_steps: int  # env.step calls
+    simulated_steps: int  # env steps the simulators took (counted ones, resets, idle envs)
     collected: RunningNorm | None  # statistics of the observations seen
 
 
@@ -138,86 +143,104 @@ def rollout(
     env: TorchVecEnv,
     policy: BatchedPolicy,
     params: Tensor,
-    num_solutions: int,
     options: RolloutOptions,
     *,
-    seed: int | None,
+    seed: int,
+    streaming: bool = True,
+    slots: int | None = None,
     normalizer: RunningNorm | None = None,
     collect: RunningNorm | None = None,
     noise: torch.Generator | None = None,
 ) -> RolloutResult:
-    """Run ``params (env.num_envs, D)``; rows from ``num_solutions`` on are padding.
+    """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``env``'s slots.
 
     Host path: with a numpy-speaking env (``env.host_arrays``) and parameters on the CPU the
     loop keeps observations, actions and rewards in numpy and converts once at the end.
 
     Args:
+        seed: pair (j, e) is seeded ``seed + j + e * EPISODE_SEED_STRIDE`` (see Schedule).
+        streaming: a slot whose episode ended takes the next pending pair; False: lock-step,
+            slot j runs solution j's episodes (needs ``env.num_envs >= n``).
+        slots: use at most this many of the env's envs (None: all); the rest stay idle.
         normalizer: frozen statistics the observations are normalized with (None: raw).
         collect: statistics that the observations seen are added to (None: not collected).
         noise: generator of the Gaussian action noise (options.action_noise_stdev).
+
+    Raises:
+        EnvStepError: a simulator failed; ``error.solution`` names the solution it ran.
     """
     device = params.device
+    n, num_slots = params.shape[0], env.num_envs
+    schedule = Schedule(n, options.num_episodes, num_slots, streaming=streaming, seed=seed,
+                        usable=slots)
     host = env.host_arrays and device.type == "cpu"
-    policy.set_parameters(params)
+    slot_params = params[torch.from_numpy(schedule.solutions(np.arange(num_slots)))]
+    policy.set_parameters(slot_params)
     act = _make_act(policy, params, normalizer, options.action_noise_stdev or 0.0, noise, host)
     buffer = _StatsBuffer(collect)
     # grad off once for the whole loop, not per policy call (a switch costs microseconds)
     with torch.no_grad():
-        obs = env.reset_arrays(seed=seed) if host else env.reset(seed=seed)
-        # envs of finished solutions are not simulated where the backend can skip them
+        seeds = schedule.reset_seeds()
+        obs = env.reset_arrays(seed=seeds) if host else env.reset(seed=seeds)
+        # envs of slots without a pair are not simulated where the backend can skip them
         step = env.step_arrays if host else env.step
-        trace = _run_steps(step, policy, act, buffer, env.num_envs, num_solutions,
-                           options.num_episodes, obs)
+        try:
+            trace = _run_steps(step, env, policy, params, act, buffer, schedule, obs)
+        except EnvStepError as error:
+            slot = error.env_index
+            error.solution = None if slot is None else int(schedule.solutions(slot))
+            raise
     buffer.flush()
-    rewards, counted, finished, finite = trace
-    flags = [torch.from_numpy(np.stack(f)).to(device) for f in (counted, finished)]
-    return _summarize(_stack(rewards).to(device, torch.float64), *flags,
-                      torch.from_numpy(finite).to(device), num_solutions, options, collect)
+    return _summarize(trace, schedule, device, options, collect,
+                      simulated_all=not env.skips_inactive)
 
 
 def _run_steps(
-    step: Callable[[Array, np.ndarray], tuple[Array, Array, Array]], policy: BatchedPolicy,
-    act: Callable[[Array], Array], buffer: _StatsBuffer, num_envs: int, num_solutions: int,
-    num_episodes: int, obs: Array,
-) -> tuple[list[Array], list[np.ndarray], list[np.ndarray], np.ndarray]:
-    """Steps until every solution has run its episodes; per step rewards, counted, finished.
+    step: Callable[[Array, np.ndarray], tuple[Array, Array, Array]], env: TorchVecEnv,
+    policy: BatchedPolicy, params: Tensor, act: Callable[[Array], Array],
+    buffer: _StatsBuffer, schedule: Schedule, obs: Array,
+) -> tuple[list[Array], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Steps until every pair has run; per step rewards, counted, slot pairs and busy flags.
 
-    ``step(actions, active)`` may leave out the envs that are not ``active``.
-
-    Per-env flags live on the host as numpy arrays: numpy ops on a few hundred bools cost
+    Per-slot flags live on the host as numpy arrays: numpy ops on a few hundred bools cost
     far less than torch ops, and the loop must sync every step anyway (to stop). Every op
-    here runs once per vector step, so the loop keeps to the fewest numpy and torch calls.
+    here runs once per vector step, so the loop keeps to the fewest numpy and torch calls;
+    the queue is only touched on the steps where some episode ended.
     """
-    active = np.arange(num_envs) < num_solutions
-    finite = np.ones(num_envs, dtype=bool)
-    done = np.zeros(num_envs, dtype=bool)
-    just_reset = done  # envs whose last step was the autoreset step: a new episode starts
-    episodes_done = np.zeros(num_envs, dtype=np.int64)  # used when num_episodes > 1
-    rewards, counted, finished = [], [], []
-    # bool arrays: `a > b` is `a & ~b` in one op
+    slot_pair = schedule.slot_pair  # updated in place by the schedule
+    busy = slot_pair >= 0
+    done = np.zeros(len(slot_pair), dtype=bool)
+    just_reset = done  # slots whose last step was the autoreset step: a new episode starts
+    rewards, counted, pairs, stepped = [], [], [], []
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        counts = active > done  # an interaction of a still-evaluating solution
-        if not _all_finite(obs):  # rare: find the rows, retire them
+        counts = busy & ~done  # an interaction of a pair's episode
+        if not _all_finite(obs):  # rare: find the rows, retire their slots
             obs, ok = _finite_rows(obs)
-            finite &= ok
-            active &= ok
+            schedule.fail(np.flatnonzero(busy & ~ok))
+            busy = slot_pair >= 0
             counts &= ok
         buffer.add(obs, counts)
-        obs, reward, done_array = step(act(obs), active)
-        just_reset, done = done, _host(done_array)
-        ends = done & counts
-        if num_episodes == 1:
-            active = active > ends
-        else:
-            episodes_done += ends
-            active &= episodes_done < num_episodes
+        obs, reward, done_array = step(act(obs), busy)
         rewards.append(reward)
         counted.append(counts)
-        finished.append(ends)
-        if not np.count_nonzero(active):  # count_nonzero: no Python-level wrapper, unlike any()
-            return rewards, counted, finished, finite
+        pairs.append(slot_pair.copy())
+        stepped.append(busy)
+        just_reset, done = done, _host(done_array)
+        ends = done & counts
+        if np.count_nonzero(ends):  # count_nonzero: no Python-level wrapper, unlike any()
+            taken = schedule.end(np.flatnonzero(ends))
+            if len(taken):
+                solutions = schedule.solutions(taken)
+                policy.update_rows(taken, params[torch.from_numpy(solutions)])
+                if env.seeds_episodes:
+                    env.seed_next_episodes(taken, schedule.pair_seeds(slot_pair[taken]))
+            busy = slot_pair >= 0
+            if not np.count_nonzero(busy):
+                return rewards, counted, pairs, stepped
+        elif not np.count_nonzero(busy):
+            return rewards, counted, pairs, stepped
 
 
 def _alive_bonus(schedule: AliveBonus, t: Tensor) -> Tensor:
@@ -229,48 +252,51 @@ def _alive_bonus(schedule: AliveBonus, t: Tensor) -> Tensor:
     return torch.where(t >= schedule.t1, full, ramp)
 
 
-def _by_episode(values: Tensor, episode: Tensor | None, table: Tensor) -> Tensor:
-    """``table (n, num_eps + 1)`` plus per-step ``values (T, n)`` summed by episode number."""
-    if episode is None:  # one episode: every counted step is in it, a plain sum is enough
-        table = table.clone()
-        table[:, 0] = values.sum(0)
-        return table
-    return table.scatter_add(1, episode, values.T.to(table.dtype))
+
+def _episode_times(ids: np.ndarray) -> np.ndarray:
+    """Time within its episode (from 1) of each counted step; ``ids`` are the steps' pairs in
+    time order."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.searchsorted(sorted_ids, sorted_ids, side="left")
+    times = np.empty(len(ids), dtype=np.int64)
+    times[order] = np.arange(len(ids)) - starts + 1
+    return times
 
 
 def _summarize(
-    rewards: Tensor, counted: Tensor, finished: Tensor, finite: Tensor, n: int,
-    options: RolloutOptions, collect: RunningNorm | None,
+    trace: tuple[list[Array], list[np.ndarray], list[np.ndarray], list[np.ndarray]],
+    schedule: Schedule, device: torch.device, options: RolloutOptions,
+    collect: RunningNorm | None, *, simulated_all: bool,
 ) -> RolloutResult:
-    """Per-episode returns and lengths from per-step (T, envs) rewards and flags."""
-    num_eps = options.num_episodes
-    rewards, counted, finished = rewards[:, :n], counted[:, :n], finished[:, :n]
-    # episode number of each step: episodes finished strictly before it. With one episode no
-    # counted step comes after the episode's end, so no number is needed (it saves the
-    # cumsum and scatters, milliseconds per evaluation)
-    episode = None
-    if num_eps > 1:
-        episode = (finished.long().cumsum(0) - finished.long()).clamp(max=num_eps).T  # (n, T)
-    table = torch.zeros(n, num_eps + 1, dtype=torch.float64, device=rewards.device)
-    lengths = _by_episode(counted, episode, table.long())
-    raw = torch.where(counted, rewards, 0.0)
-    returns = _by_episode(raw, episode, table)
+    """Per-pair returns and lengths from per-step (T, slots) rewards, flags and pairs."""
+    rewards, counted, pairs, stepped = trace
+    counted_steps = np.stack(counted)  # (T, slots)
+    ids = np.stack(pairs)[counted_steps]  # pair of each counted step, in time order
+    reward = _stack(rewards).to(device, torch.float64)[torch.from_numpy(counted_steps).to(device)]
+    n, num_eps, total = schedule.n, options.num_episodes, schedule.total
+    index = torch.from_numpy(ids).to(device)
+    zeros = torch.zeros(total, dtype=torch.float64, device=device)
+    lengths = torch.from_numpy(np.bincount(ids, minlength=total)).to(device)
+    returns = zeros.index_add(0, index, reward)
     shaped = returns
     if options.shapes_rewards:
-        step_reward = raw - options.decrease_rewards_by * counted
+        step_reward = reward - options.decrease_rewards_by
         if options.alive_bonus is not None:
-            t = counted.long().cumsum(0)  # (T, n) time within the episode, from 1
-            if episode is not None:  # minus the steps of earlier episodes
-                t = t - (lengths.cumsum(1) - lengths).gather(1, episode).T
-            step_reward = step_reward + _alive_bonus(options.alive_bonus, t) * counted
-        shaped = _by_episode(step_reward, episode, table)
-    fitness = shaped[:, :num_eps].sum(1) / num_eps
-    nonfinite = ~finite[:n] | ~torch.isfinite(fitness)
-    done_eps = finished.sum(0)
-    kept = (torch.arange(num_eps, device=rewards.device) < done_eps[:, None]) & ~nonfinite[:, None]
+            t = torch.from_numpy(_episode_times(ids)).to(device)
+            step_reward = step_reward + _alive_bonus(options.alive_bonus, t)
+        shaped = zeros.index_add(0, index, step_reward)
+    fitness = shaped.view(num_eps, n).sum(0) / num_eps
+    finished = torch.from_numpy(schedule.finished).to(device)
+    complete = finished.view(num_eps, n).all(0)
+    nonfinite = torch.from_numpy(schedule.failed).to(device) | ~complete | ~torch.isfinite(fitness)
+    kept = finished & ~nonfinite.repeat(num_eps)
+    steps = len(counted)
     return RolloutResult(
         fitness=fitness, nonfinite=nonfinite,
-        episode_returns=returns[:, :num_eps][kept], episode_lengths=lengths[:, :num_eps][kept],
-        interactions=int(lengths.sum()), episodes=int(done_eps.sum()),
-        vector_steps=rewards.shape[0], collected=collect,
+        episode_returns=returns[kept], episode_lengths=lengths[kept],
+        interactions=len(ids), episodes=int(schedule.finished.sum()), vector_steps=steps,
+        simulated_steps=steps * len(schedule.slot_pair) if simulated_all
+        else int(np.count_nonzero(np.stack(stepped))),
+        collected=collect,
     )

@@ -32,10 +32,12 @@ def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
 
     backend, name = parse_spec(loaded.env)
     limit = step_limit(loaded, max_steps)
-    if backend == "gym":
+    # EnvPool cannot render: its envs are rendered with gymnasium's env of the same id
+    if backend == "gym" or (frames and backend == "envpool"):
         return _gym_episodes(loaded, name, episodes, seed, limit, frames)
     if frames:
-        raise ValueError(f"frames of {loaded.env!r}: only gymnasium envs render frames here")
+        raise ValueError(f"frames of {loaded.env!r}: only gymnasium (and EnvPool) envs render "
+                         "frames here")
     return _vec_episodes(loaded, episodes, seed, limit)
 
 

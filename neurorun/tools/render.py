@@ -54,9 +54,9 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
         from neurorun.tools.brax_render import render_brax
 
         return render_brax(loaded, name, out, episodes=episodes, seed=seed, limit=limit, fps=fps)
-    if backend != "gym":
-        raise ToolError(f"env {loaded.env!r}: rendering supports gymnasium ids and brax names; "
-                        "pass one with --env")
+    if backend not in ("gym", "envpool"):  # EnvPool envs render through gymnasium's
+        raise ToolError(f"env {loaded.env!r}: rendering supports gymnasium and EnvPool ids and "
+                        "brax names; pass one with --env")
     if out.suffix == ".html":
         raise ToolError(f"--out {str(out)!r}: the HTML viewer is for brax envs; write a .gif "
                         "or .mp4 for a gymnasium env")

@@ -1,7 +1,7 @@
 """The batched evaluator gives the returns of a plain gymnasium loop running each policy alone.
 
-Seeds (Problem docstring): with sync vectorization solution j's first episode is reset with
-seed base + j and later episodes continue that env's generator (reset without a seed).
+Seeds (Problem docstring): with sync vectorization episode e of solution j is reset with
+seed base + j + e * 2**20.
 """
 
 import gymnasium as gym
@@ -18,7 +18,7 @@ def plain_loop(env_id, net, seed, num_episodes, discrete):
     env = gym.make(env_id)
     total = 0.0
     for episode in range(num_episodes):
-        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        obs, _ = env.reset(seed=seed + episode * (1 << 20))
         done = False
         while not done:
             with torch.no_grad():
@@ -61,7 +61,7 @@ def recurrent_loop(env_id, net, seed, num_episodes):
     env = gym.make(env_id)
     total = 0.0
     for episode in range(num_episodes):
-        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        obs, _ = env.reset(seed=seed + episode * (1 << 20))
         hidden, done = None, False  # each episode starts from a zero state
         while not done:
             with torch.no_grad():

@@ -10,7 +10,7 @@ from neurorun.envs import UnknownEnvError
 from neurorun.problems import EvaluationError, make_problem
 
 from . import toy_env
-from .toy_env import TOY_ID, toy_lengths
+from .toy_env import TOY_ID, episode_lengths, episode_seed, toy_lengths
 
 SEED = 10
 
@@ -36,7 +36,8 @@ def per_step_reward(b):
 def test_exact_fitness_one_episode():
     problem = toy_problem()
     fitness = problem.evaluate(bias_params(BIASES), seed=SEED)
-    expected = [per_step_reward(b) * toy_lengths(SEED + j, 4, 1)[0] for j, b in enumerate(BIASES)]
+    expected = [per_step_reward(b) * episode_lengths(SEED, j, 4, 1)[0]
+                for j, b in enumerate(BIASES)]
     np.testing.assert_allclose(fitness.numpy(), expected)
 
 
@@ -44,7 +45,7 @@ def test_exact_fitness_one_episode():
 def test_num_episodes_mean_and_counts(max_num_envs):
     problem = toy_problem(num_episodes=3, max_num_envs=max_num_envs)
     fitness = problem.evaluate(bias_params(BIASES), seed=SEED)
-    lengths = [toy_lengths(SEED + j, 4, 3) for j in range(len(BIASES))]
+    lengths = [episode_lengths(SEED, j, 4, 3) for j in range(len(BIASES))]
     expected = [per_step_reward(b) * sum(ls) / 3 for b, ls in zip(BIASES, lengths, strict=True)]
     np.testing.assert_allclose(fitness.numpy(), expected)
     # the autoreset step between episodes is not an interaction
@@ -63,7 +64,7 @@ def test_num_episodes_mean_and_counts(max_num_envs):
 def test_episode_length_truncates():
     problem = toy_problem(num_episodes=2, episode_length=5)
     fitness = problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
-    lengths = [[min(n, 5) for n in toy_lengths(SEED + j, 4, 2)] for j in range(3)]
+    lengths = [[min(n, 5) for n in episode_lengths(SEED, j, 4, 2)] for j in range(3)]
     np.testing.assert_allclose(fitness.numpy(), [sum(ls) / 2 for ls in lengths])
     assert problem.interaction_count == sum(map(sum, lengths))
 
@@ -85,22 +86,22 @@ def test_alive_bonus_and_decrease_rewards_by(schedule, t0, t1):
     fitness = problem.evaluate(bias_params([0.5, 0.0]), seed=SEED)
     expected = []
     for j, b in enumerate([0.5, 0.0]):
-        episodes = toy_lengths(SEED + j, 4, 2)
+        episodes = episode_lengths(SEED, j, 4, 2)
         total = sum(n * (per_step_reward(b) - 0.25) + bonus_total(n, t0, t1, schedule[-1])
                     for n in episodes)
         expected.append(total / 2)
     np.testing.assert_allclose(fitness.numpy(), expected)
     # reported returns are the env's own, unshaped
     assert problem.last_stats["episode_return_min"] == pytest.approx(
-        min(per_step_reward(0.0) * n for n in toy_lengths(SEED + 1, 4, 2)))
+        min(per_step_reward(0.0) * n for n in episode_lengths(SEED, 1, 4, 2)))
 
 
 def test_obs_stats_cover_exactly_the_observations_acted_on():
     problem = toy_problem(num_episodes=2, observation_normalization=True)
     problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
     # first and non-terminal observations [t, seed] of every episode; no terminal ones
-    seen = [[t, SEED + j] for j in range(3) for n in toy_lengths(SEED + j, 4, 2)
-            for t in range(n)]
+    seen = [[t, episode_seed(SEED, j, e)] for j in range(3)
+            for e, n in enumerate(episode_lengths(SEED, j, 4, 2)) for t in range(n)]
     seen = np.array(seen, dtype=np.float64)
     stats = problem.obs_stats
     assert float(stats.count) == len(seen) == problem.interaction_count
@@ -122,7 +123,7 @@ def test_normalization_uses_stats_from_before_the_call():
 def test_nonfinite_reward_gets_worst_fitness_and_is_counted():
     problem = toy_problem(env_config={"nan_reward_seed": SEED + 1})
     fitness = problem.evaluate(bias_params([0.5, 0.0, 0.0, -0.5]), seed=SEED)
-    good = [per_step_reward(b) * toy_lengths(SEED + j, 4, 1)[0]
+    good = [per_step_reward(b) * episode_lengths(SEED, j, 4, 1)[0]
             for j, b in [(0, 0.5), (2, 0.0), (3, -0.5)]]
     worst = min(good) - max(1.0, max(good) - min(good))
     np.testing.assert_allclose(fitness.numpy(), [good[0], worst, good[1], good[2]])
@@ -145,9 +146,9 @@ def test_failing_step_is_retried_on_a_fresh_env():
     toy_env.FAILURES[0] = 1
     with pytest.warns(UserWarning, match="retrying on a fresh env"):
         fitness = problem.evaluate(bias_params([0.0, 0.0, 0.0]), seed=SEED)
-    np.testing.assert_allclose(fitness.numpy(), [toy_lengths(SEED + j, 4, 1)[0]
+    np.testing.assert_allclose(fitness.numpy(), [episode_lengths(SEED, j, 4, 1)[0]
                                                  for j in range(3)])
-    assert problem.interaction_count == sum(toy_lengths(SEED + j, 4, 1)[0] for j in range(3))
+    assert problem.interaction_count == sum(episode_lengths(SEED, j, 4, 1)[0] for j in range(3))
 
 
 def test_failing_step_twice_raises_with_env_solution_and_cause():

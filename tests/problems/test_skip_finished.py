@@ -6,30 +6,32 @@ from collections import Counter
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from neurorun.envs import make_env
 from neurorun.problems import make_problem
 
-from .toy_env import ToyEnv, toy_lengths
+from .toy_env import ToyEnv, episode_lengths
 
 COUNTING_ID = "NeurorunCountingToy-v0"
 STEPS: Counter[int] = Counter()  # step calls per env, keyed by the seed of its first reset
-AUTORESETS: Counter[int] = Counter()  # resets without a seed after the first seeded one
+AUTORESETS: Counter[int] = Counter()  # resets after the first seeded one, same keys
 
 
 class CountingToyEnv(ToyEnv):
-    seeded = False
+    first_seed: int | None = None
 
     def reset(self, *, seed=None, options=None):
         # gymnasium's checks reset new envs without a seed: those do not count
-        if seed is None and self.seeded:
-            AUTORESETS[self.seed_value] += 1
-        self.seeded = self.seeded or seed is not None
+        if self.first_seed is not None:
+            AUTORESETS[self.first_seed] += 1
+        elif seed is not None:
+            self.first_seed = seed
         return super().reset(seed=seed, options=options)
 
     def step(self, action):
-        STEPS[self.seed_value] += 1
+        STEPS[self.first_seed] += 1
         return super().step(action)
 
 
@@ -62,16 +64,25 @@ def test_envs_left_out_are_not_stepped_and_keep_their_state():
     env.close()
 
 
-def test_evaluation_steps_each_env_only_for_its_own_episodes():
+@pytest.mark.parametrize("streaming", [True, False])
+def test_evaluation_steps_each_env_only_for_its_own_episodes(streaming):
     STEPS.clear()
     AUTORESETS.clear()
     problem = make_problem(COUNTING_ID, "Linear(obs_length, act_length)", vectorization="sync",
-                           env_config={"length": 4}, num_episodes=2, seed=0)
+                           env_config={"length": 4}, num_episodes=2, seed=0,
+                           streaming=streaming)
     params = torch.zeros(3, problem.solution_length)  # action 0: reward 1 per step
-    fitness = problem.evaluate(params, seed=0)  # env j seeded j: episodes of 4 + j, 5 + j steps
-    lengths = [toy_lengths(j, 4, 2) for j in range(3)]
-    assert [STEPS[j] for j in range(3)] == [sum(ls) for ls in lengths]  # 9, 11, 13
-    assert [AUTORESETS[j] for j in range(3)] == [1, 1, 1]  # before the second episode
+    fitness = problem.evaluate(params, seed=0)
+    # episode e of solution j is seeded j + e * 2**20: lengths [4, 5], [5, 6], [6, 4]
+    lengths = [episode_lengths(0, j, 4, 2) for j in range(3)]
+    assert lengths == [[4, 5], [5, 6], [6, 4]]
+    if streaming:  # slot 0 ends first (step 4) and takes pair 3, slot 1 pair 4, slot 2 pair 5
+        assert [STEPS[j] for j in range(3)] == [4 + 5, 5 + 6, 6 + 4]
+    else:  # slot j runs solution j's two episodes
+        assert [STEPS[j] for j in range(3)] == [sum(ls) for ls in lengths]
+    assert [AUTORESETS[j] for j in range(3)] == [1, 1, 1]  # before each slot's second episode
     np.testing.assert_allclose(fitness.numpy(), [sum(ls) / 2 for ls in lengths])
-    assert problem.last_stats["num_interactions"] == 33
+    assert problem.last_stats["num_interactions"] == 30
+    # every simulated step counted, plus the three autoresets
+    assert problem.last_stats["num_simulated_steps"] == 33
     problem.close()

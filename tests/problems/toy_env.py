@@ -71,3 +71,14 @@ def toy_lengths(seed: int, length: int, num_episodes: int) -> list[int]:
     """Episode lengths of the env seeded ``seed``: written out from the rule above."""
     first = length + seed % 3
     return [first + k for k in range(num_episodes)]
+
+
+def episode_seed(base: int, solution: int, episode: int) -> int:
+    """neurorun's documented seed of a solution's episode on backends that seed each episode:
+    ``base + j + e * 2**20``."""
+    return base + solution + episode * (1 << 20)
+
+
+def episode_lengths(base: int, solution: int, length: int, num_episodes: int) -> list[int]:
+    """Episode lengths of a solution whose every episode is seeded (``episode_seed``)."""
+    return [length + episode_seed(base, solution, e) % 3 for e in range(num_episodes)]
