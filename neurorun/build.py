@@ -126,6 +126,11 @@ def resolve_env_backend(cfg: DictConfig) -> str | None:
     except (ValueError, ImportError) as error:
         raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
     kind = parse_spec(spec)[0]
+    threads = OmegaConf.select(cfg, "env.num_threads", default=None)
+    if threads is not None and kind != "envpool":
+        raise ConfigError(f"env.num_threads={threads} sets EnvPool's threads, but env "
+                          f"{spec!r} runs on {kind}. Fix: env.num_threads=null, or "
+                          "env.backend=envpool.")
     if backend != "auto" or kind not in ("gym", "envpool") or "::" in str(cfg.env.id):
         return None
     chosen = "envpool" if kind == "envpool" else "gymnasium"

@@ -4,14 +4,15 @@ neurorun's primary config puts `neurorun://neurorun.conf` on its search path (af
 `pkg://neurorun.conf`). When the packaged configs have no `env/<name>.yaml`, Hydra asks this
 source, which accepts every spelling of an environment:
 
-    env=CartPole-v1   env=gym::Humanoid-v5   env=brax::humanoid   env=brax/humanoid
+    env=CartPole-v1   env=gym::Humanoid-v5   env=envpool::Hopper-v5   env=brax/humanoid
 
-`brax/x` and `gym/x` become `brax::x` and `gym::x` (other slashes stay: gymnasium namespaces
-such as `ALE/Pong-v5`). If a preset exists for the canonical id (`env/<env_slug(id)>.yaml` in
-the packaged configs, e.g. `brax_humanoid.yaml` with its reward shaping), that preset is
-served; otherwise a generic `{id: <id>, env_config: {}, target_score: null}`. Whether the
-id exists is checked by the runner before anything is built, so a typo ends with the closest
-registered ids.
+`brax/x`, `envpool/x` and `gym/x` become `brax::x`, `envpool::x` and `gym::x` (other slashes
+stay: gymnasium namespaces such as `ALE/Pong-v5`). If a preset exists for the canonical id
+(`env/<env_slug(id)>.yaml` in the packaged configs, e.g. `brax_humanoid.yaml` with its reward
+shaping), that preset is served (`envpool::Id` and `gym::Id` get the preset of `Id`, keeping
+their prefix); otherwise a generic `{id: <id>, env_config: {}, target_score: null}`. Whether
+the id exists is checked by the runner before anything is built, so a typo ends with the
+closest registered ids.
 
 `register_hydra_extensions()` registers this source with Hydra (explicitly, so it works in
 editable and regular installs alike, without a `hydra_plugins` namespace package) and the
@@ -32,7 +33,7 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from omegaconf import OmegaConf
 
 GROUP = "env"
-_BACKEND_PREFIXES = ("gym", "brax")
+_BACKEND_PREFIXES = ("gym", "envpool", "brax")
 
 
 def canonical_env_id(name: str) -> str:
@@ -102,11 +103,14 @@ class NeurorunEnvSource(ConfigSource):
         if name is None:
             raise ConfigLoadError(f"neurorun:// serves only {GROUP}/<id>, not {config_path}")
         env_id = canonical_env_id(name)
-        preset = self._preset(env_id)
+        # one preset per task: `envpool::Id` and `gym::Id` use the preset of `Id`
+        preset = self._preset(env_id.removeprefix("envpool::"))
         if preset is not None:
             text = preset.read_text(encoding="utf-8")
             cfg = OmegaConf.create(text)
             header = ConfigSource._get_header_dict(text)
+            if "::" in env_id and "id" in cfg:  # the backend named on the command line stays
+                cfg.id = env_id
         else:
             cfg = OmegaConf.create({"id": env_id, "env_config": {}, "target_score": None})
             header = {"package": None}

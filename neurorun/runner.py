@@ -78,7 +78,7 @@ class Runner:
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
         validate_config(cfg)
-        chosen = resolve_env_backend(cfg)
+        self.backend_chosen = chosen = resolve_env_backend(cfg)
         if chosen is not None:  # once per run; the saved config keeps the choice for resume
             print(f"neurorun: env {cfg.env.id} runs on {chosen} (env.backend=auto picked it; "
                   f"set env.backend=gymnasium or envpool to choose)", file=sys.stderr)
@@ -239,7 +239,8 @@ class Runner:
         started = time.perf_counter()
         every = int(cfg.checkpoint_every)
         saved = checkpoint.saved_config_path(self.run_dir)
-        if cfg.resume or not saved.is_file():  # what a later resume=<run dir> starts from
+        # what a later resume=<run dir> starts from (with the backend that auto chose)
+        if cfg.resume or self.backend_chosen or not saved.is_file():
             plain = OmegaConf.to_container(cfg, resolve=False)
             checkpoint.atomic_write_text(OmegaConf.to_yaml({**plain, "resume": None}), saved)
         self.loggers.start(OmegaConf.to_container(cfg, resolve=True))

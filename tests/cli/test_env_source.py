@@ -28,7 +28,9 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [
     ("env=brax::humanoid", "brax::humanoid", 5.0),  # the preset, with its reward shaping
     ("env=brax/humanoid", "brax::humanoid", 5.0),
-    ("env=gym::Humanoid-v5", "Humanoid-v5", 0.0),  # the preset file Humanoid-v5.yaml
+    # the preset file Humanoid-v5.yaml, with the backend prefix kept
+    ("env=gym::Humanoid-v5", "gym::Humanoid-v5", 0.0),
+    ("env=envpool/HalfCheetah-v5", "envpool::HalfCheetah-v5", 0.0),
     ("env=CartPole-v1", "CartPole-v1", 0.0),
     ("env=Acrobot-v1", "Acrobot-v1", 0.0),  # no preset: served generically
     ("env=gym::MountainCarContinuous-v0", "gym::MountainCarContinuous-v0", 0.0),
@@ -48,7 +50,7 @@ def test_spellings_work_inside_a_multirun_list():
     (jobs,) = BasicSweeper.split_arguments(overrides, None)
     assert len(jobs) == 8
     ids = [compose_config(job).env.id for job in jobs[::2]]
-    assert ids == ["brax::humanoid", "Humanoid-v5", "CartPole-v1", "brax::humanoid"]
+    assert ids == ["brax::humanoid", "gym::Humanoid-v5", "CartPole-v1", "brax::humanoid"]
 
 
 def test_generic_env_has_the_preset_keys():

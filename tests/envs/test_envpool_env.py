@@ -1,0 +1,184 @@
+"""The EnvPool backend against a direct EnvPool loop, its errors, and runs trained on it."""
+
+import builtins
+import csv
+
+import envpool
+import numpy as np
+import pytest
+import torch
+
+from neurorun.build import ConfigError
+from neurorun.cli import compose_config
+from neurorun.envs import UnknownEnvError, make_env, parse_spec, resolve_backend
+from neurorun.envs.envpool_env import EQUIVALENT_IDS
+from neurorun.problems import make_problem
+from neurorun.runner import run
+from neurorun.seeding import derive_seed
+from neurorun.tools.evaluate import evaluate
+
+
+def direct(env_id, seeds, **config):
+    """A plain EnvPool of len(seeds) envs, env i seeded seeds[i]."""
+    return envpool.make_gymnasium(env_id, num_envs=len(seeds), batch_size=len(seeds),
+                                  num_threads=1, seed=seeds[0], env_seed=list(seeds), **config)
+
+
+def test_prefix_and_spaces():
+    assert parse_spec("envpool::Hopper-v5") == ("envpool", "Hopper-v5")
+    env = make_env("envpool::Hopper-v5", 2, seed=0)
+    assert env.single_observation_space.shape == (11,)
+    assert env.single_action_space.shape == (3,) and env.skips_inactive
+    env.close()
+
+
+def test_reset_and_steps_match_a_direct_envpool_loop():
+    env = make_env("envpool::HalfCheetah-v5", 3, seed=5, num_threads=2)
+    reference = direct("HalfCheetah-v5", [5, 6, 7])
+    np.testing.assert_array_equal(env.reset_arrays(), reference.reset()[0].astype(np.float32))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        actions = rng.uniform(-1, 1, size=(3, 6)).astype(np.float32)
+        obs, reward, done = env.step_arrays(actions)
+        ref_obs, ref_reward, *_ = reference.step(actions)
+        np.testing.assert_array_equal(obs, ref_obs.astype(np.float32))
+        np.testing.assert_array_equal(reward, ref_reward.astype(np.float64))
+        assert not done.any()
+
+
+def test_envs_left_out_are_not_stepped():
+    env = make_env("envpool::Hopper-v5", 2, seed=0)
+    first = env.reset_arrays()
+    zeros = np.zeros((2, 3), dtype=np.float32)
+    obs, reward, _ = env.step_arrays(zeros, np.array([False, True]))
+    np.testing.assert_array_equal(obs[0], first[0])  # env 0 keeps its observation
+    assert reward[0] == 0 and reward[1] != 0
+    # env 0 stepped once now equals a fresh env seeded 0 stepped once
+    reference = direct("Hopper-v5", [0])
+    reference.reset()
+    ref_obs, *_ = reference.step(zeros[:1])
+    obs, _, _ = env.step_arrays(zeros, np.array([True, False]))
+    np.testing.assert_array_equal(obs[0], ref_obs[0].astype(np.float32))
+
+
+def test_next_step_autoreset_and_episode_length():
+    env = make_env("envpool::Hopper-v5", 2, seed=0, episode_length=3)
+    env.reset_arrays()
+    zeros = np.zeros((2, 3), dtype=np.float32)
+    dones = [env.step_arrays(zeros)[2].copy() for _ in range(3)]
+    assert [d.tolist() for d in dones] == [[False, False], [False, False], [True, True]]
+    obs, reward, done = env.step_arrays(zeros)  # the autoreset step
+    assert reward.tolist() == [0.0, 0.0] and not done.any()
+    assert abs(obs[0, 0] - 1.25) < 0.01  # a fresh hopper's height
+
+
+def test_reset_with_one_seed_per_env_equals_pools_seeded_alike():
+    env = make_env("envpool::Pendulum-v1", 3, seed=0)
+    obs = env.reset_arrays([11, 40, 7])
+    for i, seed in enumerate([11, 40, 7]):
+        np.testing.assert_array_equal(obs[i], direct("Pendulum-v1", [seed]).reset()[0][0])
+
+
+def test_bad_input_is_one_line():
+    with pytest.raises(UnknownEnvError, match="EnvPool has no env 'Hoper-v5'.*Hopper-v5"):
+        make_env("envpool::Hoper-v5", 2)
+    with pytest.raises(ValueError, match="env_config.ctrl_cost: .*closest: ctrl_cost_weight"):
+        make_env("envpool::Hopper-v5", 2, ctrl_cost=0.1)
+    with pytest.raises(ValueError, match="num_threads=0; expected an integer >= 1"):
+        make_env("envpool::Hopper-v5", 2, num_threads=0)
+    with pytest.raises(ValueError, match="num_threads=2 applies to EnvPool envs only"):
+        make_env("Hopper-v5", 2, num_threads=2)
+
+
+def test_missing_envpool_names_the_extra(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_envpool(name, *args, **kwargs):
+        if name == "envpool":
+            raise ImportError("No module named 'envpool'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_envpool)
+    with pytest.raises(ImportError, match=r"neurorun\[envpool\]"):
+        make_env("envpool::Hopper-v5", 2)
+    assert resolve_backend("Hopper-v5", "auto") == "Hopper-v5"  # bare ids fall back
+    with pytest.raises(ImportError, match=r"neurorun\[envpool\]"):
+        resolve_backend("Hopper-v5", "envpool")
+
+
+def test_resolve_backend():
+    assert resolve_backend("Hopper-v5", "auto") == "envpool::Hopper-v5"
+    assert resolve_backend("Hopper-v5", "gymnasium") == "Hopper-v5"
+    assert resolve_backend("Acrobot-v1", "auto") == "Acrobot-v1"  # not tested equal
+    assert resolve_backend("brax::ant", "auto") == "brax::ant"
+    assert "Hopper-v5" in EQUIVALENT_IDS
+    with pytest.raises(ValueError, match="contradicts env.id='gym::Hopper-v5'"):
+        resolve_backend("gym::Hopper-v5", "envpool")
+    with pytest.raises(ValueError, match="env.backend='cpp'"):
+        resolve_backend("Hopper-v5", "cpp")
+
+
+def tiny(*overrides):
+    return compose_config(["debug=default", "logger.console.quiet=true", *overrides])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["env=gym::CartPole-v1", "env.backend=envpool"], "contradicts"),
+    (["env.num_threads=0"], "env.num_threads=0"),
+    (["env=CartPole-v1", "env.backend=gymnasium", "env.num_threads=2"],
+     "env.num_threads=2 sets EnvPool's threads"),
+])
+def test_config_errors(tmp_path, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        run(tiny(*overrides), run_dir=tmp_path)
+
+
+def test_envpool_slash_spelling_is_the_prefix():
+    assert compose_config(["env=envpool/Pendulum-v1"]).env.id == "envpool::Pendulum-v1"
+
+
+def rows(run_dir):
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return [{k: v for k, v in row.items() if not k.endswith(("_s", "_per_s"))}
+                for row in csv.DictReader(file)]
+
+
+def test_auto_run_is_saved_with_its_backend_and_resumes_bit_for_bit(tmp_path, capsys):
+    common = ["env=Pendulum-v1", "problem.observation_normalization=true",
+              "problem.num_episodes=2", "problem.max_num_envs=3", "checkpoint_every=2"]
+    straight = tmp_path / "straight"
+    run(tiny(*common, "generations=4"), run_dir=straight)
+    assert "env Pendulum-v1 runs on envpool" in capsys.readouterr().err
+    saved = (straight / ".hydra" / "config.yaml").read_text()
+    assert "backend: envpool" in saved
+    cut = tmp_path / "cut"
+    run(tiny(*common, "generations=2"), run_dir=cut)
+    from neurorun.checkpoint import load_run_config
+
+    resumed = load_run_config(cut, ["generations=4"])
+    assert resumed.env.backend == "envpool"
+    run(resumed, run_dir=cut)
+    assert rows(cut) == rows(straight)
+
+
+def test_threads_do_not_change_results(tmp_path):
+    fitness = []
+    for threads in (1, 2):
+        problem = make_problem("envpool::Hopper-v5", "Linear(obs_length, act_length)",
+                               num_episodes=2, max_num_envs=5, num_threads=threads, seed=0)
+        params = 0.3 * torch.randn(8, problem.solution_length,
+                                   generator=torch.Generator().manual_seed(0))
+        fitness.append(problem.evaluate(params, seed=3))
+        problem.close()
+    assert torch.equal(fitness[0], fitness[1])
+
+
+def test_eval_of_an_envpool_run_reproduces_its_center_evaluation(tmp_path):
+    run(tiny("env=Pendulum-v1", "env.backend=envpool", "generations=2"), run_dir=tmp_path)
+    import json
+
+    meta = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
+    assert meta["env"] == "envpool::Pendulum-v1"
+    # debug=default: two seeded test episodes per center evaluation
+    summary = evaluate(str(tmp_path), episodes=2, seed=derive_seed(0, "evaluation"))
+    assert summary["return_mean"] == pytest.approx(meta["score"], rel=1e-6)

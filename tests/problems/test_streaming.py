@@ -1,0 +1,92 @@
+"""Streaming evaluation: the work queue of (solution, episode) pairs, checked by hand."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurorun.problems import make_problem
+from neurorun.problems.schedule import Schedule
+
+from .toy_env import TOY_ID, episode_lengths
+
+
+def test_schedule_hands_out_pairs_in_order():
+    schedule = Schedule(3, 2, 2, streaming=True, seed=100)  # pairs 0..5, k = e * 3 + j
+    assert schedule.slot_pair.tolist() == [0, 1]
+    assert schedule.reset_seeds() == [100, 101]
+    assert schedule.end(np.array([1])).tolist() == [1]  # slot 1 takes pair 2
+    assert schedule.slot_pair.tolist() == [0, 2]
+    schedule.fail(np.array([0]))  # solution 0 fails: pair 3 (its second episode) is skipped
+    assert schedule.slot_pair.tolist() == [-1, 2] and schedule.failed.tolist() == [1, 0, 0]
+    schedule.end(np.array([1]))
+    assert schedule.slot_pair.tolist() == [-1, 4]
+    assert schedule.pair_seeds(np.array([4])).tolist() == [100 + 1 + (1 << 20)]
+    schedule.end(np.array([1]))
+    assert schedule.slot_pair.tolist() == [-1, 5]
+    schedule.end(np.array([1]))
+    assert schedule.slot_pair.tolist() == [-1, -1]
+    assert schedule.finished.tolist() == [False, True, True, False, True, True]
+
+
+def test_lock_step_schedule_keeps_each_slot_on_its_solution():
+    schedule = Schedule(2, 3, 2, streaming=False, seed=0)
+    schedule.end(np.array([0]))
+    assert schedule.slot_pair.tolist() == [2, 1]  # solution 0's second episode
+    with pytest.raises(ValueError, match="needs as many env slots"):
+        Schedule(3, 1, 2, streaming=False, seed=0)
+
+
+def toy(**options):
+    return make_problem(TOY_ID, "Linear(obs_length, act_length)", env_config={"length": 4},
+                        seed=0, **options)
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_queue_on_a_backend_that_steps_every_env(streaming):
+    """AsyncVectorEnv steps all its envs and cannot seed later episodes: by hand, 4 solutions
+    on 2 slots, reward 1 per step. A seeded reset (seed s) gives 4 + s % 3 steps, an
+    unseeded autoreset one step more than the slot's previous episode."""
+    problem = toy(vectorization="async", max_num_envs=2, streaming=streaming)
+    fitness = problem.evaluate(torch.zeros(4, problem.solution_length), seed=0)
+    stats = problem.last_stats
+    if streaming:
+        # slot 0: pair 0 (seed 0, 4 steps, ends at step 4), autoreset at 5, pair 2 (5 steps:
+        # 6..10); slot 1: pair 1 (seed 1, 5 steps), autoreset at 6, pair 3 (6 steps: 7..12)
+        assert fitness.tolist() == [4, 5, 5, 6]
+        assert stats["num_vector_steps"] == 12 and stats["num_simulated_steps"] == 24
+    else:
+        # sub-batch 1: seeds 0, 1 (4 and 5 steps); sub-batch 2: seeds 2, 3 (6 and 4 steps)
+        assert fitness.tolist() == [4, 5, 6, 4]
+        assert stats["num_vector_steps"] == 5 + 6 and stats["num_simulated_steps"] == 22
+    assert stats["num_interactions"] == sum(fitness.tolist())
+    problem.close()
+
+
+@pytest.mark.parametrize("max_num_envs", [1, 2, 5, 12])
+def test_seeded_episodes_do_not_depend_on_slots_or_finishing_order(max_num_envs):
+    problem = toy(vectorization="sync", num_episodes=3, max_num_envs=max_num_envs)
+    biases = torch.tensor([[0.0, 0.0, b] for b in (0.5, -0.5, 0.0, 1.0)])
+    fitness = problem.evaluate(biases, seed=7)
+    expected = [(1 + b) * sum(episode_lengths(7, j, 4, 3)) / 3
+                for j, b in enumerate((0.5, -0.5, 0.0, 1.0))]
+    np.testing.assert_allclose(fitness.numpy(), expected)
+    assert problem.last_stats["num_episodes"] == 12
+    problem.close()
+
+
+def test_streaming_on_and_off_agree_where_episodes_are_seeded():
+    results = []
+    for streaming in (True, False):
+        problem = make_problem("Pendulum-v1", "Linear(obs_length, 8) >> Tanh() >> "
+                               "Linear(8, act_length)", num_episodes=2, max_num_envs=3,
+                               vectorization="sync", observation_normalization=True,
+                               streaming=streaming, seed=0)
+        params = torch.randn(7, problem.solution_length,
+                             generator=torch.Generator().manual_seed(2))
+        results.append((problem.evaluate(params, seed=5), problem.obs_stats.mean.clone(),
+                        problem.interaction_count))
+        problem.close()
+    (fit_a, mean_a, count_a), (fit_b, mean_b, count_b) = results
+    torch.testing.assert_close(fit_a, fit_b, rtol=1e-6, atol=1e-6)
+    assert count_a == count_b == 7 * 2 * 200
+    torch.testing.assert_close(mean_a, mean_b, rtol=1e-9, atol=1e-9)
