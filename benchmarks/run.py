@@ -28,7 +28,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
-           ("bench_ray.py", [])]
+           ("bench_ray.py", []), ("bench_envpool.py", ["--full"])]
 
 
 def run_scripts(full: bool) -> None:
@@ -78,6 +78,33 @@ def eval_table(report: dict) -> list[str]:
     return lines + ["", "(*) where the whole batch is stepped until its longest episode ends "
                     "(CartPole's native vector env, brax); a plain SyncVectorEnv steps only the "
                     "envs still running, so per-vector-step figures mean nothing there: '–'."]
+
+
+def envpool_table(report: dict) -> list[str]:
+    def rate(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.0f}"
+
+    lines = ["| env | policy | popsize | gymnasium raw | EnvPool raw 1 thr | neurorun 1 thr "
+             "(÷ EnvPool raw, × gymnasium raw) | EnvPool raw 2 thr | neurorun 2 thr "
+             "(÷ raw, × 1 thr) | neurorun 2 ray actors |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        lines.append(
+            f"| {r['env']} | {r['policy']} | {r['popsize']} | {rate(r['gym_raw'])} | "
+            f"{rate(r['pool_raw_t1'])} | {rate(r['neurorun_t1'])} ({r['vs_pool_t1']:.2f}, "
+            f"{r['vs_gym_t1']:.2f}×) | {rate(r['pool_raw_t2'])} | {rate(r['neurorun_t2'])} "
+            f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('neurorun_ray2'))} |")
+    lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; neurorun "
+              "figures are counted interactions of whole evaluate calls of random policies "
+              "around zero (early training: episodes of very different lengths)."]
+    if report.get("streaming"):
+        lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
+                  "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",
+                  "|---|---|---|---|---|"]
+        for r in report["streaming"]:
+            lines.append(f"| {r['env']} | {r['popsize']} → {r['slots']} | "
+                         f"{r['counted_fraction_on']:.2f} | {r['counted_fraction_off']:.2f} | "
+                         f"{r['steps_per_s_on']:,.0f} / {r['steps_per_s_off']:,.0f} |")
+    return lines
 
 
 def _case(r: dict) -> str:
@@ -172,6 +199,7 @@ def summary() -> str:
         ("Learning: time and interactions to solve, over seeds (center evaluation each "
          "generation included in the time)", "learning.json", learning_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
+        ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),
         ("brax on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
     ]:
         report = _load(name)

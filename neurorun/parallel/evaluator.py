@@ -103,8 +103,12 @@ class RayEvaluator:
         options = {"num_cpus": 1, "num_gpus": gpus_each, "max_restarts": 0, **actor_config}
         remote = ray.remote(EvaluationWorker)
 
+        threads = self.problem_kwargs.get("num_threads")
+        if threads is None and str(self.problem_kwargs.get("env")).startswith("envpool::"):
+            threads = max(1, int(options["num_cpus"] or 1))  # EnvPool: the actor's CPU share
+
         def make_actor(slot: int) -> Any:
-            kwargs = {**self.problem_kwargs, "max_num_envs": envs[slot],
+            kwargs = {**self.problem_kwargs, "max_num_envs": envs[slot], "num_threads": threads,
                       "seed": None if seed is None else mix_seed(seed, slot)}
             return remote.options(**options).remote(kwargs)
 

@@ -218,7 +218,9 @@ def _run_steps(
         counts = busy & ~done  # an interaction of a pair's episode
         if not _all_finite(obs):  # rare: find the rows, retire their slots
             obs, ok = _finite_rows(obs)
-            schedule.fail(np.flatnonzero(busy & ~ok))
+            # only observations a policy acts on count against its solution (a terminal one
+            # of an ended episode is dropped: the autoreset step replaces it)
+            schedule.fail(np.flatnonzero(counts & ~ok))
             busy = slot_pair >= 0
             counts &= ok
         buffer.add(obs, counts)

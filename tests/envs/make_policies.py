@@ -28,7 +28,7 @@ def train(env_id: str, backend: str, seconds: float) -> dict:
     overrides = [f"env={env_id}", f"env.backend={backend}", *threads,
                  "network=linear", "problem.observation_normalization=true", "algo=pgpe",
                  "algo.popsize=40", f"max_time={seconds}", "generations=null",
-                 "target_score=null", "eval_every=5", "checkpoint_every=0",
+                 "target_score=null", "eval_every=1", "checkpoint_every=0",
                  "logger.console.quiet=true", "seed=0"]
     with tempfile.TemporaryDirectory() as folder:
         result = run(compose_config(overrides), run_dir=folder)
@@ -48,7 +48,7 @@ def main() -> None:
         for backend in args.backends:
             saved = train(env_id, backend, args.seconds)
             torch.save(saved, DATA / f"{env_id}__{backend}.pt")
-            print(f"{env_id} {backend}: center_eval {saved['score']:.1f}", flush=True)
+            print(f"{env_id} {backend}: center_eval {saved['score']}", flush=True)
 
 
 if __name__ == "__main__":

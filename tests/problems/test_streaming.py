@@ -90,3 +90,15 @@ def test_streaming_on_and_off_agree_where_episodes_are_seeded():
     torch.testing.assert_close(fit_a, fit_b, rtol=1e-6, atol=1e-6)
     assert count_a == count_b == 7 * 2 * 200
     torch.testing.assert_close(mean_a, mean_b, rtol=1e-9, atol=1e-9)
+
+
+def test_a_nan_terminal_observation_does_not_fail_the_slots_next_solution():
+    # seed 30 (30 % 3 == 0): a 2-step episode whose terminal observation is NaN; the slot then
+    # runs solution 1 (seed 31: 3 steps), which must score normally
+    problem = make_problem(TOY_ID, "Linear(obs_length, act_length)", vectorization="sync",
+                           env_config={"length": 2, "nan_obs_seed": 30}, max_num_envs=1,
+                           seed=0)
+    fitness = problem.evaluate(torch.zeros(2, problem.solution_length), seed=30)
+    assert fitness.tolist() == [2.0, 3.0]
+    assert problem.last_stats["nonfinite_count"] == 0
+    problem.close()

@@ -1,0 +1,163 @@
+"""EnvPool backend and streaming evaluation: counted steps/s against the raw simulators.
+
+    python benchmarks/bench_envpool.py [--full] [--envs Hopper-v5,...] [--seconds 1.5]
+
+Per case (env, popsize, policy), in one process and one after the other:
+
+- ``gym_raw``: gymnasium's SyncVectorEnv of ``popsize`` envs, random actions, no policy;
+- ``pool_raw_t1`` / ``pool_raw_t2``: an EnvPool of ``popsize`` envs with 1 / 2 threads,
+  random actions, no policy (every env stepped every time: EnvPool autoresets);
+- ``neurorun_t1`` / ``neurorun_t2``: counted interactions per second of
+  ``Problem.evaluate`` on ``envpool::<id>`` (1 / 2 threads, obs normalization on), over whole
+  evaluate calls (a new pool per call included): random policies around zero (stdev 0.1),
+  as early in training, so episodes end at different times;
+- ``neurorun_ray2`` (``--full``): the same with a RayEvaluator of 2 actors, 1 thread each.
+
+Ratios: ``vs_pool_t1`` = neurorun_t1 / pool_raw_t1 (target >= 0.9), ``vs_gym_t1`` =
+neurorun_t1 / gym_raw (target >= 2.5 on HalfCheetah and Hopper), ``threads`` = neurorun_t2 /
+neurorun_t1 (target >= 1.7), ``counted_fraction`` = counted / simulated env steps.
+
+Streaming on vs off (``streaming`` cases): 256 solutions on 64 env slots (the queue holds
+more solutions than slots) on backends that step every env of the batch (gymnasium's native
+CartPole vector env), counted / simulated steps with the queue and in lock-step sub-batches
+(target >= 0.9 with streaming). Episodes are cut at ``EPISODE_LENGTH`` steps so that a case
+takes seconds. Writes benchmarks/results/envpool.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import envpool
+import gymnasium as gym
+import numpy as np
+import torch
+from _report import write_report
+
+from neurorun.problems import make_problem
+
+RESULTS = Path(__file__).resolve().parent / "results" / "envpool.json"
+LINEAR = "Linear(obs_length, act_length)"
+MLP = "Linear(obs_length, 64) >> Tanh() >> Linear(64, act_length)"
+EPISODE_LENGTH = 200
+QUICK_ENVS = ["CartPole-v1", "LunarLanderContinuous-v3", "Hopper-v5", "HalfCheetah-v5"]
+FULL_ENVS = QUICK_ENVS + ["BipedalWalker-v3", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
+
+
+def raw_gym(env_id: str, num_envs: int, seconds: float) -> float:
+    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
+                       max_episode_steps=EPISODE_LENGTH)
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    actions = [env.action_space.sample() for _ in range(16)]
+    steps, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        env.step(actions[steps % 16])
+        steps += 1
+    elapsed = time.perf_counter() - started
+    env.close()
+    return steps * num_envs / elapsed
+
+
+def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
+    env = envpool.make_gymnasium(env_id, num_envs=num_envs, batch_size=num_envs,
+                                 num_threads=threads, seed=0, max_episode_steps=EPISODE_LENGTH)
+    env.action_space.seed(0)
+    env.reset()
+    actions = [np.stack([env.action_space.sample() for _ in range(num_envs)])
+               for _ in range(16)]
+    steps, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        env.step(actions[steps % 16])
+        steps += 1
+    elapsed = time.perf_counter() - started
+    env.close()
+    return steps * num_envs / elapsed
+
+
+def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: int | None,
+             ray_actors: int = 0, **options: Any) -> dict[str, float]:
+    kwargs = {"env": spec, "network": network, "observation_normalization": True,
+              "episode_length": EPISODE_LENGTH, "num_threads": threads, "seed": 0, **options}
+    problem = make_problem(**kwargs)
+    evaluator = problem
+    if ray_actors:
+        from neurorun.parallel import RayEvaluator
+
+        evaluator = RayEvaluator(kwargs, num_actors=ray_actors, num_cpus=ray_actors,
+                                 problem=problem)
+    generator = torch.Generator().manual_seed(0)
+    counted = simulated = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds or counted == 0:
+        params = 0.1 * torch.randn(popsize, problem.solution_length, generator=generator)
+        evaluator.evaluate(params)
+        counted += evaluator.last_stats["num_interactions"]
+        simulated += evaluator.last_stats["num_simulated_steps"]
+    elapsed = time.perf_counter() - started
+    if evaluator is not problem:
+        evaluator.close()
+    problem.close()
+    return {"steps_per_s": counted / elapsed, "counted_fraction": counted / simulated}
+
+
+def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
+                    full: bool) -> dict[str, Any]:
+    spec = f"envpool::{env_id}"
+    case: dict[str, Any] = {"env": env_id, "popsize": popsize,
+                            "policy": "linear" if network == LINEAR else "mlp64"}
+    case["gym_raw"] = raw_gym(env_id, popsize, seconds)
+    for threads in (1, 2):
+        case[f"pool_raw_t{threads}"] = raw_pool(env_id, popsize, threads, seconds)
+        result = neurorun(spec, popsize, network, seconds, threads=threads)
+        case[f"neurorun_t{threads}"] = result["steps_per_s"]
+        case["counted_fraction"] = result["counted_fraction"]
+    if full:
+        case["neurorun_ray2"] = neurorun(spec, popsize, network, seconds, threads=None,
+                                         ray_actors=2)["steps_per_s"]
+    case["vs_pool_t1"] = case["neurorun_t1"] / case["pool_raw_t1"]
+    case["vs_pool_t2"] = case["neurorun_t2"] / case["pool_raw_t2"]
+    case["vs_gym_t1"] = case["neurorun_t1"] / case["gym_raw"]
+    case["threads"] = case["neurorun_t2"] / case["neurorun_t1"]
+    return case
+
+
+def streaming_case(spec: str, seconds: float) -> dict[str, Any]:
+    case: dict[str, Any] = {"env": spec, "popsize": 256, "slots": 64}
+    for streaming in (True, False):
+        result = neurorun(spec, 256, LINEAR, seconds, threads=None, max_num_envs=64,
+                          streaming=streaming)
+        name = "on" if streaming else "off"
+        case[f"counted_fraction_{name}"] = result["counted_fraction"]
+        case[f"steps_per_s_{name}"] = result["steps_per_s"]
+    return case
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="all 8 envs and 2 ray actors")
+    parser.add_argument("--envs", help="comma-separated env ids (default: by --full)")
+    parser.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    envs = args.envs.split(",") if args.envs else (FULL_ENVS if args.full else QUICK_ENVS)
+    cases, streams = [], []
+    for env_id in envs:
+        for popsize in (64, 256):
+            for network in (LINEAR, MLP):
+                cases.append(throughput_case(env_id, popsize, network, args.seconds, args.full))
+                print({k: round(v, 2) if isinstance(v, float) else v
+                       for k, v in cases[-1].items()}, flush=True)
+                write_report(RESULTS, episode_length=EPISODE_LENGTH, cases=cases,
+                             streaming=streams)
+    for spec in ("gym::CartPole-v1",):
+        streams.append(streaming_case(spec, args.seconds))
+        print(streams[-1], flush=True)
+    write_report(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams)
+
+
+if __name__ == "__main__":
+    main()
