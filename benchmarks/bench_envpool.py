@@ -7,6 +7,9 @@ Per case (env, popsize, policy), in one process and one after the other:
 - ``gym_raw``: gymnasium's SyncVectorEnv of ``popsize`` envs, random actions, no policy;
 - ``pool_raw_t1`` / ``pool_raw_t2``: an EnvPool of ``popsize`` envs with 1 / 2 threads,
   random actions, no policy (every env stepped every time: EnvPool autoresets);
+- ``pool_raw_async_t2``: the same pool in EnvPool's async mode (``batch_size`` = half the
+  envs, 2 threads: each ``recv`` returns whichever half is ready first), what async mode
+  would add over sync mode before any policy runs;
 - ``neurorun_t1`` / ``neurorun_t2``: counted interactions per second of
   ``Problem.evaluate`` on ``envpool::<id>`` (1 / 2 threads, obs normalization on), over whole
   evaluate calls (a new pool per call included): random policies around zero (stdev 0.1),
@@ -78,6 +81,24 @@ def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
     return steps * num_envs / elapsed
 
 
+def raw_async_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
+    """EnvPool's async mode: ``recv`` returns the first half of the envs that are ready."""
+    batch = num_envs // 2
+    env = envpool.make_gymnasium(env_id, num_envs=num_envs, batch_size=batch,
+                                 num_threads=threads, seed=0, max_episode_steps=EPISODE_LENGTH)
+    env.action_space.seed(0)
+    env.async_reset()
+    actions = np.stack([env.action_space.sample() for _ in range(batch)])
+    steps, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        info = env.recv()[-1]
+        env.send(actions, info["env_id"])
+        steps += 1
+    elapsed = time.perf_counter() - started
+    env.close()
+    return steps * batch / elapsed
+
+
 def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: int | None,
              ray_actors: int = 0, **options: Any) -> dict[str, float]:
     kwargs = {"env": spec, "network": network, "observation_normalization": True,
@@ -110,6 +131,7 @@ def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
     case: dict[str, Any] = {"env": env_id, "popsize": popsize,
                             "policy": "linear" if network == LINEAR else "mlp64"}
     case["gym_raw"] = raw_gym(env_id, popsize, seconds)
+    case["pool_raw_async_t2"] = raw_async_pool(env_id, popsize, 2, seconds)
     for threads in (1, 2):
         case[f"pool_raw_t{threads}"] = raw_pool(env_id, popsize, threads, seconds)
         result = neurorun(spec, popsize, network, seconds, threads=threads)

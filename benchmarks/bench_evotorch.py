@@ -14,7 +14,9 @@ on both:
   per solution, no observation normalization (off on both sides), the same episode cut;
 - EvoTorch as GymNE (one episode at a time) and VecGymNE (the population stepped together);
   neurorun through ``neurorun.runner.run`` with ``parallel=local`` (no center evaluation,
-  no checkpoints until the end, console quiet: only what a generation needs);
+  no checkpoints until the end, console quiet: only what a generation needs), on the backend
+  ``env.backend=auto`` picks (EnvPool for the ids tested equal to gymnasium's, with one
+  thread: ``neurorun_backend`` in the results);
 - with 2 ray actors: EvoTorch VecGymNE ``num_actors=2`` vs neurorun ``parallel=ray``.
 
 Per side: seconds per generation and env steps/s (interactions: steps of envs still
@@ -72,10 +74,12 @@ class Case:
 
 QUICK = [Case("CartPole-v1", 50, 12), Case("CartPole-v1", 256, 5), Case("Pendulum-v1", 64, 4),
          Case("LunarLanderContinuous-v3", 64, 4), Case("HalfCheetah-v5", 64, 3, 200),
-         Case("CartPole-v1", 256, 6, num_actors=2)]
+         Case("Hopper-v5", 64, 3, 200), Case("CartPole-v1", 256, 6, num_actors=2)]
 FULL = [Case("Pendulum-v1", 256, 4), Case("LunarLanderContinuous-v3", 256, 4),
         Case("HalfCheetah-v5", 64, 3), Case("CartPole-v1", 256, 8, observation_normalization=True),
-        Case("Humanoid-v5", 64, 3, 200)]
+        Case("Humanoid-v5", 64, 3, 200), Case("BipedalWalker-v3", 64, 3, 400),
+        Case("Walker2d-v5", 64, 3, 200), Case("Ant-v5", 64, 3, 200),
+        Case("HalfCheetah-v5", 256, 2, 200, num_actors=2)]
 
 
 def ensure_venv() -> Path:
@@ -137,10 +141,19 @@ def _overrides(case: Case) -> list[str]:
         f"problem.observation_normalization={str(case.observation_normalization).lower()}",
         f"generations={WARMUP + case.generations}", "eval_every=0", "target_score=null",
         "checkpoint_every=0", "logger.console.quiet=true", "seed=0"]
+    if _backend(case) == "envpool" and not case.num_actors:  # one thread, like the other side
+        overrides.append("env.num_threads=1")
     if case.num_actors:
         overrides += ["parallel=ray", f"parallel.num_actors={case.num_actors}",
                       f"parallel.num_cpus={case.num_actors}"]
     return overrides
+
+
+def _backend(case: Case) -> str:
+    """The backend neurorun's `env.backend=auto` picks for the case's env."""
+    from neurorun.envs import resolve_backend
+
+    return "envpool" if resolve_backend(case.env).startswith("envpool::") else "gymnasium"
 
 
 def run_neurorun(case: Case) -> dict[str, Any]:
@@ -193,7 +206,8 @@ def _best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 def bench_case(case: Case, side: EvoTorchSide, rounds: int) -> dict[str, Any]:
     """Rounds alternate the sides; each side's best round is reported."""
-    result: dict[str, Any] = {**asdict(case), "network": NETWORK, "rounds": rounds}
+    result: dict[str, Any] = {**asdict(case), "network": NETWORK, "rounds": rounds,
+                              "neurorun_backend": _backend(case)}
     measured: dict[str, list[dict[str, Any]]] = {}
     for _ in range(rounds):
         for mode in case.modes:

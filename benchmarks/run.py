@@ -86,13 +86,15 @@ def envpool_table(report: dict) -> list[str]:
 
     lines = ["| env | policy | popsize | gymnasium raw | EnvPool raw 1 thr | neurorun 1 thr "
              "(÷ EnvPool raw, × gymnasium raw) | EnvPool raw 2 thr | neurorun 2 thr "
-             "(÷ raw, × 1 thr) | neurorun 2 ray actors |", "|---|---|---|---|---|---|---|---|---|"]
+             "(÷ raw, × 1 thr) | EnvPool raw async 2 thr | neurorun 2 ray actors |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
         lines.append(
             f"| {r['env']} | {r['policy']} | {r['popsize']} | {rate(r['gym_raw'])} | "
             f"{rate(r['pool_raw_t1'])} | {rate(r['neurorun_t1'])} ({r['vs_pool_t1']:.2f}, "
             f"{r['vs_gym_t1']:.2f}×) | {rate(r['pool_raw_t2'])} | {rate(r['neurorun_t2'])} "
-            f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('neurorun_ray2'))} |")
+            f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('pool_raw_async_t2'))} "
+            f"| {rate(r.get('neurorun_ray2'))} |")
     lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; neurorun "
               "figures are counted interactions of whole evaluate calls of random policies "
               "around zero (early training: episodes of very different lengths)."]
@@ -111,7 +113,8 @@ def _case(r: dict) -> str:
     cut = f", {r['episode_length']} steps" if r.get("episode_length") else ""
     norm = ", obs norm" if r.get("observation_normalization") else ""
     actors = f", {r['num_actors']} ray actors" if r.get("num_actors") else ""
-    return f"{r['env']}{cut}{norm}{actors}"
+    backend = ", EnvPool" if r.get("neurorun_backend") == "envpool" else ""
+    return f"{r['env']}{cut}{norm}{actors}{backend}"
 
 
 def evotorch_table(report: dict) -> list[str]:

@@ -55,13 +55,6 @@ def envpool_available() -> bool:
     return True
 
 
-def envpool_ids() -> list[str]:
-    """Every id EnvPool registers (empty when it is not installed)."""
-    if not envpool_available():
-        return []
-    return list(import_envpool().list_all_envs())
-
-
 def default_num_threads() -> int:
     """The CPUs this process may use (a ray actor's share where ray pins it)."""
     try:
@@ -101,6 +94,8 @@ def _default_config(env_id: str) -> Any:
 
 def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
     """Observation and action space of one env (a one-env pool, built and closed again)."""
+    check_envpool_id(env_id)
+    check_envpool_options(env_id, env_config)
     pool = _make_pool(env_id, [0], 1, env_config)
     try:
         return pool.single_observation_space, pool.single_action_space
@@ -110,8 +105,7 @@ def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
 
 def _make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
                env_config: dict[str, Any], episode_length: int | None = None) -> Any:
-    check_envpool_id(env_id)
-    check_envpool_options(env_id, env_config)
+    """A sync-mode pool whose env i is seeded seeds[i] (id and options checked before)."""
     config = dict(env_config)
     if episode_length is not None:
         limit = _default_config(env_id).max_episode_steps
@@ -154,6 +148,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         self._episode_length = episode_length
         base = 0 if seed is None else int(seed)
         self._seeds = [base + i for i in range(self.num_envs)]
+        check_envpool_id(env_id)
+        check_envpool_options(env_id, self._config)
         self._pool = _make_pool(env_id, self._seeds, self.num_threads, self._config,
                                 episode_length)
         self._fresh = True  # not reset or stepped since it was built

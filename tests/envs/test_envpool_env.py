@@ -182,3 +182,27 @@ def test_eval_of_an_envpool_run_reproduces_its_center_evaluation(tmp_path):
     # debug=default: two seeded test episodes per center evaluation
     summary = evaluate(str(tmp_path), episodes=2, seed=derive_seed(0, "evaluation"))
     assert summary["return_mean"] == pytest.approx(meta["score"], rel=1e-6)
+
+
+def test_a_simulator_exception_names_the_env_and_the_solutions(monkeypatch):
+    import neurorun.envs.envpool_env as module
+    from neurorun.problems import EvaluationError
+
+    real = module._make_pool
+
+    class Exploding:  # an EnvPool whose C++ step throws (pybind11 raises RuntimeError)
+        def __init__(self, pool):
+            self.pool = pool
+
+        def __getattr__(self, name):
+            return getattr(self.pool, name)
+
+        def step(self, *args):
+            raise RuntimeError("simulation unstable")
+
+    monkeypatch.setattr(module, "_make_pool", lambda *a, **k: Exploding(real(*a, **k)))
+    problem = make_problem("envpool::Hopper-v5", "Linear(obs_length, act_length)", seed=0)
+    with pytest.warns(UserWarning, match="retrying on a fresh env"), \
+            pytest.raises(EvaluationError, match=r"'envpool::Hopper-v5' failed twice while "
+                          r"evaluating one of solutions 0\.\.2 .*simulation unstable"):
+        problem.evaluate(torch.zeros(3, problem.solution_length), seed=0)
