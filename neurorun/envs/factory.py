@@ -23,13 +23,19 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
     """The spec a run uses: a bare id with ``backend`` becomes ``Id`` or ``envpool::Id``.
 
     ``auto`` picks EnvPool for the ids whose equivalence with gymnasium is tested
-    (``EQUIVALENT_IDS``) when EnvPool is installed; other specs are returned as they are.
+    (``EQUIVALENT_IDS``, less ``AUTO_GYMNASIUM``) when EnvPool is installed; other specs are
+    returned as they are.
 
     Raises:
         ValueError: an unknown backend, or one that contradicts the spec's own prefix.
         ImportError: ``envpool`` asked for but not installed.
     """
-    from neurorun.envs.envpool_env import EQUIVALENT_IDS, envpool_available, import_envpool
+    from neurorun.envs.envpool_env import (
+        AUTO_GYMNASIUM,
+        EQUIVALENT_IDS,
+        envpool_available,
+        import_envpool,
+    )
 
     if backend not in BACKEND_CHOICES:
         raise ValueError(f"env.backend={backend!r}; expected one of {list(BACKEND_CHOICES)}")
@@ -44,7 +50,8 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
     if backend == "envpool":
         import_envpool()
         return f"envpool::{name}"
-    if backend == "auto" and name in EQUIVALENT_IDS and envpool_available():
+    if (backend == "auto" and name in EQUIVALENT_IDS and name not in AUTO_GYMNASIUM
+            and envpool_available()):
         return f"envpool::{name}"
     return name
 

@@ -110,6 +110,8 @@ def test_resolve_backend():
     assert resolve_backend("Hopper-v5", "auto") == "envpool::Hopper-v5"
     assert resolve_backend("Hopper-v5", "gymnasium") == "Hopper-v5"
     assert resolve_backend("Acrobot-v1", "auto") == "Acrobot-v1"  # not tested equal
+    assert resolve_backend("CartPole-v1", "auto") == "CartPole-v1"  # gymnasium's is faster
+    assert resolve_backend("CartPole-v1", "envpool") == "envpool::CartPole-v1"
     assert resolve_backend("brax::ant", "auto") == "brax::ant"
     assert "Hopper-v5" in EQUIVALENT_IDS
     with pytest.raises(ValueError, match="contradicts env.id='gym::Hopper-v5'"):
@@ -127,6 +129,9 @@ def tiny(*overrides):
     (["env.num_threads=0"], "env.num_threads=0"),
     (["env=CartPole-v1", "env.backend=gymnasium", "env.num_threads=2"],
      "env.num_threads=2 sets EnvPool's threads"),
+    (["env=envpool::Hoper-v5"], "EnvPool has no env 'Hoper-v5'; closest: Hopper-v5"),
+    (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost=0.1"],
+     "EnvPool's Hopper-v5 takes no option 'ctrl_cost'; closest: ctrl_cost_weight"),
 ])
 def test_config_errors(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):

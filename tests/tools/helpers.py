@@ -14,8 +14,9 @@ BIAS = np.array([0.0, 0.02])
 SOLUTION = np.concatenate([WEIGHT.reshape(-1), BIAS]).astype(np.float32)
 
 
-def save_checkpoint(folder: Path, *, normalize: bool = False) -> Path:
-    """A run folder's checkpoints/best.{pkl,pt,json} for SOLUTION on CartPole-v1."""
+def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPole-v1") -> Path:
+    """A run folder's checkpoints/best.{pkl,pt,json} for SOLUTION on CartPole-v1 (saved under
+    the spec ``env``)."""
     from neurorun import checkpoint
     from neurorun.problems import make_problem
 
@@ -24,7 +25,7 @@ def save_checkpoint(folder: Path, *, normalize: bool = False) -> Path:
     if normalize:
         generator = torch.Generator().manual_seed(0)
         problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
-    meta = {"env": "CartPole-v1", "env_config": {}, "architecture": problem.architecture,
+    meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
             "network_args": {}}
     checkpoint.save_policy(problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best",
                            meta)

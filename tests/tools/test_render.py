@@ -12,7 +12,7 @@ from PIL import Image
 from neurorun.tools import render as render_tool
 from neurorun.tools import video
 
-from .helpers import BIAS, WEIGHT
+from .helpers import BIAS, WEIGHT, save_checkpoint
 
 
 def expected_frames(seed: int, episodes: int, limit: int) -> list[list[np.ndarray]]:
@@ -48,6 +48,15 @@ def test_gif_holds_every_frame(run_dir, tmp_path):
     changes = sum(not np.array_equal(a, b) for a, b in zip(frames, frames[1:], strict=False))
     assert len(durations) == 1 + changes
     assert sum(durations) == len(frames) * 50  # 20 fps: 50 ms per frame, exact in GIF
+
+
+def test_an_envpool_run_renders_with_gymnasiums_env(tmp_path):
+    folder = save_checkpoint(tmp_path / "run", env="envpool::CartPole-v1")
+    episodes = render_tool.render(str(folder), tmp_path / "policy.gif", episodes=1, seed=3,
+                                  max_steps=25)
+    (expected,) = expected_frames(3, 1, 25)
+    assert len(episodes[0].frames) == len(expected)
+    assert all(np.array_equal(a, b) for a, b in zip(episodes[0].frames, expected, strict=True))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("imageio_ffmpeg") is None,
