@@ -254,7 +254,6 @@ def _alive_bonus(schedule: AliveBonus, t: Tensor) -> Tensor:
     return torch.where(t >= schedule.t1, full, ramp)
 
 
-
 def _episode_times(ids: np.ndarray) -> np.ndarray:
     """Time within its episode (from 1) of each counted step; ``ids`` are the steps' pairs in
     time order."""
