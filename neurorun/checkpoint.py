@@ -120,12 +120,29 @@ def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
 
 
 def load_state(run_dir: str | Path) -> dict[str, Any] | None:
-    """The resume state of `run_dir`, or None when it has none yet."""
+    """The resume state of `run_dir`, or None when it has none yet.
+
+    Loaded with `torch.load(weights_only=True)`: tensors, numbers, strings, lists and dicts,
+    never code, so a state.pt from a shared folder cannot run anything.
+
+    Raises:
+        ValueError: the file is truncated, not a torch file, or holds other objects (one line).
+    """
     path = Path(run_dir) / CHECKPOINT_DIR / STATE_FILE
     if not path.is_file():
         return None
-    # The run's own file, written by save_state: it may hold the problem's RNG objects.
-    return torch.load(path, map_location="cpu", weights_only=False)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # pickle, zip and torch all raise their own types
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(
+            f"resume: {path} cannot be loaded as plain data ({type(error).__name__}: "
+            f"{reason[:200]}); it is truncated, corrupt or holds objects that could run code. "
+            "Fix: resume from an intact copy of the run, or start a new run.") from error
+    if not isinstance(state, dict) or "generation" not in state:
+        raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "
+                         "Fix: resume from the run's own folder, or start a new run.")
+    return state
 
 
 def saved_config_path(run_dir: str | Path) -> Path:

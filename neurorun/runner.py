@@ -85,7 +85,10 @@ class Runner:
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
-        self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None
+        try:
+            self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
         if cfg.resume and self.state is None:
             raise ConfigError(
                 f"resume={cfg.resume!r}: no checkpoints/state.pt there yet; expected a run that "

@@ -10,6 +10,7 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun import checkpoint
+from neurorun.build import ConfigError
 from neurorun.cli import compose_config
 from neurorun.runner import run
 
@@ -173,3 +174,37 @@ def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path,
     run(checkpoint.load_run_config(failed, []), run_dir=failed)
     assert metric_rows(failed) == metric_rows(whole)
     assert torch.equal(last_solution(failed), last_solution(whole))
+
+
+class _CreatesAFile:
+    """Unpickling this runs os.system: what a crafted state.pt in a shared folder could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_resume_never_unpickles_code_from_state_pt(tmp_path):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    marker = tmp_path / "owned"
+    state = torch.load(tmp_path / "checkpoints" / "state.pt", weights_only=True)
+    state["status"] = _CreatesAFile(marker)
+    torch.save(state, tmp_path / "checkpoints" / "state.pt")
+    with pytest.raises(ConfigError, match="cannot be loaded as plain data.*could run code"):
+        run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_a_damaged_state_pt_is_one_line(tmp_path, damage):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    path = tmp_path / "checkpoints" / "state.pt"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"not a torch file")
+    with pytest.raises(ConfigError, match=r"state.pt cannot be loaded as plain data") as info:
+        run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert "\n" not in str(info.value)
