@@ -84,3 +84,10 @@ def check_writable(path: str | Path, what: str) -> None:
         reason = "is a folder" if path.is_dir() else f"{str(folder)!r} is not a writable folder"
         raise ToolError(f"cannot write the {what} to {str(path)!r}: {reason}; pass an --out "
                         "path in a writable folder")
+
+
+def add_trust_pickle(parser: Any) -> None:
+    """The ``--trust-pickle`` opt-in of the tools that load policies."""
+    parser.add_argument("--trust-pickle", action="store_true",
+                        help="also load policy pickles (.pkl), which run any code they hold; "
+                             "without it only weights-only .pt + .json files are read")

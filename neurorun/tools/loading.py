@@ -1,9 +1,10 @@
 """Load a saved policy from a run folder, a policy pickle or a weights-only `.pt` (+ `.json`).
 
-A `.pkl` is the problem's `save_solution` dict; unpickling it can run arbitrary code, so it is
-checked opcode by opcode first (a truncated or corrupt file fails without running anything)
-and loading it warns once, pointing at the weights-only twin. A `.pt` holds only tensors
-(`torch.load(weights_only=True)`); the network is rebuilt from the `.json` beside it.
+A `.pt` holds only tensors (`torch.load(weights_only=True)`); the network is rebuilt from the
+`.json` beside it, and a run folder is always read through them. A `.pkl` is the problem's
+`save_solution` dict; unpickling it can run arbitrary code, so it is loaded only when the user
+says so (`trust_pickle`, `--trust-pickle`), and then checked opcode by opcode first (a
+truncated or corrupt file fails without running anything).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import pickle
 import pickletools
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,6 @@ from omegaconf import OmegaConf
 from neurorun.tools.common import ToolError
 
 CHECKPOINT_FOLDER = "checkpoints"
-
-
-class PickleWarning(UserWarning):
-    """Loading a policy pickle runs whatever code the pickle names."""
-
-
-_warned_about_pickles = False
 
 
 @dataclass
@@ -42,21 +35,27 @@ class LoadedPolicy:
     episode_length: int | None = None  # the run's training limit, when known
 
 
-def load_policy(path: str | Path, *, checkpoint: str = "best",
-                env: str | None = None) -> LoadedPolicy:
-    """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt`, else `.pkl`), a policy
-    pickle or a weights-only `.pt`. `env` replaces the env the checkpoint names.
+def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None = None,
+                trust_pickle: bool = False) -> LoadedPolicy:
+    """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt` + `.json`; its `.pkl` only
+    with `trust_pickle`), a weights-only `.pt`, or (with `trust_pickle`) a policy pickle.
+    `env` replaces the env the checkpoint names.
 
     Raises:
-        ToolError: missing or unreadable file, or an env that cannot be made here.
+        ToolError: missing or unreadable file, a pickle without `trust_pickle`, or an env that
+            cannot be made here.
     """
     path = Path(path)
     if not path.exists():
         raise ToolError(f"{str(path)!r} does not exist; expected a run folder, a policy .pkl "
                         "or a weights-only .pt")
     if path.is_dir():
-        path = _checkpoint_in(path, checkpoint)
+        path = _checkpoint_in(path, checkpoint, trust_pickle)
     if path.suffix == ".pkl":
+        if not trust_pickle:
+            raise ToolError(f"{str(path)!r} is a pickle, and loading a pickle runs any code it "
+                            "holds: not loaded. Use the weights-only .pt (+ .json) beside it, "
+                            "or pass --trust-pickle if you trust where the file came from")
         loaded = _load_pickle(path, env)
     elif path.suffix == ".pt":
         loaded = _load_weights(path, env)
@@ -65,13 +64,18 @@ def load_policy(path: str | Path, *, checkpoint: str = "best",
     return loaded
 
 
-def _checkpoint_in(folder: Path, checkpoint: str) -> Path:
+def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
     checkpoints = folder / CHECKPOINT_FOLDER
     base = checkpoints if checkpoints.is_dir() else folder
-    for suffix in (".pt", ".pkl"):
-        candidate = base / f"{checkpoint}{suffix}"
-        if candidate.is_file() and (suffix == ".pkl" or candidate.with_suffix(".json").is_file()):
-            return candidate
+    weights, pickled = base / f"{checkpoint}.pt", base / f"{checkpoint}.pkl"
+    if weights.is_file() and weights.with_suffix(".json").is_file():
+        return weights
+    if pickled.is_file():
+        if trust_pickle:
+            return pickled
+        raise ToolError(f"{str(folder)!r} has no {checkpoint}.pt + {checkpoint}.json, only "
+                        f"{checkpoint}.pkl, and loading a pickle runs any code it holds: not "
+                        "loaded. Pass --trust-pickle if you trust where the folder came from")
     raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_FOLDER}/"
                     f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; pass a run folder "
                     "(a sweep holds one run per subfolder) or a checkpoint file")
@@ -108,18 +112,6 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _warn_about_pickles(path: Path) -> None:
-    global _warned_about_pickles
-    if _warned_about_pickles:
-        return
-    _warned_about_pickles = True
-    twin = path.with_suffix(".pt")
-    hint = f"{twin}" if twin.is_file() else "the weights-only .pt twin of this checkpoint"
-    warnings.warn(PickleWarning(f"loading {path} runs code stored in the pickle; only load "
-                                f"pickles you trust, or use {hint} (weights only)"),
-                  stacklevel=3)
-
-
 def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
     data = path.read_bytes()
     try:
@@ -128,7 +120,6 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
     except Exception as error:
         raise ToolError(f"{str(path)!r} is truncated or not a pickle ({error}); write it again "
                         "or use the weights-only .pt") from error
-    _warn_about_pickles(path)
     try:
         saved = pickle.loads(data)
     except Exception as error:

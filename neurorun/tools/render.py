@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from neurorun.tools.common import ToolError, check_writable, run_tool
+from neurorun.tools.common import ToolError, add_trust_pickle, check_writable, run_tool
 from neurorun.tools.episodes import Episode, run_episodes, step_limit
 from neurorun.tools.loading import load_policy
 from neurorun.tools.video import (
@@ -34,7 +34,7 @@ from neurorun.tools.video import (
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
            max_steps: int | None = None, env: str | None = None,
-           checkpoint: str = "best") -> list[Episode]:
+           checkpoint: str = "best", trust_pickle: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
     from neurorun.envs import parse_spec
 
@@ -47,7 +47,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
         check_video_writer(out)
         # Before anything imports mujoco (brax does): it reads MUJOCO_GL once, on import.
         prepare_mujoco_gl()
-    loaded = load_policy(path, checkpoint=checkpoint, env=env)
+    loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle)
     backend, name = parse_spec(loaded.env)
     limit = step_limit(loaded, max_steps)
     if backend == "brax":
@@ -86,6 +86,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--env", default=None, help="play on this env id instead")
     result.add_argument("--checkpoint", choices=("best", "last"), default="best",
                         help="which checkpoint of a run folder (best)")
+    add_trust_pickle(result)
     return result
 
 
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         results = render(args.path, args.out, episodes=args.episodes, seed=args.seed,
                          fps=args.fps, max_steps=args.max_steps, env=args.env,
-                         checkpoint=args.checkpoint)
+                         checkpoint=args.checkpoint, trust_pickle=args.trust_pickle)
         returns = ", ".join(f"{episode.episode_return:.2f}" for episode in results)
         frames = sum(len(episode.frames) for episode in results)
         print(f"wrote {args.out}" + (f" ({frames} frames)" if frames else "")

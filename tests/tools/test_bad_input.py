@@ -8,16 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from neurorun.tools import compare, evaluate, loading, plot, render
+from neurorun.tools import compare, evaluate, plot, render
 from neurorun.tools.common import ToolError, write_output
 
 TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
          "compare": compare.main}
-
-
-@pytest.fixture(autouse=True)
-def _pickle_warning_already_given(monkeypatch):
-    monkeypatch.setattr(loading, "_warned_about_pickles", True)
 
 
 def fails_with(capsys, tool: str, argv: list[str], *words: str) -> str:
@@ -67,7 +62,7 @@ def test_corrupt_or_truncated_pickle(run_dir, tmp_path, capsys, damage, tool):
     bad.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00not a pickle" * 9,
                      "empty": b""}[damage])
     out = old_file(tmp_path, "policy.gif")
-    argv = [str(bad)] + (["--out", str(out)] if tool == "render" else [])
+    argv = [str(bad), "--trust-pickle"] + (["--out", str(out)] if tool == "render" else [])
     fails_with(capsys, tool, argv, "bad.pkl", "truncated or not a pickle")
     assert out.read_bytes() == b"old"
 
@@ -102,9 +97,11 @@ def test_env_not_installed_pickle(run_dir, tmp_path, capsys):
     saved["env"] = "no_such_package.envs:make_env"
     path = tmp_path / "policy.pkl"
     path.write_bytes(pickle.dumps(saved))
-    fails_with(capsys, "eval", [str(path)], "cannot be made here")
+    fails_with(capsys, "eval", [str(path), "--trust-pickle"], "cannot be made here")
+    fails_with(capsys, "eval", [str(path)], "--trust-pickle")  # one line, nothing unpickled
     out = old_file(tmp_path, "policy.gif")
-    fails_with(capsys, "render", [str(path), "--out", str(out)], "cannot be made here")
+    fails_with(capsys, "render", [str(path), "--out", str(out), "--trust-pickle"],
+               "cannot be made here")
     assert out.read_bytes() == b"old"
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from neurorun.tools import evaluate as evaluate_tool
 from neurorun.tools import loading
-from neurorun.tools.loading import PickleWarning
+from neurorun.tools.common import ToolError
 
 from .helpers import BIAS, WEIGHT, save_checkpoint
 
@@ -40,7 +40,8 @@ def expected_episodes(seed: int, episodes: int, mean=None, stdev=None, limit=Non
 @pytest.mark.parametrize("name", ["best.pt", "best.pkl", ""])
 def test_eval_matches_a_plain_gymnasium_loop(run_dir, name):
     path = run_dir / "checkpoints" / name if name else run_dir
-    summary = evaluate_tool.evaluate(str(path), episodes=4, seed=3)
+    summary = evaluate_tool.evaluate(str(path), episodes=4, seed=3,
+                                     trust_pickle=name.endswith(".pkl"))
     returns, lengths = expected_episodes(3, 4)
     assert [e["return"] for e in summary["episodes"]] == returns
     assert [e["length"] for e in summary["episodes"]] == lengths
@@ -56,7 +57,8 @@ def test_eval_applies_the_saved_obs_normalization(tmp_path, name):
     with open(run / "checkpoints" / "best.pkl", "rb") as file:
         saved = pickle.load(file)
     mean, stdev = saved["obs_mean"].numpy(), saved["obs_stdev"].numpy()
-    summary = evaluate_tool.evaluate(str(run / "checkpoints" / name), episodes=3, seed=0)
+    summary = evaluate_tool.evaluate(str(run / "checkpoints" / name), episodes=3, seed=0,
+                                     trust_pickle=True)
     returns, _ = expected_episodes(0, 3, mean.astype(np.float64), stdev.astype(np.float64))
     assert [e["return"] for e in summary["episodes"]] == returns
 
@@ -67,16 +69,34 @@ def test_max_steps_cuts_episodes(run_dir):
     assert summary["max_steps"] == 20
 
 
-def test_pickle_warning_is_given_once(run_dir, monkeypatch):
-    monkeypatch.setattr(loading, "_warned_about_pickles", False)
-    path = str(run_dir / "checkpoints" / "best.pkl")
-    with pytest.warns(PickleWarning, match="best.pt"):
-        loading.load_policy(path)
-    import warnings
+class _CreatesAFile:
+    def __init__(self, marker):
+        self.marker = str(marker)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PickleWarning)
-        loading.load_policy(path)  # the second load is silent
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_pickles_load_only_with_trust_pickle(tmp_path, where):
+    marker = tmp_path / "owned"
+    folder = tmp_path / "shared" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / "best.pkl").write_bytes(pickle.dumps({"policy": _CreatesAFile(marker)}))
+    path = folder / "best.pkl" if where == "file" else tmp_path / "shared"
+    with pytest.raises(ToolError, match="runs any code it holds.*--trust-pickle"):
+        loading.load_policy(path)
+    assert not marker.exists()
+    with pytest.raises(ToolError):  # trusted: it runs (and then is not a policy)
+        loading.load_policy(path, trust_pickle=True)
+    assert marker.exists()
+
+
+def test_a_run_folder_is_read_through_its_weights_first(run_dir, monkeypatch):
+    monkeypatch.setattr(loading, "_load_pickle", lambda *a: pytest.fail("unpickled"))
+    assert loading.load_policy(run_dir, trust_pickle=True).source.suffix == ".pt"
 
 
 def test_main_json_and_table(run_dir, capsys):
