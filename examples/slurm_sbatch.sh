@@ -12,7 +12,7 @@
 #SBATCH --mem=16G
 #SBATCH --time=04:00:00
 #SBATCH --output=slurm-%A_%a.out
-#SBATCH --signal=B:USR1@120
+#SBATCH --signal=USR1@120
 #SBATCH --requeue
 
 set -euo pipefail
@@ -23,17 +23,23 @@ SEED="${SLURM_ARRAY_TASK_ID:-0}"
 # One folder per array task, fixed up front so that a requeued task resumes the same run.
 RUN_DIR="runs/slurm/${SLURM_ARRAY_JOB_ID:-local}_${SEED}"
 
-# Requeue on the time-limit warning: the next start resumes from the last checkpoint.
-trap 'scontrol requeue "${SLURM_JOB_ID}"' USR1
-
+# 120 s before the time limit SLURM sends SIGUSR1 to neurorun (--signal above): it saves the
+# last finished generation, prints the resume command and exits with 138 (128 + SIGUSR1);
+# the task is then requeued and the next start resumes. SIGTERM (scancel, preemption) saves
+# the same way and exits with 143.
+status=0
 if [[ -f "${RUN_DIR}/checkpoints/state.pt" ]]; then
   # resume continues in place; overrides still apply on top of the saved config.
-  srun neurorun resume="${RUN_DIR}" logger.console.plain=true &
+  srun neurorun resume="${RUN_DIR}" logger.console.plain=true || status=$?
 else
   # Cluster logs are not terminals: plain mode prints one line per generation.
-  srun neurorun seed="${SEED}" hydra.run.dir="${RUN_DIR}" logger.console.plain=true "$@" &
+  srun neurorun seed="${SEED}" hydra.run.dir="${RUN_DIR}" logger.console.plain=true "$@" \
+    || status=$?
 fi
-wait
+if [[ "${status}" -eq 138 ]]; then
+  scontrol requeue "${SLURM_JOB_ID}"
+fi
+exit "${status}"
 
 # TODO(ray issue): multi-node runs — start a ray head on the first node and workers on the
 # others (`ray start --head` / `ray start --address=...` via srun), then run

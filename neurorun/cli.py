@@ -6,7 +6,9 @@
     neurorun resume=runs/CartPole-v1/pgpe/<run> generations=200
 
 Configs ship inside the package (pkg://neurorun.conf), so the command works from any folder.
-A config error ends with one message and exit status 2.
+A config error ends with one message and exit status 2; Ctrl-C, SIGTERM and SIGUSR1 end a
+run with a checkpoint of its last finished generation, the resume command and exit status
+128 + the signal number (130, 143, 138), without a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from neurorun.build import ConfigError
 from neurorun.checkpoint import load_run_config
 from neurorun.config_source import register_hydra_extensions
 from neurorun.runner import run
+from neurorun.signals import exit_status
 
 # Hydra needs the env config source and the run-folder resolvers before any compose, including
 # compose calls of Python users and tests that import CONFIG_MODULE from here.
@@ -37,6 +40,7 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
 
         from neurorun.cli import compose_config
         from neurorun.runner import run
+from neurorun.signals import exit_status
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
@@ -61,6 +65,9 @@ def _app(cfg: DictConfig) -> None:
     except ConfigError as error:
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
+    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
+        print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
+        sys.exit(exit_status(error))
     score = result.get("best_score")
     shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")

@@ -33,6 +33,7 @@ from neurorun.build import (
 )
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
+from neurorun.signals import interrupts_on_signals
 
 
 class Callbacks:
@@ -252,17 +253,18 @@ class Runner:
         result: dict[str, Any] = {}
         snapshot = None  # the state before the running generation, saved if it fails
         try:
-            while reason is None:
-                snapshot = copy.deepcopy(
-                    self._state(self.elapsed_before + time.perf_counter() - started))
-                status = self.step(started)
-                self.loggers.log(self.generation, status)
-                self.callbacks.on_generation_end(self, self.generation, status)
-                reason = self.stop_reason()
-                if reason is None and every > 0 and self.generation % every == 0:
-                    self.save_checkpoint(status["elapsed_s"])
-            elapsed = self.elapsed_before + time.perf_counter() - started
-            self.save_checkpoint(self.status.get("elapsed_s", elapsed))
+            with interrupts_on_signals():  # SIGTERM and SIGUSR1 end the run like Ctrl-C
+                while reason is None:
+                    snapshot = copy.deepcopy(
+                        self._state(self.elapsed_before + time.perf_counter() - started))
+                    status = self.step(started)
+                    self.loggers.log(self.generation, status)
+                    self.callbacks.on_generation_end(self, self.generation, status)
+                    reason = self.stop_reason()
+                    if reason is None and every > 0 and self.generation % every == 0:
+                        self.save_checkpoint(status["elapsed_s"])
+                elapsed = self.elapsed_before + time.perf_counter() - started
+                self.save_checkpoint(self.status.get("elapsed_s", elapsed))
             folder = self.run_dir / checkpoint.CHECKPOINT_DIR
             result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
                       "best_policy": str(folder / "best.pkl"),

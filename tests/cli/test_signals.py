@@ -1,0 +1,46 @@
+"""Ctrl-C, SIGTERM and SIGUSR1 end a real `neurorun` process the same way: a checkpoint of
+the last finished generation, the resume command, exit status 128 + signal, no traceback."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+NEURORUN = [sys.executable, "-m", "neurorun.cli"]
+RUN = [*NEURORUN, "env=Pendulum-v1", "env.backend=gymnasium",
+       "algo.popsize=10", "problem.episode_length=50", "eval_every=0", "target_score=null",
+       "checkpoint_every=1000", "logger.console.plain=true"]
+
+
+def data_rows(run_dir: Path) -> int:
+    path = run_dir / "metrics.csv"
+    return max(0, len(path.read_text().splitlines()) - 1) if path.is_file() else 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
+def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen([*RUN, "generations=100000", f"hydra.run.dir={run_dir}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while data_rows(run_dir) < 3 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err
+    assert f"neurorun resume={run_dir}" in err
+    # checkpoint_every=1000: before the fix nothing was saved
+    state = torch.load(run_dir / "checkpoints" / "state.pt", weights_only=True)
+    finished = state["generation"]
+    assert finished >= 3 and data_rows(run_dir) in (finished, finished + 1)
+    resumed = subprocess.run([*NEURORUN, f"resume={run_dir}", f"generations={finished + 2}"],
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert data_rows(run_dir) == finished + 2
