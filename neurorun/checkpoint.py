@@ -114,6 +114,16 @@ def _obs_stats(problem: Any) -> dict[str, Any]:
             "obs_count": float(norm.count)}
 
 
+def remove_partial_writes(run_dir: str | Path) -> list[Path]:
+    """Delete the temporary files (`.<name>.*.tmp`) that a write killed mid-way left in
+    `<run>/checkpoints/`; returns what was deleted."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    removed = sorted(folder.glob(".*.tmp")) if folder.is_dir() else []
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
     """Write the resume state to `<run>/checkpoints/state.pt`."""
     atomic_save_torch(dict(state), Path(run_dir) / CHECKPOINT_DIR / STATE_FILE)
@@ -173,6 +183,11 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         if override.is_delete():
             raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
         node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+        if key == "seed" and override.value() != node:
+            raise ValueError(
+                f"resume: seed={override.value()} but the run was started with seed={node}; "
+                "a resumed run keeps its seed (its random state is saved). Fix: drop seed=, "
+                "or start a new run in another folder with that seed.")
         if isinstance(node, DictConfig) and not override.is_add():
             raise ValueError(
                 f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "

@@ -86,6 +86,7 @@ class Runner:
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
+        checkpoint.remove_partial_writes(self.run_dir)  # left by a kill during a write
         try:
             self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None
         except ValueError as error:

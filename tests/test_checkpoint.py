@@ -208,3 +208,21 @@ def test_a_damaged_state_pt_is_one_line(tmp_path, damage):
     with pytest.raises(ConfigError, match=r"state.pt cannot be loaded as plain data") as info:
         run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
     assert "\n" not in str(info.value)
+
+
+def test_temporary_files_of_a_killed_write_are_removed_on_resume(tmp_path):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    folder = tmp_path / "checkpoints"
+    leftovers = [folder / ".state.pt.x1y2.tmp", folder / ".best.pkl.a9.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"half a file")
+    run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert not any(path.exists() for path in leftovers)
+    assert (folder / "state.pt").is_file()
+
+
+def test_resume_refuses_another_seed(tmp_path):
+    run(tiny("generations=1", "seed=3"), run_dir=tmp_path)
+    with pytest.raises(ValueError, match="seed=4 but the run was started with seed=3"):
+        checkpoint.load_run_config(tmp_path, ["seed=4"])
+    assert checkpoint.load_run_config(tmp_path, ["seed=3"]).seed == 3  # the same seed is fine
