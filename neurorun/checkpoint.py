@@ -14,6 +14,7 @@ checkpoint whole.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Mapping
@@ -100,8 +101,19 @@ def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
     atomic_save_torch(weights, stem.with_suffix(".pt"))
     described = {**meta, "solution_length": int(solution.numel()),
                  **{k: _as_list(v) for k, v in stats.items()}}
-    text = json.dumps(described, indent=2, default=str) + "\n"
+    text = json.dumps(_strict(described), indent=2, default=str, allow_nan=False) + "\n"
     atomic_write_text(text, stem.with_suffix(".json"))
+
+
+def _strict(value: Any) -> Any:
+    """JSON has no NaN or infinity: they are written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(item) for item in value]
+    return value
 
 
 def _obs_stats(problem: Any) -> dict[str, Any]:

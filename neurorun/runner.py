@@ -13,6 +13,7 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 from __future__ import annotations
 
 import copy
+import math
 import sys
 import time
 from collections.abc import Mapping
@@ -200,8 +201,11 @@ class Runner:
         seconds = time.perf_counter() - tick
         pop_best = float(samples_fitness.max())
         self.best_eval = pop_best if self.best_eval is None else max(self.best_eval, pop_best)
-        if center_eval is not None and (self.best["score"] is None
-                                        or center_eval > self.best["score"]):
+        # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
+        finite_center = center_eval is not None and math.isfinite(center_eval)
+        nonfinite_centers = int(self.status.get("nonfinite_center_evals", 0)) + int(
+            center_eval is not None and not finite_center)
+        if finite_center and (self.best["score"] is None or center_eval > self.best["score"]):
             self.best = {"solution": self.algorithm.center.detach().cpu().clone(),
                          "score": center_eval, "generation": self.generation}
         interactions = self.evaluator.interaction_count - count_before
@@ -212,6 +216,7 @@ class Runner:
             "pop_best_eval": pop_best,
             "best_eval": self.best_eval,
             "center_eval": center_eval,
+            "nonfinite_center_evals": nonfinite_centers,
             "popsize": len(samples_fitness),
             "total_interaction_count": int(self.evaluator.interaction_count),
             "total_episode_count": int(self.evaluator.episode_count),
@@ -227,7 +232,8 @@ class Runner:
         """Why the run should stop now (None: go on)."""
         cfg, status = self.cfg, self.status
         center = status.get("center_eval")
-        if cfg.target_score is not None and center is not None and center >= cfg.target_score:
+        if (cfg.target_score is not None and center is not None and math.isfinite(center)
+                and center >= cfg.target_score):
             return f"target_score reached: center_eval {center:.2f} >= {cfg.target_score}"
         if cfg.generations is not None and self.generation >= cfg.generations:
             return f"generations: {self.generation} of {cfg.generations} done"

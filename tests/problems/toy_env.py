@@ -4,6 +4,7 @@ Reset with seed s: the episode has ``length + s % 3`` steps; each later (autores
 the same env is one step longer than the previous one. Observation before step t (t from 0):
 ``[t, s]``. Action a (one value, clipped to [-1, 1] by neurorun) gives reward ``1 + a``.
 Options make one seed misbehave: ``nan_reward_seed`` (NaN reward at step 2),
+``inf_reward_seed`` (+inf reward at step 2),
 ``nan_obs_seed`` (NaN observation after step 2), ``fail_seed`` (raises at step 2 while
 ``FAILURES[0] > 0``, decrementing it).
 """
@@ -21,8 +22,10 @@ FAILURES = [0]
 class ToyEnv(gym.Env):
     def __init__(self, length: int = 4, nan_reward_seed: int | None = None,
                  nan_obs_seed: int | None = None, fail_seed: int | None = None,
-                 discrete: bool = False, discrete_obs: bool = False):
+                 discrete: bool = False, discrete_obs: bool = False,
+                 inf_reward_seed: int | None = None):
         self.length = length
+        self.inf_reward_seed = inf_reward_seed
         self.nan_reward_seed, self.nan_obs_seed, self.fail_seed = (
             nan_reward_seed, nan_obs_seed, fail_seed)
         self.observation_space = (spaces.Discrete(5) if discrete_obs else
@@ -56,6 +59,8 @@ class ToyEnv(gym.Env):
         reward = 1.0 + value
         if self.t == 2 and self.seed_value == self.nan_reward_seed:
             reward = float("nan")
+        if self.t == 2 and self.seed_value == self.inf_reward_seed:
+            reward = float("inf")
         obs = self._obs()
         if self.t == 2 and self.seed_value == self.nan_obs_seed:
             obs[:] = np.nan
