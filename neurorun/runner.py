@@ -109,7 +109,7 @@ class Runner:
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
                     self.limits, offsets=None if self.state is None else self.state["loggers"])
-            except ImportError as error:
+            except (ImportError, ValueError) as error:  # a missing tracker, damaged metrics
                 raise ConfigError(str(error)) from error
             self.evaluator = make_evaluator(cfg, self.problem)
         except BaseException:
@@ -156,7 +156,12 @@ class Runner:
         checkpoint.save_policy(self.problem, center if best is None else best, folder / "best",
                                {**meta, "generation": self.best["generation"] or self.generation,
                                 "score": self.best["score"]})
-        checkpoint.save_state(self._state(elapsed), self.run_dir)
+        self._save_state(self._state(elapsed))
+
+    def _save_state(self, state: Mapping[str, Any]) -> None:
+        """Write the resume state once the metric rows it points past are on disk."""
+        self.loggers.sync()
+        checkpoint.save_state(state, self.run_dir)
 
     # ----- one generation -----
     def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[dict[str, Any]]]:
@@ -278,7 +283,7 @@ class Runner:
                       "last_policy": str(folder / "last.pkl"), "best_score": self.best["score"]}
         except BaseException:  # an error or Ctrl-C: keep what the finished generations did
             if snapshot is not None:
-                checkpoint.save_state(snapshot, self.run_dir)
+                self._save_state(snapshot)
                 print(f"run stopped in generation {snapshot['generation'] + 1}; continue it with "
                       f"`neurorun resume={self.run_dir}`", file=sys.stderr)
             raise

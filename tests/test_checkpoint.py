@@ -226,3 +226,13 @@ def test_resume_refuses_another_seed(tmp_path):
     with pytest.raises(ValueError, match="seed=4 but the run was started with seed=3"):
         checkpoint.load_run_config(tmp_path, ["seed=4"])
     assert checkpoint.load_run_config(tmp_path, ["seed=3"]).seed == 3  # the same seed is fine
+
+
+def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_path):
+    run(tiny("generations=2"), run_dir=tmp_path)
+    (tmp_path / "metrics.jsonl").unlink()
+    with pytest.raises(ConfigError, match="metrics.jsonl is missing.*restore it") as info:
+        run(checkpoint.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "metrics.jsonl").exists()
+    assert b"\0" not in (tmp_path / "metrics.csv").read_bytes()

@@ -25,6 +25,9 @@ class Logger:
         """Positions to resume from (e.g. file sizes); empty when nothing needs restoring."""
         return {}
 
+    def sync(self) -> None:
+        """Make what was logged durable (called before a state pointing past it is saved)."""
+
     def close(self, summary: Mapping[str, Any]) -> None:
         """Called once after the last generation (also when the run fails)."""
 
@@ -48,6 +51,10 @@ class LoggerGroup(Logger):
         for logger in self.loggers:
             merged.update(logger.offsets())
         return merged
+
+    def sync(self) -> None:
+        for logger in self.loggers:
+            logger.sync()
 
     def close(self, summary: Mapping[str, Any]) -> None:
         for logger in self.loggers:

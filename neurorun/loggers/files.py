@@ -39,14 +39,39 @@ class MetricsFiles(Logger):
         self.jsonl_path = Path(run_dir) / JSONL_NAME
         self.csv_path.parent.mkdir(parents=True, exist_ok=True)
         self.columns: list[str] | None = None
+        self.rows = 0  # data rows written, saved with the offsets
         if offsets is None:
             self.csv_path.write_text("")
             self.jsonl_path.write_text("")
         else:
+            rows = offsets.get("rows")
             for path in (self.csv_path, self.jsonl_path):
-                with open(path, "a+b") as file:
-                    file.truncate(int(offsets.get(path.name, 0)))
+                size = int(offsets.get(path.name, 0))
+                self._check(path, size, None if rows is None else int(rows) + (
+                    path == self.csv_path and int(rows) > 0))
+                with open(path, "r+b") as file:
+                    file.truncate(size)  # never longer: the check above saw size bytes
+            self.rows = int(rows or 0)
             self.columns = self._existing_columns()
+
+    @staticmethod
+    def _check(path: Path, size: int, lines: int | None) -> None:
+        """The file holds at least the ``size`` bytes the checkpoint saw, in ``lines`` lines."""
+        actual = path.stat().st_size if path.is_file() else None
+        if actual is None or actual < size:
+            found = "is missing" if actual is None else f"has {actual} bytes"
+            raise ValueError(
+                f"resume: {path} {found}, but the checkpoint being resumed saw {size}: it was "
+                "deleted or cut after the checkpoint. Fix: restore it from a copy, or start a "
+                "new run (resume would lose these metrics)")
+        if lines is not None:
+            with open(path, "rb") as file:
+                found_lines = file.read(size).count(b"\n")
+            if found_lines != lines:
+                raise ValueError(
+                    f"resume: the first {size} bytes of {path} hold {found_lines} lines, but "
+                    f"the checkpoint being resumed wrote {lines}: the file was changed. Fix: "
+                    "restore it from a copy, or start a new run")
 
     def _existing_columns(self) -> list[str] | None:
         with open(self.csv_path, newline="") as file:
@@ -61,6 +86,7 @@ class MetricsFiles(Logger):
         self._append(self.csv_path, self._csv_line(row))
         line = json.dumps({key: _plain(value) for key, value in status.items()})
         self._append(self.jsonl_path, line + "\n")
+        self.rows += 1
 
     @staticmethod
     def _csv_line(values: list[Any]) -> str:
@@ -74,5 +100,12 @@ class MetricsFiles(Logger):
             file.write(text)
             file.flush()
 
+    def sync(self) -> None:
+        for path in (self.csv_path, self.jsonl_path):
+            with open(path, "rb") as file:
+                os.fsync(file.fileno())
+
     def offsets(self) -> dict[str, int]:
-        return {path.name: os.path.getsize(path) for path in (self.csv_path, self.jsonl_path)}
+        """Sizes and row count for the resume state."""
+        return {"rows": self.rows,
+                **{path.name: os.path.getsize(path) for path in (self.csv_path, self.jsonl_path)}}

@@ -4,6 +4,8 @@ import csv
 import json
 import os
 
+import pytest
+
 from neurorun.loggers import MetricsFiles
 
 
@@ -28,7 +30,7 @@ def test_offsets_are_the_file_sizes_and_resume_cuts_back_to_them(tmp_path):
     files.log(1, status(1))
     offsets = files.offsets()
     assert offsets == {"metrics.csv": os.path.getsize(tmp_path / "metrics.csv"),
-                       "metrics.jsonl": os.path.getsize(tmp_path / "metrics.jsonl")}
+                       "metrics.jsonl": os.path.getsize(tmp_path / "metrics.jsonl"), "rows": 1}
     files.log(2, status(2))  # written after the checkpoint: replaced on resume
     resumed = MetricsFiles(tmp_path, offsets)
     resumed.log(2, status(2, mean_eval=7.0))
@@ -42,3 +44,24 @@ def test_a_fresh_run_starts_fresh_files(tmp_path):
     (tmp_path / "metrics.csv").write_text("old\n")
     MetricsFiles(tmp_path).log(1, status(1))
     assert "old" not in (tmp_path / "metrics.csv").read_text()
+
+
+@pytest.mark.parametrize("damage", ["delete", "cut", "rewrite"])
+def test_resume_refuses_metric_files_that_do_not_match_the_checkpoint(tmp_path, damage):
+    files = MetricsFiles(tmp_path)
+    for generation in (1, 2, 3):
+        files.log(generation, status(generation))
+    offsets = files.offsets()
+    path = tmp_path / "metrics.csv"
+    if damage == "delete":
+        path.unlink()
+    elif damage == "cut":
+        path.write_bytes(path.read_bytes()[:20])
+    else:  # same size, one row fewer: a line break replaced
+        data = path.read_bytes()
+        path.write_bytes(data[:-1].replace(b"\n", b" ", 1) + data[-1:])
+    size = path.stat().st_size if path.exists() else None
+    with pytest.raises(ValueError, match="metrics.csv") as info:
+        MetricsFiles(tmp_path, offsets)
+    assert "\n" not in str(info.value)
+    assert (path.stat().st_size if path.exists() else None) == size  # untouched: no NULs
