@@ -45,6 +45,11 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
         require_positive("stdev_learning_rate", self.stdev_lr)
         step = getattr(self.options, "step", None)
         self.ranking = check_ranking(step.ranking_method if step else None)
+        if step is not None and self.popsize < 2 and self.ranking != "raw":
+            raise ValueError(
+                f"popsize={self.popsize} with ranking_method={self.ranking!r}: a single sample "
+                "ranks to 0, so the center would never move. Fix: popsize >= 2 (or "
+                "ranking_method=raw).")
         self.optimizer = make_optimizer(
             step.optimizer if step else None, step.optimizer_config if step else None,
             lr=self.center_lr, length=solution_length, **kind,

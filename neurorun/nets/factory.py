@@ -87,14 +87,24 @@ def make_network(
     sizes = {"obs_length": obs_length, "act_length": act_length,
              "obs_space": obs_space, "act_space": act_space}
     if isinstance(spec, nn.Module):
-        return spec
+        return _check_widths(spec)
     if isinstance(spec, str) and is_import_path(spec):
-        return _call_factory(import_object(spec), sizes, args)
+        return _check_widths(_call_factory(import_object(spec), sizes, args))
     if callable(spec):
-        return _call_factory(spec, sizes, args)
+        return _check_widths(_call_factory(spec, sizes, args))
     shapes = {
         "obs_shape": tuple(getattr(obs_space, "shape", None) or (obs_length,)),
         "act_shape": tuple(getattr(act_space, "shape", None) or (act_length,)),
     }
-    return parse_network(spec, **{"obs_length": obs_length, "act_length": act_length,
-                                  **shapes, **args})
+    return _check_widths(parse_network(spec, **{"obs_length": obs_length,
+                                                "act_length": act_length, **shapes, **args}))
+
+
+def _check_widths(module: nn.Module) -> nn.Module:
+    """ValueError for a layer of width 0: it runs, but no signal passes it (nothing to learn)."""
+    for name, parameter in module.named_parameters():
+        if 0 in parameter.shape:
+            raise ValueError(f"parameter {name!r} of the network has shape "
+                             f"{tuple(parameter.shape)}: a layer of width 0 passes no signal. "
+                             "Fix: give every layer a width >= 1")
+    return module

@@ -2,7 +2,7 @@
 
 import pytest
 
-from neurorun.algorithms import ALGORITHMS
+from neurorun.algorithms import ALGORITHMS, make_algorithm
 
 NAMES = sorted(ALGORITHMS)
 
@@ -72,3 +72,14 @@ def test_non_positive_learning_rates(name, option, value, build):
 def test_bad_step_options(options, message, build):
     with pytest.raises(ValueError, match=message + ".*Fix"):
         build("pgpe", **options)
+
+
+@pytest.mark.parametrize("name, extra", [("snes", {}), ("xnes", {}),
+                                         ("pgpe", {"symmetric": False})])
+def test_popsize_one_that_cannot_move_the_center_is_refused(name, extra):
+    options = {"stdev_init": 1.0, "center_learning_rate": 0.1, "stdev_learning_rate": 0.1,
+               **extra} if name == "pgpe" else {"stdev_init": 1.0}
+    with pytest.raises(ValueError, match="popsize=1 .*center would never move"):
+        make_algorithm(name, solution_length=4, popsize=1, **options)
+    # raw fitness does move a single sample's center: allowed
+    make_algorithm(name, solution_length=4, popsize=1, ranking_method="raw", **options)

@@ -62,3 +62,10 @@ def test_network_string_errors_propagate():
     with pytest.raises(NetworkParseError, match="did you mean hidden"):
         make_network("Linear(obs_length, hiden)", obs_length=3, act_length=2,
                      network_args={"hidden": 4})
+
+
+@pytest.mark.parametrize("spec", ["Linear(obs_length, 0) >> Linear(0, act_length)",
+                                  "Linear(obs_length, 8) >> Linear(8, 0) >> Linear(0, act_length)"])
+def test_a_zero_width_layer_is_refused(spec):
+    with pytest.raises(ValueError, match="shape .*0.*a layer of width 0 passes no signal"):
+        make_network(spec, obs_length=4, act_length=2)
