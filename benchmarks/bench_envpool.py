@@ -50,19 +50,24 @@ QUICK_ENVS = ["CartPole-v1", "LunarLanderContinuous-v3", "Hopper-v5", "HalfCheet
 FULL_ENVS = QUICK_ENVS + ["BipedalWalker-v3", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
 
 
+def _stepped_per_s(env: Any, actions: list, num_envs: int, seconds: float) -> float:
+    """Env steps per second of ``env.step`` cycling through ``actions`` for ``seconds``."""
+    steps, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        env.step(actions[steps % len(actions)])
+        steps += 1
+    elapsed = time.perf_counter() - started
+    env.close()
+    return steps * num_envs / elapsed
+
+
 def raw_gym(env_id: str, num_envs: int, seconds: float) -> float:
     env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
                        max_episode_steps=EPISODE_LENGTH)
     env.action_space.seed(0)
     env.reset(seed=0)
-    actions = [env.action_space.sample() for _ in range(16)]
-    steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        env.step(actions[steps % 16])
-        steps += 1
-    elapsed = time.perf_counter() - started
-    env.close()
-    return steps * num_envs / elapsed
+    return _stepped_per_s(env, [env.action_space.sample() for _ in range(16)], num_envs,
+                          seconds)
 
 
 def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
@@ -72,13 +77,7 @@ def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
     env.reset()
     actions = [np.stack([env.action_space.sample() for _ in range(num_envs)])
                for _ in range(16)]
-    steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        env.step(actions[steps % 16])
-        steps += 1
-    elapsed = time.perf_counter() - started
-    env.close()
-    return steps * num_envs / elapsed
+    return _stepped_per_s(env, actions, num_envs, seconds)
 
 
 def raw_async_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
