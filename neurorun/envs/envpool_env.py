@@ -8,7 +8,8 @@ depend on thread timing. Its autoreset is gymnasium's next-step autoreset: the s
 Seeds: EnvPool fixes each env's seed when the pool is created (``env_seed``) and ignores
 ``reset(seed=...)``. ``reset(seeds)`` therefore builds a new pool whose env ``i`` is seeded
 ``seeds[i]`` (about 2 ms per MuJoCo env, 0.02 ms per classic-control env); an env's later
-episodes continue its own generator. The same seeds give the same episodes.
+episodes continue its own generator. The same seeds give the same episodes. The first
+``reset`` builds the first pool; spaces and options come from EnvPool's spec (no env built).
 """
 
 from __future__ import annotations
@@ -73,47 +74,39 @@ def check_envpool_id(env_id: str) -> None:
             "from envpool.list_all_envs(), or the gymnasium backend (env.backend=gymnasium)")
 
 
-def check_envpool_options(env_id: str, options: dict[str, Any]) -> None:
-    """ValueError for an env_config key that this EnvPool env does not take."""
-    known = set(_default_config(env_id)._fields)
-    for key in options:
+def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
+    """EnvPool's spec of the env with these options (spaces, config), building no env.
+
+    Raises:
+        UnknownEnvError: EnvPool has no such id. ValueError: an option it does not take.
+    """
+    check_envpool_id(env_id)
+    envpool = import_envpool()
+    known = set(envpool.make_spec(env_id).config._fields) - set(_RESERVED)
+    for key in env_config:
         if key in _RESERVED:
             raise ValueError(f"env_config.{key} is set by neurorun for EnvPool (env.num_threads, "
                              "max_num_envs, seed); remove it from env_config")
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known - set(_RESERVED)), n=3)
+            close = difflib.get_close_matches(key, sorted(known), n=3)
             raise ValueError(f"env_config.{key}: EnvPool's {env_id} takes no option {key!r}"
                              f"{'; closest: ' + ', '.join(close) if close else ''}. Its options: "
-                             f"{', '.join(sorted(known - set(_RESERVED)))}")
-
-
-def _default_config(env_id: str) -> Any:
-    """The env's EnvPool config (a namedtuple of every option with its default)."""
-    return import_envpool().make_spec(env_id).config
+                             f"{', '.join(sorted(known))}")
+    return envpool.make_spec(env_id, **env_config)
 
 
 def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
-    """Observation and action space of one env (a one-env pool, built and closed again)."""
-    check_envpool_id(env_id)
-    check_envpool_options(env_id, env_config)
-    pool = _make_pool(env_id, [0], 1, env_config)
-    try:
-        return pool.single_observation_space, pool.single_action_space
-    finally:
-        pool.close()
+    """Observation and action space of the env."""
+    spec = envpool_spec(env_id, env_config)
+    return spec.observation_space, spec.action_space
 
 
 def _make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
-               env_config: dict[str, Any], episode_length: int | None = None) -> Any:
+               config: dict[str, Any]) -> Any:
     """A sync-mode pool whose env i is seeded seeds[i] (id and options checked before)."""
-    config = dict(env_config)
-    if episode_length is not None:
-        limit = _default_config(env_id).max_episode_steps
-        config["max_episode_steps"] = int(episode_length if limit is None
-                                          else min(int(limit), int(episode_length)))
     count = len(seeds)
     return import_envpool().make_gymnasium(
-        env_id, num_envs=count, batch_size=count, num_threads=min(int(num_threads), count),
+        env_id, num_envs=count, batch_size=count, num_threads=min(num_threads, count),
         seed=int(seeds[0]), env_seed=[int(s) % 2**31 for s in seeds], **config)
 
 
@@ -144,18 +137,18 @@ class EnvPoolVecEnv(TorchVecEnv):
         self.num_envs = int(num_envs)
         self.device = torch.device(device)
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
+        spec = envpool_spec(env_id, dict(env_config))
         self._config = dict(env_config)
-        self._episode_length = episode_length
+        limit = spec.config.max_episode_steps
+        if episode_length is not None:  # the earlier of the env's limit and neurorun's
+            self._config["max_episode_steps"] = int(
+                episode_length if limit is None else min(int(limit), int(episode_length)))
         base = 0 if seed is None else int(seed)
         self._seeds = [base + i for i in range(self.num_envs)]
-        check_envpool_id(env_id)
-        check_envpool_options(env_id, self._config)
-        self._pool = _make_pool(env_id, self._seeds, self.num_threads, self._config,
-                                episode_length)
-        self._fresh = True  # not reset or stepped since it was built
-        self.single_observation_space = check_observation_space(
-            self._pool.single_observation_space, self.spec)
-        self.env_action_space = self._pool.single_action_space
+        self._pool: Any = None  # built by reset: every new seed needs a new pool
+        self.single_observation_space = check_observation_space(spec.observation_space,
+                                                                self.spec)
+        self.env_action_space = spec.action_space
         self.single_action_space = policy_action_space(self.env_action_space, self.spec)
         self._adapt = ActionAdapter(self.env_action_space)
         dtype = getattr(self.env_action_space, "dtype", None)
@@ -165,17 +158,14 @@ class EnvPoolVecEnv(TorchVecEnv):
         self._all = np.arange(self.num_envs, dtype=np.int32)
 
     def reset_arrays(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
-        """A seed (env i: seed + i) or one seed per env; a new seed builds a new pool."""
+        """A seed (env i: seed + i) or one seed per env; with a seed, a new pool is built."""
         if seed is not None:
-            seeds = ([int(seed) + i for i in range(self.num_envs)] if np.isscalar(seed)
-                     else [int(s) for s in seed])
-            if seeds != self._seeds or not self._fresh:
-                self._pool.close()
-                self._seeds = seeds
-                self._pool = _make_pool(self.env_id, seeds, self.num_threads, self._config,
-                                        self._episode_length)
+            self._seeds = ([int(seed) + i for i in range(self.num_envs)] if np.isscalar(seed)
+                           else [int(s) for s in seed])
+        if seed is not None or self._pool is None:
+            self.close()
+            self._pool = _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
         obs, _ = self._pool.reset()
-        self._fresh = False
         self._obs[:] = obs.reshape(self.num_envs, -1)
         return self._obs.copy()
 
@@ -187,6 +177,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         done = np.zeros(self.num_envs, dtype=bool)
         if len(ids) == 0:
             return self._obs.copy(), reward, done
+        if self._pool is None:
+            self.reset_arrays()
         env_actions = self._adapt(actions[ids])
         if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
             env_actions = env_actions.astype(self._action_dtype)
