@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from neurorun.envs import parse_spec
 from neurorun.parallel import cluster
 from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
@@ -104,7 +105,7 @@ class RayEvaluator:
         remote = ray.remote(EvaluationWorker)
 
         threads = self.problem_kwargs.get("num_threads")
-        if threads is None and str(self.problem_kwargs.get("env")).startswith("envpool::"):
+        if threads is None and parse_spec(str(self.problem_kwargs["env"]))[0] == "envpool":
             threads = max(1, int(options["num_cpus"] or 1))  # EnvPool: the actor's CPU share
 
         def make_actor(slot: int) -> Any:
