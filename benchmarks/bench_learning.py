@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import csv
 import json
 import multiprocessing
 import shutil
@@ -80,23 +81,35 @@ def overrides(env: str, algo: str, seed: int, extra: list[str]) -> list[str]:
             "eval_episodes=5", "checkpoint_every=0", "logger.console.quiet=true", *extra]
 
 
-def run_one(env: str, algo: str, seed: int, runs_dir: Path, extra: list[str]) -> dict[str, Any]:
+def run_folder(args: list[str], folder: Path, label: list[str]) -> dict[str, Any]:
+    """Run ``neurorun <args>`` into ``folder`` (replaced) in this process; its figures.
+
+    ``label`` becomes the folder's .hydra/overrides.yaml: neurorun-plot groups runs by it.
+    """
     from neurorun.cli import compose_config
     from neurorun.runner import run
 
-    args = overrides(env, algo, seed, extra)
-    folder = runs_dir / env / f"{algo}_s{seed}"
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()
     result = run(compose_config(args), run_dir=folder)
     wall = time.perf_counter() - started
-    # neurorun-plot groups runs by .hydra/overrides.yaml (seed left out): one line per algo
-    (folder / ".hydra" / "overrides.yaml").write_text(f"- algo={algo}\n- seed={seed}\n")
+    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {x}\n" for x in label))
     solved = str(result.get("stop_reason", "")).startswith("target_score")
-    return {"seed": seed, "solved": solved, "seconds": round(result["elapsed_s"], 2),
-            "wall_s": round(wall, 2), "interactions": int(result["total_interaction_count"]),
+    with (folder / "metrics.csv").open() as metrics:  # the last generation that evaluated it
+        evals = [float(row["center_eval"]) for row in csv.DictReader(metrics)
+                 if row["center_eval"] not in ("", "nan")]
+    return {"solved": solved, "seconds": round(result["elapsed_s"], 2), "wall_s": round(wall, 2),
+            "interactions": int(result["total_interaction_count"]),
+            "episodes": int(result["total_episode_count"]),
             "generations": int(result["generation"]),
-            "center_eval": round(float(result.get("center_eval") or float("nan")), 1)}
+            "center_eval": round(evals[-1], 1) if evals else None,
+            "best_eval": round(max(evals), 1) if evals else None}
+
+
+def run_one(env: str, algo: str, seed: int, runs_dir: Path, extra: list[str]) -> dict[str, Any]:
+    folder = runs_dir / env / f"{algo}_s{seed}"
+    label = [f"algo={algo}", f"seed={seed}"]
+    return {"seed": seed, **run_folder(overrides(env, algo, seed, extra), folder, label)}
 
 
 def _set_threads(threads: int) -> None:
@@ -135,16 +148,17 @@ def summarize(env: str, algo: str, runs: list[dict[str, Any]], extra: list[str])
             "median_generations": median("generations"), "per_seed": runs}
 
 
-def plot(env: str, runs_dir: Path) -> list[str]:
-    """Curves of center_eval: every run (seed) its own line, one color per algorithm."""
+def plot_curves(name: str, folder: Path, target: float) -> list[str]:
+    """center_eval of every run under ``folder`` against interactions and against time (one
+    color per algorithm, mean and band over seeds), saved as learning_<name>_<x>.png."""
     from neurorun.tools.plot import plot_runs
 
     names = []
     for x in ("interactions", "time"):
-        out = RESULTS / f"learning_{env}_{x}.png"
-        figure = plot_runs([runs_dir / env], x=x, y="center_eval", band="runs")
-        figure.axes[0].axhline(SETTINGS[env][0], color="grey", linestyle=":", linewidth=1)
-        figure.suptitle(f"{env}: center_eval (target {SETTINGS[env][0]})")
+        out = RESULTS / f"learning_{name}_{x}.png"
+        figure = plot_runs([folder], x=x, y="center_eval", band="runs")
+        figure.axes[0].axhline(target, color="grey", linestyle=":", linewidth=1)
+        figure.suptitle(f"{name}: center_eval (target {target})")
         figure.savefig(out, dpi=90)
         names.append(out.name)
     return names
@@ -178,7 +192,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(summary), flush=True)
             results.append(summary)
         if not args.no_plots:
-            plots += plot(env, args.runs_dir)
+            plots += plot_curves(env, args.runs_dir / env, SETTINGS[env][0])
     return write_report(args.out, full=args.full, torch_threads=args.threads, jobs=args.jobs,
                         plots=plots, results=results)
 

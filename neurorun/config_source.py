@@ -109,8 +109,9 @@ class NeurorunEnvSource(ConfigSource):
             text = preset.read_text(encoding="utf-8")
             cfg = OmegaConf.create(text)
             header = ConfigSource._get_header_dict(text)
-            if "::" in env_id and "id" in cfg:  # the backend named on the command line stays
-                cfg.id = env_id
+            env = cfg.env if header.get("package") == "_global_" else cfg
+            if "::" in env_id:  # the backend named on the command line stays
+                env.id = env_id
         else:
             cfg = OmegaConf.create({"id": env_id, "env_config": {}, "target_score": None})
             header = {"package": None}

@@ -14,9 +14,11 @@ from typing import Any
 
 import torch
 
+from neurorun.algorithms.ars import ARS
 from neurorun.algorithms.base import SearchAlgorithm
 from neurorun.algorithms.cem import CEM
 from neurorun.algorithms.cmaes import CMAES, SepCMAES
+from neurorun.algorithms.openai_es import OpenAIES
 from neurorun.algorithms.pgpe import PGPE
 from neurorun.algorithms.snes import SNES
 from neurorun.algorithms.xnes import XNES
@@ -28,6 +30,8 @@ ALGORITHMS: dict[str, type[SearchAlgorithm]] = {
     "xnes": XNES,
     "cmaes": CMAES,
     "sep_cmaes": SepCMAES,
+    "ars": ARS,
+    "openai_es": OpenAIES,
 }
 
 
@@ -47,5 +51,5 @@ def make_algorithm(name: str, *, solution_length: int, popsize: int | None = Non
                            dtype=dtype, objective_sense=objective_sense, **options)
 
 
-__all__ = ["ALGORITHMS", "CEM", "CMAES", "PGPE", "SNES", "XNES", "SearchAlgorithm", "SepCMAES",
-           "make_algorithm"]
+__all__ = ["ALGORITHMS", "ARS", "CEM", "CMAES", "PGPE", "SNES", "XNES", "OpenAIES",
+           "SearchAlgorithm", "SepCMAES", "make_algorithm"]

@@ -140,10 +140,12 @@ class SearchAlgorithm:
 
     # -- distributed halves (gradient-based algorithms override) --------------------------
     def compute_gradients(self, samples, fitness) -> dict[str, torch.Tensor]:
-        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()}")
+        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()} "
+                         "Fix: algo.distributed=false (evaluation still runs in parallel).")
 
     def apply_gradients(self, gradients: Mapping[str, torch.Tensor]) -> None:
-        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()}")
+        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()} "
+                         "Fix: algo.distributed=false (evaluation still runs in parallel).")
 
     def _no_gradients_reason(self) -> str:
         return "its update is not an average of per-sample gradients."

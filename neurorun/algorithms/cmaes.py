@@ -100,8 +100,7 @@ class CMAES(SearchAlgorithm):
 
     def _no_gradients_reason(self) -> str:
         return ("its update depends on evolution paths and on the ranking of the whole "
-                "generation, so gradients from actors cannot be averaged. Fix: run cmaes "
-                "non-distributed (evaluation still runs in parallel) or use pgpe, snes or cem.")
+                "generation, so gradients from actors cannot be averaged.")
 
     def _sample(self, n: int) -> torch.Tensor:
         z = torch.empty(n, self.solution_length, device=self.device, dtype=self.dtype)

@@ -42,7 +42,6 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
         self.distribution = self._make_distribution(center, stdev)
         self.center_lr, self.stdev_lr = self._learning_rates()
         require_positive("center_learning_rate", self.center_lr)
-        require_positive("stdev_learning_rate", self.stdev_lr)
         step = getattr(self.options, "step", None)
         self.ranking = check_ranking(step.ranking_method if step else None)
         if step is not None and self.popsize < 2 and self.ranking != "raw":
@@ -50,6 +49,8 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
                 f"popsize={self.popsize} with ranking_method={self.ranking!r}: a single sample "
                 "ranks to 0, so the center would never move. Fix: popsize >= 2 (or "
                 "ranking_method=raw).")
+        if getattr(self.options, "symmetric", False):
+            require_even_popsize(self.popsize, "symmetric")
         self.optimizer = make_optimizer(
             step.optimizer if step else None, step.optimizer_config if step else None,
             lr=self.center_lr, length=solution_length, **kind,
@@ -62,7 +63,7 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
         return self.DISTRIBUTION(center, stdev)
 
     def _learning_rates(self) -> tuple[float, float]:
-        """(center, stdev) learning rates; by default both are required options."""
+        """(center, stdev) learning rates; by default both are required options (each > 0)."""
         step = self.options.step
         for name in ("center_learning_rate", "stdev_learning_rate"):
             require_positive(name, getattr(step, name))
@@ -148,6 +149,14 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
         self.distribution.load_state_dict(state["distribution"])
         if self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])
+
+
+def require_even_popsize(popsize: int, key: str) -> None:
+    """Mirrored sampling evaluates center + e and center - e: refuse an odd popsize."""
+    if popsize % 2:
+        raise ValueError(
+            f"popsize={popsize} with {key}=true; expected an even popsize (solutions come in "
+            f"mirrored pairs). Fix: use an even popsize (e.g. {popsize + 1}) or {key}=false.")
 
 
 @dataclass(frozen=True)

@@ -24,15 +24,6 @@ class PGPE(GaussianSearchAlgorithm):
     name = "pgpe"
     Options = PGPEOptions
 
-    def __init__(self, solution_length: int, **kwargs):
-        super().__init__(solution_length, **kwargs)
-        if self.options.symmetric and self.popsize % 2:
-            raise ValueError(
-                f"popsize={self.popsize} with symmetric=True; expected an even popsize "
-                "(solutions come in mirrored pairs). Fix: use an even popsize "
-                f"(e.g. {self.popsize + 1}) or symmetric=False."
-            )
-
     def _make_distribution(self, center, stdev):
         kind = SymmetricSeparableGaussian if self.options.symmetric else SeparableGaussian
         return kind(center, stdev)

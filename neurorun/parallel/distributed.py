@@ -39,9 +39,9 @@ def check_distributed(algo: Any) -> None:
         raise ValueError(
             f"algo.distributed=true with algo {getattr(algo, 'name', type(algo).__name__)!r}: "
             "distributed mode averages per-actor search gradients, and this algorithm's update "
-            "is not such an average (CMA-ES adapts a covariance from the whole ranked "
-            "population). Fix: algo.distributed=false (actors then only evaluate), or a "
-            "gradient-based algorithm: pgpe, snes, xnes or cem.")
+            f"is not such an average: {algo._no_gradients_reason()} Fix: "
+            "algo.distributed=false (actors then only evaluate), or a gradient-based "
+            "algorithm: pgpe, openai_es, snes, xnes or cem.")
 
 
 def share_sizes(algo: Any, popsize: int, num_actors: int) -> list[int]:

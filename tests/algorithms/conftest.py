@@ -5,11 +5,14 @@ import torch
 
 from neurorun.algorithms import make_algorithm
 
-# Options each algorithm needs beyond the common ones (PGPE and CEM have no defaults for them).
+# Options each algorithm needs beyond the common ones (these have no defaults for them).
 REQUIRED = {
     "pgpe": {"popsize": 10, "center_learning_rate": 0.1, "stdev_learning_rate": 0.1},
     "cem": {"popsize": 10, "parenthood_ratio": 0.5},
+    "ars": {"popsize": 10, "step_size": 0.1, "noise": 1.0},
+    "openai_es": {"popsize": 10, "center_learning_rate": 0.1},
 }
+FIXED_NOISE = {"ars"}  # explores with `noise`, so it takes no stdev_init
 
 
 def sphere(x: torch.Tensor) -> torch.Tensor:
@@ -34,8 +37,9 @@ def build():
     """build(name, **options): an algorithm on a 5-D problem, stdev 1, seed 0."""
 
     def _build(name, **options):
-        settings = {"solution_length": 5, "stdev_init": 1.0, "seed": 0,
-                    **REQUIRED.get(name, {}), **options}
+        stdev = {} if name in FIXED_NOISE else {"stdev_init": 1.0}
+        settings = {"solution_length": 5, **stdev, "seed": 0, **REQUIRED.get(name, {}),
+                    **options}
         return make_algorithm(name, **settings)
 
     return _build

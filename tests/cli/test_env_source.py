@@ -28,8 +28,10 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [
     ("env=brax::humanoid", "brax::humanoid", 5.0),  # the preset, with its reward shaping
     ("env=brax/humanoid", "brax::humanoid", 5.0),
-    # the preset file Humanoid-v5.yaml, with the backend prefix kept
-    ("env=gym::Humanoid-v5", "gym::Humanoid-v5", 0.0),
+    # the preset files Humanoid-v5.yaml and Hopper-v5.yaml (ARS's shifts 5 and 1), with the
+    # backend prefix kept
+    ("env=gym::Humanoid-v5", "gym::Humanoid-v5", 5.0),
+    ("env=envpool/Hopper-v5", "envpool::Hopper-v5", 1.0),
     ("env=envpool/HalfCheetah-v5", "envpool::HalfCheetah-v5", 0.0),
     ("env=CartPole-v1", "CartPole-v1", 0.0),
     ("env=Acrobot-v1", "Acrobot-v1", 0.0),  # no preset: served generically

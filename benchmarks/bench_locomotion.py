@@ -1,0 +1,155 @@
+"""MuJoCo locomotion against the ARS paper's thresholds (``make bench-learning``).
+
+    python benchmarks/bench_locomotion.py [--tasks swimmer,hopper] [--algos preset,pgpe]
+                                          [--seeds 3] [--cap-scale 1.0] [--summary-only]
+
+Each run is ``neurorun experiment=<task> [algo overrides] seed=S max_time=<cap>`` through
+``neurorun.runner.run``, the path of the ``neurorun`` command, on the default backend (EnvPool,
+both cores). ``preset`` is the task's ``experiment=`` preset as shipped (ARS V2-t); the other
+algorithms replace its algorithm with the settings in ALGO_SETTINGS, keeping the env preset
+(reward shift, target) and observation normalization. A run is solved at the first center
+evaluation (5 seeded test episodes, the env's own return) that reaches the threshold of Mania,
+Guy & Recht 2018, Table 1. Every finished run is appended at once to
+``benchmarks/results/locomotion_runs.jsonl`` (a cut session keeps its figures); the summary
+(``locomotion.json``: per task and algorithm the solved fraction, median episodes, env steps
+and wall time to the threshold over solved runs, final scores) and the curves
+(``learning_<Task>_{interactions,time}.png``, one line per seed) are rebuilt from that file.
+For each solved preset run, ``neurorun-eval`` re-evaluates the best policy in a fresh process
+on the same 5 seeded episodes; the score it prints is stored beside the run's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from _report import write_report
+from bench_learning import RESULTS, plot_curves, run_folder
+
+RUNS = Path(__file__).resolve().parent.parent / "runs" / "bench_locomotion"
+LOG = RESULTS / "locomotion_runs.jsonl"
+# task -> (env id, ARS threshold, wall-time cap in s, ARS paper V2-t median episodes)
+# (Mania et al. 2018, Table 1: medians of 3 seeds on the v1 MuJoCo envs; v5 differs in details)
+TASKS: dict[str, tuple[str, float, float, int]] = {
+    "swimmer": ("Swimmer-v5", 325, 120, 427),
+    "hopper": ("Hopper-v5", 3120, 300, 1973),
+    "halfcheetah": ("HalfCheetah-v5", 3430, 180, 1707),
+    "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
+    "ant": ("Ant-v5", 3580, 3600, 20800),
+}
+# Every algorithm but `preset` keeps the experiment's env and obs-norm, replacing the algorithm.
+ALGO_SETTINGS: dict[str, list[str]] = {
+    "preset": [],
+    # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the conf/algo defaults)
+    "openai_es": ["algo=openai_es", "algo.popsize=40", "eval_every=1"],
+    # ClipUp's MuJoCo setup (experiment=humanoid) without the adaptive popsize
+    "pgpe": ["algo=pgpe", "algo.popsize=40", "algo.center_learning_rate=0.01125",
+             "algo.optimizer_config.max_speed=0.015", "algo.radius_init=0.27", "eval_every=1"],
+    "snes": ["algo=snes", "algo.popsize=40", "algo.radius_init=null", "algo.stdev_init=0.05",
+             "eval_every=1"],
+    "sep_cmaes": ["algo=sep_cmaes", "algo.popsize=40", "algo.radius_init=null",
+                  "algo.stdev_init=0.05", "eval_every=1"],
+    "cem": ["algo=cem", "algo.popsize=40", "algo.parenthood_ratio=0.25", "algo.radius_init=null",
+            "algo.stdev_init=0.05", "algo.stdev_min=0.005", "eval_every=1"],
+}
+
+
+def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
+    env, threshold, cap, _ = TASKS[task]
+    args = [f"experiment={task}", *ALGO_SETTINGS[algo], f"seed={seed}",
+            f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
+            "logger.console.quiet=true"]
+    folder = RUNS / env / f"{algo}_s{seed}"
+    figures = run_folder(args, folder, [f"algo={algo}", f"seed={seed}"])
+    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap * cap_scale,
+              "args": " ".join(args), **figures}
+    if figures["solved"] and algo == "preset":
+        record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
+    return record
+
+
+def _eval_in_fresh_process(folder: Path, seed: int) -> float:
+    """The mean return neurorun-eval reports for the best policy on the 5 test episodes that
+    scored it during the run (their seeds start at derive_seed(seed, "evaluation"))."""
+    from neurorun.seeding import derive_seed
+
+    command = [str(Path(sys.executable).with_name("neurorun-eval")), str(folder), "--episodes",
+               "5", "--seed", str(derive_seed(seed, "evaluation")), "--json"]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return round(float(json.loads(output)["return_mean"]), 1)
+
+
+def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (task, algorithm): solved fraction and medians over solved runs."""
+    rows = []
+    for task, (env, threshold, _, paper) in TASKS.items():
+        for algo in ALGO_SETTINGS:
+            runs = [r for r in records if r["task"] == task and r["algo"] == algo]
+            if not runs:
+                continue
+            solved = [r for r in runs if r["solved"]]
+
+            def median(key: str, among: list[dict[str, Any]] = solved) -> float | None:
+                values = [r[key] for r in among if r[key] is not None]
+                return round(statistics.median(values), 1) if values else None
+
+            rows.append({"task": task, "env": env, "algo": algo, "threshold": threshold,
+                         "max_time": runs[0]["max_time"], "solved": len(solved),
+                         "runs": len(runs), "median_episodes": median("episodes"),
+                         "median_interactions": median("interactions"),
+                         "median_s": median("seconds"), "paper_episodes": paper,
+                         "median_final": median("center_eval", runs),
+                         "median_best": median("best_eval", runs),
+                         "best_evals": [r["best_eval"] for r in solved],
+                         "neurorun_eval": [r.get("neurorun_eval") for r in solved]})
+    return rows
+
+
+def load_records() -> list[dict[str, Any]]:
+    """Every run logged so far; a later run of the same (task, algo, seed) replaces earlier."""
+    latest: dict[tuple, dict[str, Any]] = {}
+    if LOG.exists():
+        for line in LOG.read_text().splitlines():
+            record = json.loads(line)
+            latest[(record["task"], record["algo"], record["seed"])] = record
+    return list(latest.values())
+
+
+def report() -> dict[str, Any]:
+    records = load_records()
+    plots = []
+    for task in dict.fromkeys(r["task"] for r in records):
+        env, threshold = TASKS[task][:2]
+        plots += plot_curves(env, RUNS / env, threshold)
+    return write_report(RESULTS / "locomotion.json", results=summarize(records), plots=plots)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="swimmer,hopper,halfcheetah")
+    parser.add_argument("--algos", default="preset")
+    parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--cap-scale", type=float, default=1.0,
+                        help="multiply every task's wall-time cap (e.g. 0.5 for a quick look)")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="rebuild locomotion.json and the curves from the logged runs")
+    args = parser.parse_args(argv)
+    if not args.summary_only:
+        LOG.parent.mkdir(parents=True, exist_ok=True)
+        for seed in (int(s) for s in args.seeds.split(",")):
+            for task in args.tasks.split(","):
+                for algo in args.algos.split(","):
+                    record = run_task(task, algo, seed, args.cap_scale)
+                    print(json.dumps(record), flush=True)
+                    with LOG.open("a") as log:
+                        log.write(json.dumps(record) + "\n")
+    return report()
+
+
+if __name__ == "__main__":
+    main()
