@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-all lint bench bench-full bench-gpu clean
+.PHONY: install run test test-all lint bench bench-full bench-learning bench-gpu clean
 
 install: $(STAMP)
 
@@ -38,6 +38,12 @@ bench: install
 
 bench-full: install
 	$(PY) benchmarks/run.py --full
+
+# MuJoCo locomotion against the ARS paper (hours): every algorithm on Swimmer, Hopper and
+# HalfCheetah, 3 seeds; Walker2d and Ant with their presets; then refreshes the summary.
+bench-learning: install
+	$(PY) benchmarks/bench_locomotion.py --full
+	$(PY) benchmarks/run.py --summary-only
 
 # brax on CUDA (needs a GPU and a CUDA build of torch and jax); then refreshes the summary.
 bench-gpu: install

@@ -1,7 +1,11 @@
 """MuJoCo locomotion against the ARS paper's thresholds (``make bench-learning``).
 
-    python benchmarks/bench_locomotion.py [--tasks swimmer,hopper] [--algos preset,pgpe]
-                                          [--seeds 3] [--cap-scale 1.0] [--summary-only]
+    python benchmarks/bench_locomotion.py [--full] [--tasks swimmer,hopper]
+        [--algos preset,pgpe] [--seeds 0,1,2] [--cap-scale 1.0] [--summary-only]
+
+Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minutes at most).
+``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS on those three,
+3 seeds, then Walker2d and Ant with their presets, seed 0.
 
 Each run is ``neurorun experiment=<task> [algo overrides] seed=S max_time=<cap>`` through
 ``neurorun.runner.run``, the path of the ``neurorun`` command, on the default backend (EnvPool,
@@ -131,6 +135,7 @@ def report() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the whole matrix (hours)")
     parser.add_argument("--tasks", default="swimmer,hopper,halfcheetah")
     parser.add_argument("--algos", default="preset")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
@@ -139,11 +144,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--summary-only", action="store_true",
                         help="rebuild locomotion.json and the curves from the logged runs")
     args = parser.parse_args(argv)
-    if not args.summary_only:
-        LOG.parent.mkdir(parents=True, exist_ok=True)
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for task in args.tasks.split(","):
-                for algo in args.algos.split(","):
+    if args.summary_only:
+        return report()
+    plan = [(args.tasks, args.algos, args.seeds)]
+    if args.full:
+        plan = [("swimmer,hopper,halfcheetah", ",".join(ALGO_SETTINGS), "0,1,2"),
+                ("walker2d,ant", "preset", "0")]
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    for tasks, algos, seeds in plan:
+        for seed in (int(s) for s in seeds.split(",")):
+            for task in tasks.split(","):
+                for algo in algos.split(","):
                     record = run_task(task, algo, seed, args.cap_scale)
                     print(json.dumps(record), flush=True)
                     with LOG.open("a") as log:

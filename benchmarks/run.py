@@ -28,11 +28,15 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
-           ("bench_ray.py", []), ("bench_envpool.py", ["--full"])]
+           ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
+           ("bench_locomotion.py", ["--full"])]
+FULL_ONLY = {"bench_locomotion.py"}  # hours: `make bench-full` or `make bench-learning` only
 
 
 def run_scripts(full: bool) -> None:
     for script, full_args in SCRIPTS:
+        if script in FULL_ONLY and not full:
+            continue
         print(f"== {script}", flush=True)
         args = full_args if full else []
         subprocess.run([sys.executable, str(HERE / script), *args], check=True)
@@ -152,6 +156,29 @@ def learning_table(report: dict) -> list[str]:
     return lines
 
 
+def locomotion_table(report: dict) -> list[str]:
+    lines = ["| task (threshold) | algorithm | solved | median episodes (ARS paper V2-t) | "
+             "median env steps | median wall s | median last / best center_eval | "
+             "neurorun-eval of solved runs |", "|---|---|---|---|---|---|---|---|"]
+
+    def cell(value, digits=","):
+        return "–" if value is None else format(value, digits)
+
+    for r in report["results"]:
+        pairs = zip(r["neurorun_eval"], r["best_evals"], strict=True)
+        checks = ", ".join(f"{e:,.0f} vs {b:,.0f}" for e, b in pairs if e is not None) or "–"
+        lines.append(
+            f"| {r['env']} (≥ {r['threshold']:,}) | {r['algo']} | {r['solved']}/{r['runs']} "
+            f"(cap {r['max_time']:.0f} s) | {cell(r['median_episodes'], ',.0f')} "
+            f"({r['paper_episodes']:,}) | {cell(r['median_interactions'], ',.0f')} | "
+            f"{cell(r['median_s'])} | {cell(r['median_final'], ',.0f')} / "
+            f"{cell(r['median_best'], ',.0f')} | {checks} |")
+    plots = report.get("plots", [])
+    if plots:
+        lines += ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)]
+    return lines
+
+
 def ray_table(r: dict) -> list[str]:
     h, c, t = r["humanoid"], r["cartpole_dispatch"], r["transfer"]
     return [
@@ -201,6 +228,9 @@ def summary() -> str:
          "evotorch.json", evotorch_table),
         ("Learning: time and interactions to solve, over seeds (center evaluation each "
          "generation included in the time)", "learning.json", learning_table),
+        ("MuJoCo locomotion against the ARS paper (`make bench-learning`): episodes, env "
+         "steps and wall time to the threshold, medians over solved runs", "locomotion.json",
+         locomotion_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
         ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),
         ("brax on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),

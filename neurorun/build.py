@@ -6,8 +6,11 @@ Everything here runs before any environment steps, so a bad config stops the run
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import torch
@@ -57,6 +60,67 @@ def _algo_options(cfg: DictConfig) -> dict[str, Any]:
     return options
 
 
+@cache
+def _known_keys() -> dict[str, frozenset[str]]:
+    """The keys the packaged configs define: top level (with the group names), env, problem."""
+    conf = resources.files("neurorun.conf")
+    primary = OmegaConf.load(conf.joinpath("config.yaml"))
+    groups = {next(iter(entry)) for entry in primary.defaults if not isinstance(entry, str)}
+    problem = OmegaConf.load(conf.joinpath("problem", "default.yaml"))
+    return {"": frozenset(set(primary) - {"defaults", "hydra"} | groups),
+            "env": frozenset(set(primary.env) | {"id", "env_config", "target_score"}),
+            "problem": frozenset(problem)}
+
+
+def _check_known_keys(cfg: DictConfig) -> None:
+    """Refuse keys no config defines (`+generation=3` would be silently ignored)."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import option_names
+
+    known = dict(_known_keys())
+    if cfg.algo.get("name") in ALGORITHMS:
+        known["algo"] = frozenset({"name", "popsize", "distributed",
+                                   *option_names(ALGORITHMS[cfg.algo.name].Options)})
+    for section, keys in known.items():
+        node = cfg if not section else cfg.get(section)
+        for key in (node or {}):
+            if key in keys:
+                continue
+            name = f"{section}.{key}" if section else str(key)
+            close = difflib.get_close_matches(str(key), keys, n=1)
+            hint = f"did you mean {f'{section}.' if section else ''}{close[0]}? " if close else ""
+            value = OmegaConf.select(node, str(key)) if OmegaConf.is_config(node) else None
+            raise ConfigError(f"{name}={value!r}: no such key, so it would be ignored; {hint}"
+                              "Fix: check the spelling (`neurorun --cfg job` shows every key).")
+
+
+def _check_problem(cfg: DictConfig) -> None:
+    """problem.* values that would otherwise fail late or deep inside torch."""
+    from neurorun.envs.gym_env import VECTORIZATIONS
+    from neurorun.problems.options import AliveBonus
+
+    vectorization = cfg.problem.get("vectorization")
+    if vectorization not in VECTORIZATIONS:
+        raise ConfigError(f"problem.vectorization={vectorization!r}: expected one of "
+                          f"{', '.join(VECTORIZATIONS)}. Fix: problem.vectorization=auto.")
+    device = cfg.problem.get("device")
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"problem.device={device!r}: not a torch device. Fix: "
+                          "problem.device=cpu (or cuda, cuda:1 where a GPU is).") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"problem.device={device!r}, but this torch sees no CUDA GPU "
+                          f"(torch {torch.__version__}, a CPU-only build or no visible device). "
+                          "Fix: problem.device=cpu, or install a CUDA build of torch where a "
+                          "GPU is (make install TORCH=torch).")
+    try:
+        AliveBonus.parse(OmegaConf.to_container(cfg.problem, resolve=True)
+                         .get("alive_bonus_schedule"))
+    except ValueError as error:
+        raise ConfigError(f"problem.{error}") from None
+
+
 def check_distributed(cfg: DictConfig, algorithm: Any) -> bool:
     """Whether `algo.distributed` is on, after checking that this run can do it."""
     if not cfg.algo.get("distributed", False):
@@ -81,6 +145,8 @@ def validate_config(cfg: DictConfig) -> None:
     """
     from neurorun.algorithms import ALGORITHMS, make_algorithm
 
+    _check_known_keys(cfg)
+    _check_problem(cfg)
     _count(cfg, "seed", minimum=0, optional=False)
     for key in ("generations", "max_interactions"):
         _count(cfg, key, minimum=1, optional=True)

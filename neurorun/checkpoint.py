@@ -171,6 +171,23 @@ def saved_config_path(run_dir: str | Path) -> Path:
     return Path(run_dir) / ".hydra" / "config.yaml"
 
 
+def require_saved_config(run_dir: str | Path) -> Path:
+    """The saved config of the run in `run_dir`; FileNotFoundError (one line) if none."""
+    path = saved_config_path(run_dir)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"resume={str(run_dir)!r}: no saved config at {path}; expected the folder of an "
+            "earlier neurorun run (it holds .hydra/config.yaml). Fix: pass that folder.")
+    return path
+
+
+FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
+    "seed": "its random state is saved",
+    "network": "the checkpoint holds that network's parameters",
+    "env.id": "its policy, observation statistics and metrics belong to that env",
+}
+
+
 def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     """The saved config of `run_dir` with command-line `overrides` (key=value) on top.
 
@@ -180,13 +197,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    path = saved_config_path(run_dir)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"resume={str(run_dir)!r}: no saved config at {path}; expected the folder of an "
-            "earlier neurorun run (it holds .hydra/config.yaml). Fix: pass that folder."
-        )
-    config = OmegaConf.load(path)
+    config = OmegaConf.load(require_saved_config(run_dir))
     OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
     for override in OverridesParser.create().parse_overrides(overrides):
         key = override.key_or_group
@@ -195,11 +206,13 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         if override.is_delete():
             raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
         node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
-        if key == "seed" and override.value() != node:
+        fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
+                      if key == prefix or key.startswith(prefix + ".")), None)
+        value = override.value()
+        if fixed and (OmegaConf.to_container(node) if OmegaConf.is_config(node) else node) != value:
             raise ValueError(
-                f"resume: seed={override.value()} but the run was started with seed={node}; "
-                "a resumed run keeps its seed (its random state is saved). Fix: drop seed=, "
-                "or start a new run in another folder with that seed.")
+                f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
+                f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
         if isinstance(node, DictConfig) and not override.is_add():
             raise ValueError(
                 f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "

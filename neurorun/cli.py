@@ -6,23 +6,27 @@
     neurorun resume=runs/CartPole-v1/pgpe/<run> generations=200
 
 Configs ship inside the package (pkg://neurorun.conf), so the command works from any folder.
-A config error ends with one message and exit status 2; Ctrl-C, SIGTERM and SIGUSR1 end a
-run with a checkpoint of its last finished generation, the resume command and exit status
-128 + the signal number (130, 143, 138), without a traceback.
+A config error ends with one message and exit status 2 and leaves no run folder behind (in a
+sweep the other jobs still run, and the failed ones are listed at the end). Ctrl-C, SIGTERM
+and SIGUSR1 end a run with a checkpoint of its last finished generation, the resume command
+and exit status 128 + the signal number (130, 143, 138), without a traceback.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from neurorun.build import ConfigError
-from neurorun.checkpoint import load_run_config
+from neurorun.checkpoint import load_run_config, require_saved_config
 from neurorun.config_source import register_hydra_extensions
 from neurorun.runner import run
 from neurorun.signals import exit_status
@@ -40,7 +44,6 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
 
         from neurorun.cli import compose_config
         from neurorun.runner import run
-from neurorun.signals import exit_status
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
@@ -56,13 +59,32 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(error)) from error
 
 
+HYDRA_FILES = {".hydra", "neurorun.log"}  # what Hydra writes into a run folder before the task
+_failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
+
+
+def _remove_stub(run_dir: Path) -> None:
+    """Remove a new run's folder that holds nothing but Hydra's own files."""
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= HYDRA_FILES:
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
 def _app(cfg: DictConfig) -> None:
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
         if cfg.resume:
             cfg = _resumed_config(cfg)
-        result = run(cfg, run_dir=HydraConfig.get().runtime.output_dir)
+        result = run(cfg, run_dir=run_dir)
     except ConfigError as error:
+        if not cfg.resume:
+            _remove_stub(run_dir)
+        if hydra_cfg.mode == RunMode.MULTIRUN:  # the other jobs still run; main() lists these
+            job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
+            print(f"neurorun: config error in {job}: {error}", file=sys.stderr)
+            _failed_jobs.append(job)
+            return
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
@@ -74,9 +96,31 @@ def _app(cfg: DictConfig) -> None:
     print(f"best policy: {result['best_policy']}{shown}")
 
 
+def _missing_resume_folder(argv: Sequence[str]) -> str | None:
+    """The error for `resume=<path>` naming no earlier run: checked before Hydra creates any
+    folder (it would write its files into <path>)."""
+    for arg in argv:
+        key, _, value = arg.lstrip("+").partition("=")
+        if key != "resume" or value in ("", "null") or "," in value:
+            continue
+        try:
+            require_saved_config(value)
+        except FileNotFoundError as error:
+            return str(error)
+    return None
+
+
 def main() -> None:
     """Console-script entry point."""
+    missing = _missing_resume_folder(sys.argv[1:])
+    if missing:
+        print(f"neurorun: config error: {missing}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
     _app()
+    if _failed_jobs:
+        print(f"neurorun: {len(_failed_jobs)} job(s) of the sweep stopped on a config error: "
+              f"{'; '.join(_failed_jobs)}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,20 @@ def test_resume_refuses_another_seed(tmp_path):
     assert checkpoint.load_run_config(tmp_path, ["seed=3"]).seed == 3  # the same seed is fine
 
 
+@pytest.mark.parametrize("override", [
+    "network.spec='Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)'",
+    "env.id=Acrobot-v1",
+])
+def test_resume_refuses_another_network_or_env(tmp_path, override):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    key = override.split("=")[0]
+    with pytest.raises(ValueError, match=rf"resume: {key}=.* but the run was started with "
+                                         rf"{key}=.*Fix: drop {key}="):
+        checkpoint.load_run_config(tmp_path, [override])
+    same = checkpoint.load_run_config(tmp_path, ["env.id=CartPole-v1"])  # unchanged: fine
+    assert same.env.id == "CartPole-v1"
+
+
 def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_path):
     run(tiny("generations=2"), run_dir=tmp_path)
     (tmp_path / "metrics.jsonl").unlink()

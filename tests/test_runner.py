@@ -41,7 +41,18 @@ def no_problem(monkeypatch):
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
-    (["+algo.foo=1"], ["algo.foo=1", "unknown option", "Fix:"]),
+    (["+algo.foo=1"], ["algo.foo=1", "no such key", "Fix:"]),
+    # typos in added keys (#14 item 12): refused with the closest key of that section
+    (["+generation=3"], ["generation=3", "did you mean generations?", "Fix:"]),
+    (["+algo.popsiz=10"], ["algo.popsiz=10", "did you mean algo.popsize?", "Fix:"]),
+    (["+problem.num_episode=2"], ["did you mean problem.num_episodes?", "Fix:"]),
+    (["+env.backnd=envpool"], ["env.backnd='envpool'", "did you mean env.backend?", "Fix:"]),
+    # values that failed deep inside torch or the env (#14 item 10)
+    (["problem.device=cuda"], ["problem.device='cuda'", "no CUDA", "Fix: problem.device=cpu"]),
+    (["problem.device=gpu"], ["problem.device='gpu'", "not a torch device", "Fix:"]),
+    (["problem.vectorization=bogus"], ["problem.vectorization='bogus'", "auto, native", "Fix:"]),
+    (["problem.alive_bonus_schedule=abc"], ["problem.alive_bonus_schedule='abc'", "Fix:"]),
+    (["problem.alive_bonus_schedule=[1,2,3,4]"], ["problem.alive_bonus_schedule=", "Fix:"]),
     (["algo.popsize=abc"], ["algo.popsize='abc'", "integer >= 1", "Fix:"]),
     (["algo.popsize=11"], ["algo.popsize=11", "even", "Fix:"]),
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),

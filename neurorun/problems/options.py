@@ -23,12 +23,15 @@ class AliveBonus:
         """``(t, b)`` means ``(t, t, b)``; ``(t0, t1, b)`` as is; None stays None."""
         if schedule is None:
             return None
-        items = list(schedule)
+        items = list(schedule) if isinstance(schedule, Sequence) and not isinstance(
+            schedule, str) else []
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
-        if len(items) != 3:
-            raise ValueError(f"alive_bonus_schedule={schedule!r}; expected (t, bonus) or "
-                             "(t0, t1, bonus)")
+        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in items)
+        if len(items) != 3 or not numbers:
+            raise ValueError(f"alive_bonus_schedule={schedule!r}; expected [t, bonus] or "
+                             "[t0, t1, bonus] (numbers). Fix: e.g. alive_bonus_schedule=[400,10]"
+                             " or null")
         t0, t1, bonus = int(items[0]), int(items[1]), float(items[2])
         if t1 < t0:
             raise ValueError(f"alive_bonus_schedule={schedule!r}: t1={t1} < t0={t0}; expected "

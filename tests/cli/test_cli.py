@@ -63,7 +63,27 @@ def test_config_error_exits_2_with_one_message(tmp_path):
     assert result.returncode == 2
     assert "algo.popsize='abc'" in result.stderr and "Fix:" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("metrics.csv"))
+    assert not list(tmp_path.rglob(".hydra"))  # no stub run folder is left behind
+
+
+def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
+    missing = tmp_path / "no" / "such" / "run"
+    result = neurorun(f"resume={missing}", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and f"resume='{missing}'" in result.stderr
+    assert "Fix:" in result.stderr and not (tmp_path / "no").exists()
+
+
+def test_a_bad_job_in_a_sweep_lets_the_others_run_and_is_listed(tmp_path):
+    result = neurorun("-m", "debug=default", "algo.popsize=0,10", "generations=1",
+                      "hydra.sweep.dir=sweep", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "config error in job 0 (debug=default algo.popsize=0 generations=1)" in result.stderr
+    assert "1 job(s) of the sweep stopped on a config error" in result.stderr
+    assert "Traceback" not in result.stderr
+    jobs = sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir())
+    assert jobs == ["1_CartPole-v1_pgpe_s0"]  # job 1 ran; job 0 left no folder
+    assert [row["generation"] for row in rows(tmp_path / "sweep" / jobs[0])] == ["1"]
 
 
 def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
