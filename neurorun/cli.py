@@ -60,12 +60,17 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
 
 
 HYDRA_FILES = {".hydra", "neurorun.log"}  # what Hydra writes into a run folder before the task
+EMPTY_AT_START = {"metrics.csv", "metrics.jsonl"}  # opened before the evaluator starts
 _failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
 
 
 def _remove_stub(run_dir: Path) -> None:
-    """Remove a new run's folder that holds nothing but Hydra's own files."""
-    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= HYDRA_FILES:
+    """Remove a new run's folder that holds nothing but Hydra's files and empty metrics."""
+    if not run_dir.is_dir():
+        return
+    entries = list(run_dir.iterdir())
+    if all(p.name in HYDRA_FILES or (p.name in EMPTY_AT_START and p.stat().st_size == 0)
+           for p in entries):
         shutil.rmtree(run_dir, ignore_errors=True)
 
 

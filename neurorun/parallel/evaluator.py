@@ -30,6 +30,7 @@ from neurorun.parallel import cluster
 from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
+    check_local_capacity,
     merge_stats,
     mix_seed,
     payload_bytes,
@@ -102,6 +103,10 @@ class RayEvaluator:
             max(1, n) for n in split_workload(int(total_envs), count)]
         seed = self.problem_kwargs.get("seed")
         options = {"num_cpus": 1, "num_gpus": gpus_each, "max_restarts": 0, **actor_config}
+        if self._owns_ray:  # a joined cluster may grow; a local ray's resources are all there is
+            check_local_capacity(count, cpus_each=float(options["num_cpus"] or 0),
+                                 gpus_each=float(options["num_gpus"] or 0), num_cpus=cpus,
+                                 num_gpus=gpus)
         remote = ray.remote(EvaluationWorker)
 
         threads = self.problem_kwargs.get("num_threads")

@@ -123,3 +123,17 @@ def mix_seed(*values: int) -> int:
     """A 63-bit seed from integers (different tuples give unrelated seeds)."""
     sequence = np.random.SeedSequence([int(v) % 2**63 for v in values])
     return int(sequence.generate_state(1, np.uint64)[0]) % 2**63
+
+
+def check_local_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: float,
+                         num_gpus: float) -> None:
+    """Refuse actors a local ray could never place (it would wait for them, then time out)."""
+    for kind, each, total, fix in (
+            ("CPU", cpus_each, num_cpus, "parallel.actor_config.num_cpus=<a fraction, e.g. 0.5>"),
+            ("GPU", gpus_each, num_gpus, "parallel.num_gpus_per_actor=<a smaller fraction>")):
+        if count * each > total + 1e-9:
+            raise ValueError(
+                f"parallel.num_actors={count} actors x {each:g} {kind} each need "
+                f"{count * each:g} {kind}s, but this local ray has {total:g}; ray would wait "
+                f"for them forever. Fix: parallel.num_actors=max (one per CPU), or {fix}.")
+

@@ -29,6 +29,7 @@ class Run:
     path: Path
     metrics: dict[str, np.ndarray]  # column -> (rows,) float, nan where a row lacks it
     overrides: dict[str, str] = field(default_factory=dict)  # key -> value, in given order
+    env: str | None = None  # env.id of the run's saved config (None: no config saved)
 
     def column(self, name: str) -> np.ndarray:
         return self.metrics.get(name, np.full(self.rows, np.nan))
@@ -103,13 +104,27 @@ def read_overrides(folder: Path) -> dict[str, str]:
     return result
 
 
+def read_env(folder: Path) -> str | None:
+    """`env.id` of the run's saved `.hydra/config.yaml` (None when it has none)."""
+    path = folder / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return None
+    from omegaconf import OmegaConf
+
+    try:
+        env_id = OmegaConf.select(OmegaConf.load(path), "env.id", default=None)
+    except Exception as error:
+        raise ToolError(f"cannot read {str(path)!r}: {error}") from error
+    return None if env_id is None else str(env_id)
+
+
 def load_runs(paths: list[str | Path]) -> list[Run]:
     """Every run below `paths` that has at least one row of metrics."""
     runs, empty = [], []
     for folder in dict.fromkeys(f for path in paths for f in find_run_folders(path)):
         metrics = read_metrics(folder)
         if metrics:
-            runs.append(Run(folder, metrics, read_overrides(folder)))
+            runs.append(Run(folder, metrics, read_overrides(folder), read_env(folder)))
         else:
             empty.append(folder)
     if not runs:
@@ -124,14 +139,21 @@ def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
     """Runs grouped by the overrides that differ between them (seed left out), in order.
 
     The label is `key=value, ...` of those overrides; runs that differ in nothing else form
-    one group, labelled by their common overrides (or the folder name of a single run)."""
+    one group, labelled by their common overrides (or the folder name of a single run).
+    Runs of different envs (their saved env.id) never share a group, and a warning says so."""
     keys = list(dict.fromkeys(k for run in runs for k in run.overrides
                               if k not in IGNORED_OVERRIDES and not k.startswith("hydra.")))
     varying = [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
+    envs = list(dict.fromkeys(run.env for run in runs if run.env is not None))
+    if len(envs) > 1:
+        warnings.warn(f"these runs are of {len(envs)} envs ({', '.join(envs)}): their scores do "
+                      "not compare across envs; each env's runs are grouped apart", stacklevel=2)
     groups: dict[str, list[Run]] = {}
     for run in runs:
         shown = varying or [k for k in keys if k in run.overrides]
         label = ", ".join(f"{k}={run.overrides[k]}" for k in shown if k in run.overrides)
+        if len(envs) > 1 and "env" not in shown:  # never one group across envs
+            label = ", ".join(x for x in (f"env={run.env}", label) if x)
         if not label:
             label = run.path.name if len(runs) == 1 else "all runs"
         groups.setdefault(label, []).append(run)

@@ -11,6 +11,7 @@ from neurorun.algorithms import make_algorithm
 from neurorun.parallel.distributed import check_distributed, make_replica, share_sizes
 from neurorun.parallel.workload import (
     average_gradients,
+    check_local_capacity,
     merge_stats,
     resolve_num_actors,
     split_workload,
@@ -104,6 +105,16 @@ def test_distributed_update_equals_full_update_on_the_same_samples():
     grad_sigma = (w[:, None] * ((x - mu) ** 2 - sigma**2)).sum(0) / (sigma * 8)
     np.testing.assert_allclose(full.center.numpy(), mu + 0.3 * grad_mu, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(full.stdev.numpy(), sigma + 0.2 * grad_sigma, rtol=1e-5, atol=1e-6)
+
+
+def test_actors_a_local_ray_cannot_place_are_refused_at_once():
+    check_local_capacity(2, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
+    check_local_capacity(4, cpus_each=0.5, gpus_each=0, num_cpus=2, num_gpus=0)  # 4 x 0.5 = 2
+    with pytest.raises(ValueError, match=r"num_actors=3 actors x 1 CPU each need 3 CPUs, but "
+                                         r"this local ray has 2.*Fix: .*actor_config.num_cpus"):
+        check_local_capacity(3, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
+    with pytest.raises(ValueError, match=r"2 actors x 0.75 GPU each need 1.5 GPUs.*has 1.*Fix"):
+        check_local_capacity(2, cpus_each=0.5, gpus_each=0.75, num_cpus=2, num_gpus=1)
 
 
 def test_cmaes_is_refused_and_gradient_algorithms_accepted():

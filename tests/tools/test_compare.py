@@ -61,3 +61,19 @@ def test_center_eval_missing_falls_back_to_mean_eval(sweep):
     assert list(groups) == ["algo=pgpe", "algo=snes", "algo=cem"]
     assert groups["algo=pgpe"]["final_mean"] == 5
     assert (groups["algo=cem"]["runs"], groups["algo=cem"]["final_mean"]) == (1, 4)
+
+
+def test_runs_of_different_envs_are_grouped_apart_with_a_warning(tmp_path, capsys):
+    """Two seeds of the same overrides, one on CartPole and one on Pendulum (saved env.id)."""
+    for name, env, finals in (("a", "CartPole-v1", [1, 2]), ("b", "Pendulum-v1", [-900, -300])):
+        folder = write_run(tmp_path / name, [{"generation": g + 1, "mean_eval": v,
+                                              "total_interaction_count": 10, "elapsed_s": 1}
+                                             for g, v in enumerate(finals)], ["algo=pgpe"])
+        (folder / ".hydra" / "config.yaml").write_text(f"env:\n  id: {env}\n")
+    with pytest.warns(UserWarning, match=r"2 envs \(CartPole-v1, Pendulum-v1\).*grouped apart"):
+        _, rows = compare_tool.compare([tmp_path / "a", tmp_path / "b"], "mean_eval")
+    groups = by_group(rows)
+    assert set(groups) == {"env=CartPole-v1, algo=pgpe", "env=Pendulum-v1, algo=pgpe"}
+    assert groups["env=Pendulum-v1, algo=pgpe"]["final_mean"] == -300
+    assert compare_tool.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "grouped apart" in capsys.readouterr().err  # the command line shows the warning too

@@ -93,3 +93,13 @@ def test_bad_options(sweep, tmp_path, capsys, argv, message):
     assert plot_tool.main(args) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and message in error
+
+
+def test_runs_of_different_envs_get_their_own_lines_and_a_warning(tmp_path):
+    for name, env in (("a", "CartPole-v1"), ("b", "Pendulum-v1")):
+        folder = write_run(tmp_path / name, rows([1, 2]), ["algo=pgpe"])
+        (folder / ".hydra" / "config.yaml").write_text(f"env:\n  id: {env}\n")
+    with pytest.warns(UserWarning, match="2 envs"):
+        figure = plot_tool.plot_runs([tmp_path / "a", tmp_path / "b"])
+    assert set(lines_by_label(figure)) == {"env=CartPole-v1, algo=pgpe (1 runs)",
+                                           "env=Pendulum-v1, algo=pgpe (1 runs)"}
