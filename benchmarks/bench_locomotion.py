@@ -46,9 +46,11 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
     "ant": ("Ant-v5", 3580, 3600, 20800),
 }
-# Every algorithm but `preset` keeps the experiment's env and obs-norm, replacing the algorithm.
+# Every algorithm but `preset` keeps the experiment's env and obs-norm, replacing the algorithm;
+# `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset).
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
+    "env_only": [],
     # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the conf/algo defaults)
     "openai_es": ["algo=openai_es", "algo.popsize=40", "eval_every=1"],
     # ClipUp's MuJoCo setup (experiment=humanoid) without the adaptive popsize
@@ -65,7 +67,8 @@ ALGO_SETTINGS: dict[str, list[str]] = {
 
 def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
     env, threshold, cap, _ = TASKS[task]
-    args = [f"experiment={task}", *ALGO_SETTINGS[algo], f"seed={seed}",
+    start = f"env={env}" if algo == "env_only" else f"experiment={task}"
+    args = [start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
     folder = RUNS / env / f"{algo}_s{seed}"

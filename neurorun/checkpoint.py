@@ -126,6 +126,23 @@ def _obs_stats(problem: Any) -> dict[str, Any]:
             "obs_count": float(norm.count)}
 
 
+def holds_run(folder: str | Path) -> bool:
+    """Whether `folder` holds an earlier run: checkpoints, or metric files with rows."""
+    folder = Path(folder)
+    metrics = (folder / name for name in ("metrics.csv", "metrics.jsonl"))
+    return (folder / CHECKPOINT_DIR).is_dir() or any(
+        path.is_file() and path.stat().st_size > 0 for path in metrics)
+
+
+def refuse_existing_run(folder: str | Path, source: str) -> None:
+    """ValueError (one line) when a new run would write into `folder` holding a run."""
+    if holds_run(folder):
+        raise ValueError(
+            f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
+            f"there would overwrite it. Fix: resume={str(folder)!r} to continue it, or another "
+            "folder.")
+
+
 def remove_partial_writes(run_dir: str | Path) -> list[Path]:
     """Delete the temporary files (`.<name>.*.tmp`) that a write killed mid-way left in
     `<run>/checkpoints/`; returns what was deleted."""

@@ -26,7 +26,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from neurorun.build import ConfigError
-from neurorun.checkpoint import load_run_config, require_saved_config
+from neurorun.checkpoint import load_run_config, refuse_existing_run, require_saved_config
 from neurorun.config_source import register_hydra_extensions
 from neurorun.runner import run
 from neurorun.signals import exit_status
@@ -101,25 +101,30 @@ def _app(cfg: DictConfig) -> None:
     print(f"best policy: {result['best_policy']}{shown}")
 
 
-def _missing_resume_folder(argv: Sequence[str]) -> str | None:
-    """The error for `resume=<path>` naming no earlier run: checked before Hydra creates any
-    folder (it would write its files into <path>)."""
+def _folder_error(argv: Sequence[str]) -> str | None:
+    """What is wrong with the folders named on the command line, checked before Hydra writes
+    its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
+    must not hold one."""
+    given = {}
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
-        if key != "resume" or value in ("", "null") or "," in value:
-            continue
-        try:
-            require_saved_config(value)
-        except FileNotFoundError as error:
-            return str(error)
+        if value not in ("", "null") and "," not in value:
+            given[key] = value
+    try:
+        if "resume" in given:
+            require_saved_config(given["resume"])
+        elif "hydra.run.dir" in given:
+            refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
+    except (FileNotFoundError, ValueError) as error:
+        return str(error)
     return None
 
 
 def main() -> None:
     """Console-script entry point."""
-    missing = _missing_resume_folder(sys.argv[1:])
-    if missing:
-        print(f"neurorun: config error: {missing}", file=sys.stderr)
+    problem = _folder_error(sys.argv[1:])
+    if problem:
+        print(f"neurorun: config error: {problem}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     _app()
     if _failed_jobs:

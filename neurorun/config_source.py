@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from hydra._internal.sources_registry import SourcesRegistry
@@ -56,11 +57,16 @@ def env_slug(env_id: Any) -> str:
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
-    """`runs/<env>/<algo>/<date>_<time>_s<seed>`, or the folder being resumed."""
+    """`runs/<env>/<algo>/<date>_<time>_s<seed>` (`_2`, `_3`, ... when that folder exists), or
+    the folder being resumed."""
     if resume not in (None, ""):
         return str(resume)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    return f"runs/{env_slug(env_id)}/{algo}/{stamp}_s{seed}"
+    name = f"runs/{env_slug(env_id)}/{algo}/{stamp}_s{seed}"
+    count = 1
+    while Path(name if count == 1 else f"{name}_{count}").exists():  # started in the same second
+        count += 1
+    return name if count == 1 else f"{name}_{count}"
 
 
 def _output_subdir(resume: Any) -> str:

@@ -87,6 +87,11 @@ class Runner:
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
+        if not cfg.resume:
+            try:
+                checkpoint.refuse_existing_run(self.run_dir, "run folder")
+            except ValueError as error:
+                raise ConfigError(str(error)) from error
         checkpoint.remove_partial_writes(self.run_dir)  # left by a kill during a write
         try:
             self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None

@@ -250,3 +250,11 @@ def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_p
     assert "\n" not in str(info.value)
     assert not (tmp_path / "metrics.jsonl").exists()
     assert b"\0" not in (tmp_path / "metrics.csv").read_bytes()
+
+
+def test_a_new_run_refuses_a_folder_that_holds_a_run(tmp_path):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    before = (tmp_path / "metrics.csv").read_bytes()
+    with pytest.raises(ConfigError, match=r"already holds a run.*Fix: resume="):
+        run(tiny("generations=1", "seed=5"), run_dir=tmp_path)
+    assert (tmp_path / "metrics.csv").read_bytes() == before  # nothing overwritten

@@ -29,7 +29,7 @@ def rows(run_dir):
 def test_help_lists_every_group_and_its_options(tmp_path):
     result = neurorun("--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    for line in ("algo: cem, cmaes, pgpe, sep_cmaes, snes, xnes", "parallel: local",
+    for line in ("algo: ars, cem, cmaes, openai_es, pgpe, sep_cmaes, snes, xnes", "parallel: local",
                  "problem: default, gymne, vecgymne", "debug: default"):
         assert line in result.stdout
     assert "env: CartPole-v1," in result.stdout and "brax::ant" in result.stdout
@@ -72,6 +72,16 @@ def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and f"resume='{missing}'" in result.stderr
     assert "Fix:" in result.stderr and not (tmp_path / "no").exists()
+
+
+def test_a_new_run_into_a_folder_holding_a_run_is_refused_before_hydra_writes(tmp_path):
+    first = neurorun("debug=default", "hydra.run.dir=run", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    saved = (tmp_path / "run" / ".hydra" / "config.yaml").read_text()
+    second = neurorun("debug=default", "seed=7", "hydra.run.dir=run", cwd=tmp_path)
+    assert second.returncode == 2
+    assert "hydra.run.dir='run' already holds a run" in second.stderr and "Fix:" in second.stderr
+    assert (tmp_path / "run" / ".hydra" / "config.yaml").read_text() == saved
 
 
 def test_a_bad_job_in_a_sweep_lets_the_others_run_and_is_listed(tmp_path):

@@ -1,12 +1,14 @@
 """env=<any gymnasium id or brax name>, in every spelling, served by the neurorun:// source."""
 
+from pathlib import Path
+
 import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from neurorun.build import ConfigError
 from neurorun.cli import compose_config
-from neurorun.config_source import canonical_env_id, env_slug
+from neurorun.config_source import canonical_env_id, env_slug, run_dir_name
 from neurorun.runner import Runner
 
 SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "env=brax/humanoid"]
@@ -69,3 +71,12 @@ def test_unknown_env_fails_before_anything_is_built_and_names_close_ids(tmp_path
     message = str(caught.value)
     assert "env.id='CartPole-v9'" in message and "CartPole-v1" in message
     assert not (tmp_path / "run").exists()  # no run folder, no metrics, no env
+
+
+def test_default_run_folders_never_reuse_an_existing_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = run_dir_name(None, "CartPole-v1", "pgpe", 0)
+    Path(first).mkdir(parents=True)  # a run started in the same second
+    second = run_dir_name(None, "CartPole-v1", "pgpe", 0)
+    assert second != first and not Path(second).exists()
+    assert second.startswith("runs/CartPole-v1/pgpe/") and second.endswith(("_s0", "_s0_2"))
