@@ -169,10 +169,11 @@ def validate_config(cfg: DictConfig) -> None:
                           f"Fix: algo=<one of them>.")
     _count(cfg, "algo.popsize", minimum=1, optional=True)
     try:  # the algorithm checks its own options; a small probe length keeps this instant
-        make_algorithm(name, solution_length=_PROBE_LENGTH, popsize=cfg.algo.popsize, seed=0,
-                       **_algo_options(cfg))
+        probe = make_algorithm(name, solution_length=_PROBE_LENGTH, popsize=cfg.algo.popsize,
+                               seed=0, **_algo_options(cfg))
     except (ValueError, TypeError) as error:
         raise _algo_error(cfg, error) from error
+    check_distributed(cfg, probe)
 
 
 def resolve_env_backend(cfg: DictConfig) -> str | None:

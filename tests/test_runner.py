@@ -58,6 +58,15 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    # ARS and OpenAI-ES (#13 bad input)
+    (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
+                                             "Fix:"]),  # debug=default: popsize 10, N = 5
+    (["algo=ars", "algo.noise=0"], ["algo.noise=0", "> 0", "Fix:"]),
+    (["algo=ars", "algo.step_size=-0.1"], ["algo.step_size=-0.1", "> 0", "Fix:"]),
+    (["algo=ars", "algo.distributed=true", "parallel=ray"],
+     ["algo.distributed=true with algo 'ars'", "whole population", "Fix:"]),
+    (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
+                                            "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),

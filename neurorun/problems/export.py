@@ -44,8 +44,9 @@ class EnvPolicy(nn.Module):
     def forward(self, obs: Tensor, hidden: Any = None) -> Any:
         """Outputs for raw observations; ``(outputs, hidden)`` for a recurrent net."""
         x = obs
-        if self.obs_mean is not None:
-            x = (x - self.obs_mean) / self.obs_stdev
+        if self.obs_mean is not None:  # as the rollouts compute it: x * (1 / stdev) + shift
+            scale = 1.0 / self.obs_stdev
+            x = x * scale + (-self.obs_mean * scale)
         out = self.net(x) if hidden is None else self.net(x, hidden)
         if isinstance(out, tuple):
             return self._clip(out[0]), out[1]
