@@ -198,7 +198,7 @@ def test_episode_stats_merge_batches_weighted_by_episodes():
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["algo.distributed=true"], "Fix: add parallel=ray"),
-    (["algo=cmaes", "algo.distributed=true", "parallel=ray"], "CMA-ES"),
+    (["algo=cmaes", "algo.distributed=true", "parallel=ray"], "algo .cmaes.: .*evolution paths"),
 ])
 def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypatch, overrides,
                                                              expected):
