@@ -50,7 +50,8 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
 # `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset).
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
-    "ars_v1": ["problem.observation_normalization=false"],  # the preset without obs-norm
+    "ars_v1": ["problem.observation_normalization=false"],  # the preset, raw observations
+    "ars_v2": ["problem.observation_normalization=true"],  # the preset, normalized ones
     "env_only": [],
     # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the conf/algo defaults)
     "openai_es": ["algo=openai_es", "algo.popsize=40", "eval_every=1"],
