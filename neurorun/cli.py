@@ -108,6 +108,7 @@ def _folder_error(argv: Sequence[str]) -> str | None:
     given = {}
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
+        value = value.strip("'\"")  # Hydra's quoting: resume='runs/my run'
         if value not in ("", "null") and "," not in value:
             given[key] = value
     try:
