@@ -7,11 +7,11 @@ Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minut
 ``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS on those three,
 3 seeds, then Walker2d and Ant with their presets, seed 0.
 
-Each run is ``neurorun experiment=<task> [algo overrides] seed=S max_time=<cap>`` through
-``neurorun.runner.run``, the path of the ``neurorun`` command, on the default backend (EnvPool,
-both cores). ``preset`` is the task's ``experiment=`` preset as shipped (ARS V2-t); the other
-algorithms replace its algorithm with the settings in ALGO_SETTINGS, keeping the env preset
-(reward shift, target) and observation normalization. A run is solved at the first center
+Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
+preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
+``neurorun env=<Env> problem.observation_normalization=true <ALGO_SETTINGS> ...`` (the other
+algorithms, on the env preset's reward shift and target), through ``neurorun.runner.run``, the
+path of the ``neurorun`` command, on the default backend (EnvPool, both cores). A run is solved at the first center
 evaluation (5 seeded test episodes, the env's own return) that reaches the threshold of Mania,
 Guy & Recht 2018, Table 1. Every finished run is appended at once to
 ``benchmarks/results/locomotion_runs.jsonl`` (a cut session keeps its figures); the summary
@@ -46,8 +46,10 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
     "ant": ("Ant-v5", 3580, 3600, 20800),
 }
-# Every algorithm but `preset` keeps the experiment's env and obs-norm, replacing the algorithm;
+# `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
+# env preset (reward shift, target) with observation normalization and these settings;
 # `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset).
+ON_THE_EXPERIMENT = ("preset", "ars_v1", "ars_v2")
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
     "ars_v1": ["problem.observation_normalization=false"],  # the preset, raw observations
@@ -69,8 +71,9 @@ ALGO_SETTINGS: dict[str, list[str]] = {
 
 def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
     env, threshold, cap, _ = TASKS[task]
-    start = f"env={env}" if algo == "env_only" else f"experiment={task}"
-    args = [start, *ALGO_SETTINGS[algo], f"seed={seed}",
+    start = ([f"experiment={task}"] if algo in ON_THE_EXPERIMENT else [f"env={env}"] if
+             algo == "env_only" else [f"env={env}", "problem.observation_normalization=true"])
+    args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
     folder = RUNS / env / f"{algo}_s{seed}"
