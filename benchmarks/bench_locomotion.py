@@ -11,9 +11,9 @@ Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: th
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
 ``neurorun env=<Env> problem.observation_normalization=true <ALGO_SETTINGS> ...`` (the other
 algorithms, on the env preset's reward shift and target), through ``neurorun.runner.run``, the
-path of the ``neurorun`` command, on the default backend (EnvPool, both cores). A run is solved at the first center
-evaluation (5 seeded test episodes, the env's own return) that reaches the threshold of Mania,
-Guy & Recht 2018, Table 1. Every finished run is appended at once to
+path of the ``neurorun`` command, on the default backend (EnvPool, both cores). A run is
+solved at the first center evaluation (5 seeded test episodes, the env's own return) that
+reaches the threshold of Mania, Guy & Recht 2018, Table 1. Every finished run is appended at once to
 ``benchmarks/results/locomotion_runs.jsonl`` (a cut session keeps its figures); the summary
 (``locomotion.json``: per task and algorithm the solved fraction, median episodes, env steps
 and wall time to the threshold over solved runs, final scores) and the curves
@@ -72,7 +72,8 @@ ALGO_SETTINGS: dict[str, list[str]] = {
 def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
     env, threshold, cap, _ = TASKS[task]
     start = ([f"experiment={task}"] if algo in ON_THE_EXPERIMENT else [f"env={env}"] if
-             algo == "env_only" else [f"env={env}", "problem.observation_normalization=true"])
+             algo == "env_only" else [f"env={env}", "problem.observation_normalization=true",
+                                      "generations=100000"])  # the cap stops it, as presets
     args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
