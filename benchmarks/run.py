@@ -140,6 +140,13 @@ def evotorch_table(report: dict) -> list[str]:
     return lines
 
 
+def curve_links(report: dict) -> list[str]:
+    """A line linking the report's curve images (none when it has none)."""
+    plots = report.get("plots", [])
+    return ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)] \
+        if plots else []
+
+
 def learning_table(report: dict) -> list[str]:
     lines = ["| env | algorithm | solved | median s to solve | median interactions | "
              "median generations | settings |", "|---|---|---|---|---|---|---|"]
@@ -150,10 +157,7 @@ def learning_table(report: dict) -> list[str]:
         lines.append(f"| {r['env']} (≥ {r['target']}) | {r['algo']} | "
                      f"{r['solved']}/{r['runs']} (cap {r['max_time']} s) | {seconds} | {steps} | "
                      f"{gens} | `{r['settings']}` |")
-    plots = report.get("plots", [])
-    if plots:
-        lines += ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)]
-    return lines
+    return lines + curve_links(report)
 
 
 def locomotion_table(report: dict) -> list[str]:
@@ -173,10 +177,7 @@ def locomotion_table(report: dict) -> list[str]:
             f"({r['paper_episodes']:,}) | {cell(r['median_interactions'], ',.0f')} | "
             f"{cell(r['median_s'])} | {cell(r['median_final'], ',.0f')} / "
             f"{cell(r['median_best'], ',.0f')} | {checks} |")
-    plots = report.get("plots", [])
-    if plots:
-        lines += ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)]
-    return lines
+    return lines + curve_links(report)
 
 
 def ray_table(r: dict) -> list[str]:

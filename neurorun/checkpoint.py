@@ -129,7 +129,9 @@ def _obs_stats(problem: Any) -> dict[str, Any]:
 def holds_run(folder: str | Path) -> bool:
     """Whether `folder` holds an earlier run: checkpoints, or metric files with rows."""
     folder = Path(folder)
-    metrics = (folder / name for name in ("metrics.csv", "metrics.jsonl"))
+    from neurorun.loggers.files import METRIC_FILES
+
+    metrics = (folder / name for name in METRIC_FILES)
     return (folder / CHECKPOINT_DIR).is_dir() or any(
         path.is_file() and path.stat().st_size > 0 for path in metrics)
 

@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 from neurorun.build import ConfigError
 from neurorun.checkpoint import load_run_config, refuse_existing_run, require_saved_config
 from neurorun.config_source import register_hydra_extensions
+from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
 from neurorun.signals import exit_status
 
@@ -60,7 +61,6 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
 
 
 HYDRA_FILES = {".hydra", "neurorun.log"}  # what Hydra writes into a run folder before the task
-EMPTY_AT_START = {"metrics.csv", "metrics.jsonl"}  # opened before the evaluator starts
 _failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
 
 
@@ -69,7 +69,8 @@ def _remove_stub(run_dir: Path) -> None:
     if not run_dir.is_dir():
         return
     entries = list(run_dir.iterdir())
-    if all(p.name in HYDRA_FILES or (p.name in EMPTY_AT_START and p.stat().st_size == 0)
+    # the metric files are opened (empty) before the evaluator starts
+    if all(p.name in HYDRA_FILES or (p.name in METRIC_FILES and p.stat().st_size == 0)
            for p in entries):
         shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -14,14 +14,13 @@ With adaptive popsize a generation has more directions than N; b stays as set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from neurorun.algorithms.base import SearchAlgorithm
 from neurorun.algorithms.distributions import SymmetricSeparableGaussian
+from neurorun.algorithms.gaussian import DistributionSearch
 from neurorun.algorithms.options import (
     SearchOptions,
     as_vector,
@@ -38,7 +37,7 @@ class ARSOptions(SearchOptions):
     noise: float | None = None  # nu, the fixed exploration stdev
 
 
-class ARS(SearchAlgorithm):
+class ARS(DistributionSearch):
     name = "ars"
     Options = ARSOptions
 
@@ -47,8 +46,6 @@ class ARS(SearchAlgorithm):
         options = self.options
         require_count("num_directions", options.num_directions)
         require_count("top_directions", options.top_directions)
-        require_count("num_interactions", self.num_interactions)
-        require_count("popsize_max", self.popsize_max)
         require_positive("step_size", options.step_size)
         require_positive("noise", options.noise)
         if options.num_directions is None and self.popsize % 2:
@@ -84,17 +81,6 @@ class ARS(SearchAlgorithm):
             return super().default_popsize(solution_length)
         return 2 * directions
 
-    @property
-    def center(self) -> torch.Tensor:
-        return self.distribution.mu
-
-    @property
-    def stdev(self) -> torch.Tensor:
-        return self.distribution.sigma
-
-    def _sample(self, n: int) -> torch.Tensor:
-        return self.distribution.sample(n, self.generator)
-
     def _update(self, samples: torch.Tensor, fitness: torch.Tensor) -> None:
         plus, minus = fitness.view(-1, 2).unbind(dim=1)
         directions = (samples[0::2] - self.center) / float(self.options.noise)  # d_k, (N, D)
@@ -109,9 +95,3 @@ class ARS(SearchAlgorithm):
     def _no_gradients_reason(self) -> str:
         return ("its step keeps the top directions of the whole population and divides by "
                 "their returns' stdev, which no actor's share can compute.")
-
-    def _state(self) -> dict[str, Any]:
-        return {"distribution": self.distribution.state_dict()}
-
-    def _load_state(self, state: Mapping[str, Any]) -> None:
-        self.distribution.load_state_dict(state["distribution"])

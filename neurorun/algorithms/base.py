@@ -42,6 +42,8 @@ class SearchAlgorithm:
         self.options = options_from_flat(self.Options, {**self.DEFAULTS, **options})
         self.popsize = self.default_popsize(solution_length) if popsize is None else popsize
         require_count("popsize", self.popsize, allow_none=False)
+        require_count("num_interactions", self.num_interactions)
+        require_count("popsize_max", self.popsize_max)
         self.generator = torch.Generator(device=self.device)
         if seed is None:
             self.generator.seed()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from neurorun.algorithms.distributions import SeparableGaussian, weighted_moments
+from neurorun.algorithms.distributions import weighted_moments
 from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
 from neurorun.algorithms.options import SearchOptions, StdevLimits, group
 
@@ -26,7 +26,6 @@ class CEMOptions(SearchOptions):
 class CEM(GaussianSearchAlgorithm):
     name = "cem"
     Options = CEMOptions
-    DISTRIBUTION = SeparableGaussian
 
     def __init__(self, solution_length: int, **kwargs):
         super().__init__(solution_length, **kwargs)

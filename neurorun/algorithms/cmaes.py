@@ -17,7 +17,7 @@ import torch
 from neurorun.algorithms.base import SearchAlgorithm
 from neurorun.algorithms.distributions import weighted_moments
 from neurorun.algorithms.gaussian import nes_popsize
-from neurorun.algorithms.options import SearchOptions, as_vector, initial_stdev, require_count
+from neurorun.algorithms.options import SearchOptions, as_vector, initial_stdev
 from neurorun.algorithms.sizing import check_full_covariance
 
 
@@ -68,8 +68,6 @@ class CMAES(SearchAlgorithm):
             check_full_covariance("cmaes", solution_length, kwargs.get("dtype"),
                                   alternative="sep_cmaes")
         super().__init__(solution_length, **kwargs)
-        require_count("num_interactions", self.num_interactions)
-        require_count("popsize_max", self.popsize_max)
         self.separable = bool(self.options.separable)
         kind = {"device": self.device, "dtype": self.dtype}
         start = self.options.start

@@ -10,25 +10,53 @@ from typing import Any, ClassVar
 import torch
 
 from neurorun.algorithms.base import SearchAlgorithm
+from neurorun.algorithms.distributions import SeparableGaussian, SymmetricSeparableGaussian
 from neurorun.algorithms.optimizers import make_optimizer
 from neurorun.algorithms.options import (
     StepOptions,
     as_vector,
     initial_stdev,
-    require_count,
     require_positive,
 )
 from neurorun.algorithms.ranking import check_ranking, rank
 
 
-class GaussianSearchAlgorithm(SearchAlgorithm):
+class DistributionSearch(SearchAlgorithm):
+    """A search whose state is `self.distribution` (and `self.optimizer`, if it has one):
+    samples come from the distribution, its mean is the center."""
+
+    distribution: Any
+    optimizer: Any = None
+
+    @property
+    def center(self) -> torch.Tensor:
+        return self.distribution.mu
+
+    @property
+    def stdev(self) -> torch.Tensor:
+        return self.distribution.stdev
+
+    def _sample(self, n: int) -> torch.Tensor:
+        return self.distribution.sample(n, self.generator)
+
+    def _state(self) -> dict[str, Any]:
+        optimizer = None if self.optimizer is None else self.optimizer.state_dict()
+        return {"distribution": self.distribution.state_dict(), "optimizer": optimizer}
+
+    def _load_state(self, state: Mapping[str, Any]) -> None:
+        self.distribution.load_state_dict(state["distribution"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+
+
+class GaussianSearchAlgorithm(DistributionSearch):
     """ask/tell on top of a distribution: rank, compute gradients, step, bound the stdev.
 
-    Subclasses set `DISTRIBUTION` (or override `_make_distribution`) and may override
-    `_learning_rates()` for their defaults.
+    Subclasses set `DISTRIBUTION` (mirrored instead where their options say `symmetric`) and
+    may override `_learning_rates()` for their defaults.
     """
 
-    DISTRIBUTION: ClassVar[type]
+    DISTRIBUTION: ClassVar[type] = SeparableGaussian
 
     def __init__(self, solution_length: int, **kwargs: Any):
         super().__init__(solution_length, **kwargs)
@@ -56,11 +84,10 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
             lr=self.center_lr, length=solution_length, **kind,
         )
         self._stdev_bounds = self._resolve_stdev_limits()
-        require_count("num_interactions", self.num_interactions)
-        require_count("popsize_max", self.popsize_max)
 
     def _make_distribution(self, center: torch.Tensor, stdev: torch.Tensor):
-        return self.DISTRIBUTION(center, stdev)
+        mirrored = getattr(self.options, "symmetric", False)
+        return (SymmetricSeparableGaussian if mirrored else self.DISTRIBUTION)(center, stdev)
 
     def _learning_rates(self) -> tuple[float, float]:
         """(center, stdev) learning rates; by default both are required options (each > 0)."""
@@ -92,17 +119,6 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
                 "Fix: make stdev_min <= stdev_max."
             )
         return bounds or None
-
-    @property
-    def center(self) -> torch.Tensor:
-        return self.distribution.mu
-
-    @property
-    def stdev(self) -> torch.Tensor:
-        return self.distribution.stdev
-
-    def _sample(self, n: int) -> torch.Tensor:
-        return self.distribution.sample(n, self.generator)
 
     def _weights(self, fitness: torch.Tensor) -> torch.Tensor:
         return rank(fitness, self.ranking)
@@ -140,15 +156,6 @@ class GaussianSearchAlgorithm(SearchAlgorithm):
         if "stdev_max" in bounds:
             new = torch.minimum(new, bounds["stdev_max"])
         return new
-
-    def _state(self) -> dict[str, Any]:
-        optimizer = None if self.optimizer is None else self.optimizer.state_dict()
-        return {"distribution": self.distribution.state_dict(), "optimizer": optimizer}
-
-    def _load_state(self, state: Mapping[str, Any]) -> None:
-        self.distribution.load_state_dict(state["distribution"])
-        if self.optimizer is not None:
-            self.optimizer.load_state_dict(state["optimizer"])
 
 
 def require_even_popsize(popsize: int, key: str) -> None:

@@ -14,11 +14,7 @@ from typing import Any
 
 import torch
 
-from neurorun.algorithms.distributions import (
-    SeparableGaussian,
-    SymmetricSeparableGaussian,
-    weighted_moments,
-)
+from neurorun.algorithms.distributions import weighted_moments
 from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
 from neurorun.algorithms.options import SearchOptions, group
 
@@ -50,10 +46,6 @@ class OpenAIES(GaussianSearchAlgorithm):
         if not 0 <= float(l2coeff) < float("inf"):
             raise ValueError(f"l2coeff={l2coeff!r}; expected a finite number >= 0. "
                              "Fix: e.g. l2coeff=0.005, or 0 for no weight decay.")
-
-    def _make_distribution(self, center, stdev):
-        kind = SymmetricSeparableGaussian if self.options.symmetric else SeparableGaussian
-        return kind(center, stdev)
 
     def _learning_rates(self) -> tuple[float, float]:
         return self.options.step.center_learning_rate, 0.0

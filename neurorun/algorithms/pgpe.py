@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neurorun.algorithms.distributions import SeparableGaussian, SymmetricSeparableGaussian
 from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
 from neurorun.algorithms.options import SearchOptions, StdevLimits, StepOptions, group
 
@@ -23,7 +22,3 @@ class PGPEOptions(SearchOptions):
 class PGPE(GaussianSearchAlgorithm):
     name = "pgpe"
     Options = PGPEOptions
-
-    def _make_distribution(self, center, stdev):
-        kind = SymmetricSeparableGaussian if self.options.symmetric else SeparableGaussian
-        return kind(center, stdev)

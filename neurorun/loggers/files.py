@@ -15,6 +15,7 @@ from neurorun.loggers.base import Logger
 
 CSV_NAME = "metrics.csv"
 JSONL_NAME = "metrics.jsonl"
+METRIC_FILES = (CSV_NAME, JSONL_NAME)  # what a run folder's metrics are written to
 
 
 def _plain(value: Any) -> Any:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorun.loggers.files import METRIC_FILES
 from neurorun.tools.common import ToolError
 
-METRIC_FILES = ("metrics.csv", "metrics.jsonl")
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
              "time": "elapsed_s"}
 IGNORED_OVERRIDES = ("seed",)
