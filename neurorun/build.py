@@ -121,10 +121,10 @@ def _check_problem(cfg: DictConfig) -> None:
         raise ConfigError(f"problem.{error}") from None
 
 
-def check_distributed(cfg: DictConfig, algorithm: Any) -> bool:
-    """Whether `algo.distributed` is on, after checking that this run can do it."""
+def check_distributed(cfg: DictConfig, algorithm: Any) -> None:
+    """ConfigError unless this run can do `algo.distributed=true` (when it is set)."""
     if not cfg.algo.get("distributed", False):
-        return False
+        return
     if cfg.parallel.get("name") != "ray":
         raise ConfigError("algo.distributed=true: actors sample and return gradients, so it "
                           "needs ray. Fix: add parallel=ray (or algo.distributed=false).")
@@ -134,7 +134,6 @@ def check_distributed(cfg: DictConfig, algorithm: Any) -> bool:
         check_algorithm(algorithm)
     except ValueError as error:
         raise ConfigError(str(error)) from error
-    return True
 
 
 def validate_config(cfg: DictConfig) -> None:

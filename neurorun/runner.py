@@ -27,7 +27,6 @@ from neurorun import checkpoint
 from neurorun.build import (
     ConfigError,
     build_parts,
-    check_distributed,
     make_evaluator,
     resolve_env_backend,
     validate_config,
@@ -109,7 +108,7 @@ class Runner:
         self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
                                  cfg.target_score)
         try:  # every check before the evaluator: a bad config must not start ray actors
-            self.distributed = check_distributed(cfg, self.algorithm)
+            self.distributed = bool(cfg.algo.get("distributed", False))  # checked above
             try:
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
