@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from neurorun.objective import objective_error
 from neurorun.seeding import derive_seed
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
@@ -162,6 +163,9 @@ def validate_config(cfg: DictConfig) -> None:
     if cfg.target_score is not None and cfg.eval_every == 0:
         raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
                           "eval_every=0. Fix: eval_every=1 (or target_score=null).")
+    problem = objective_error(cfg.objective, cfg.target_score, cfg.eval_every)
+    if problem:
+        raise ConfigError(problem)
     name = cfg.algo.get("name")
     if name not in ALGORITHMS:
         raise ConfigError(f"algo.name={name!r}: expected one of {sorted(ALGORITHMS)}. "

@@ -75,9 +75,22 @@ def _remove_stub(run_dir: Path) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
+def _warn_if_minimized(hydra_cfg: DictConfig) -> None:
+    """The objective is a score to maximize; Optuna's sweeper minimizes unless told (said once,
+    with the sweep's first job)."""
+    direction = hydra_cfg.sweeper.get("direction")
+    if hydra_cfg.job.num == 0 and direction is not None and "min" in str(direction).lower():
+        print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
+              "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set it).",
+              file=sys.stderr)
+
+
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
-def _app(cfg: DictConfig) -> None:
+def _app(cfg: DictConfig) -> float | None:
+    """One run; returns its objective, for sweepers (None: the job stopped on a config error)."""
     hydra_cfg = HydraConfig.get()
+    if hydra_cfg.mode == RunMode.MULTIRUN:
+        _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
         if cfg.resume:
@@ -90,7 +103,7 @@ def _app(cfg: DictConfig) -> None:
             job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
             print(f"neurorun: config error in {job}: {error}", file=sys.stderr)
             _failed_jobs.append(job)
-            return
+            return None
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
@@ -100,6 +113,8 @@ def _app(cfg: DictConfig) -> None:
     shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']}{shown}")
+    print(f"objective:   {cfg.objective} = {result['objective']}")
+    return result["objective"]
 
 
 def _folder_error(argv: Sequence[str]) -> str | None:

@@ -17,6 +17,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from neurorun.build import (
     validate_config,
 )
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
+from neurorun.objective import objective_value
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
 
@@ -104,21 +106,25 @@ class Runner:
         if cfg.get("torch_threads") is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(int(cfg.torch_threads))
         seed_everything(int(cfg.seed))
-        self.problem, self.algorithm = build_parts(cfg)
         self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
                                  cfg.target_score)
-        try:  # every check before the evaluator: a bad config must not start ray actors
-            self.distributed = bool(cfg.algo.get("distributed", False))  # checked above
-            try:
+        self.distributed = bool(cfg.algo.get("distributed", False))  # checked above
+        self.summary: dict[str, Any] = {}  # what the loggers are closed with
+        with ExitStack() as parts:  # what was built is closed if a later part fails
+            self.problem, self.algorithm = build_parts(cfg)
+            parts.callback(self.problem.close)
+            try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
                     self.limits, offsets=None if self.state is None else self.state["loggers"])
-            except (ImportError, ValueError) as error:  # a missing tracker, damaged metrics
+                parts.callback(lambda: self.loggers.close(self.summary))
+                self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
+            except (ImportError, ValueError) as error:  # a tracker, damaged metrics
                 raise ConfigError(str(error)) from error
             self.evaluator = make_evaluator(cfg, self.problem)
-        except BaseException:
-            self.problem.close()
-            raise
+            if self.evaluator is not self.problem:
+                parts.callback(self.evaluator.close)  # e.g. ray actors
+            self._close = parts.pop_all().close  # run() closes them when it ends
         self.generation = 0
         self.elapsed_before = 0.0
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
@@ -263,7 +269,6 @@ class Runner:
         if cfg.resume or self.backend_chosen or not saved.is_file():
             plain = OmegaConf.to_container(cfg, resolve=False)
             checkpoint.atomic_write_text(OmegaConf.to_yaml({**plain, "resume": None}), saved)
-        self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
         self.callbacks.on_run_start(self)
         reason = self.stop_reason() if self.status else None
         result: dict[str, Any] = {}
@@ -292,10 +297,9 @@ class Runner:
                       f"`neurorun resume={self.run_dir}`", file=sys.stderr)
             raise
         finally:
-            self.loggers.close(result)
-            if self.evaluator is not self.problem:
-                self.evaluator.close()  # e.g. ray actors
-            self.problem.close()
+            self.summary = result
+            self._close()  # the evaluator (ray actors), the loggers, the problem
+        result["objective"] = objective_value(cfg.objective, self.run_dir, cfg.target_score)
         self.callbacks.on_run_end(self, result)
         return result
 

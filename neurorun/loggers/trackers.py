@@ -1,7 +1,10 @@
-"""Optional experiment trackers: TensorBoard, MLflow (local file store), W&B (offline).
+"""Optional experiment trackers: TensorBoard, MLflow (a SQLite database in the run folder),
+W&B (offline).
 
 Each imports its package only when enabled; a missing package raises an ImportError that
-names the pip extra to install.
+names the pip extra to install, and a tracker that fails to start raises a TrackerError (a
+ValueError) naming the setting and the fix. MLflow and W&B also keep the run's metrics.csv
+and best policy (checkpoints/best.pt and best.json) as artifacts when the run ends.
 """
 
 from __future__ import annotations
@@ -10,7 +13,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neurorun.checkpoint import CHECKPOINT_DIR
 from neurorun.loggers.base import Logger, flatten, numeric_items
+from neurorun.loggers.files import CSV_NAME
+
+MLFLOW_DB = "mlflow.db"  # the default MLflow tracking store, in the run folder
+
+
+class TrackerError(ValueError):
+    """A tracker could not start: names the setting and the fix."""
+
+
+def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:
+    first_line = (str(error).strip().splitlines() or [""])[0][:300]
+    return TrackerError(f"logger.{name} could not start ({type(error).__name__}: {first_line}). "
+                        f"Fix: {fix}, or set logger.{name}.enabled=false.")
+
+
+def artifacts(run_dir: Path) -> list[Path]:
+    """What a tracker keeps of a finished run: its metrics and its best policy."""
+    best = run_dir / CHECKPOINT_DIR
+    return [path for path in (run_dir / CSV_NAME, best / "best.pt", best / "best.json")
+            if path.is_file()]
 
 
 def missing_extra(name: str, extra: str, error: ImportError) -> ImportError:
@@ -47,7 +71,8 @@ class TensorBoardLogger(Logger):
 
 
 class MLflowLogger(Logger):
-    """An MLflow run (a local file store `<run>/mlruns` unless a tracking URI is given)."""
+    """An MLflow run; without a tracking URI, in a SQLite database `<run>/mlflow.db` with the
+    artifacts in `<run>/mlartifacts` (MLflow 3 no longer takes a plain folder as a store)."""
 
     def __init__(self, run_dir: str | Path, *, tracking_uri: str | None = None,
                  experiment: str = "neurorun"):
@@ -56,9 +81,19 @@ class MLflowLogger(Logger):
         except ImportError as error:
             raise missing_extra("mlflow", "mlflow", error) from error
         self.mlflow = mlflow
-        mlflow.set_tracking_uri(tracking_uri or (Path(run_dir).resolve() / "mlruns").as_uri())
-        mlflow.set_experiment(experiment)
-        self.run = mlflow.start_run(run_name=Path(run_dir).name)
+        self.run_dir = Path(run_dir).resolve()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        uri = tracking_uri or f"sqlite:///{self.run_dir / MLFLOW_DB}"
+        try:
+            mlflow.set_tracking_uri(uri)
+            if mlflow.get_experiment_by_name(experiment) is None:
+                location = None if tracking_uri else (self.run_dir / "mlartifacts").as_uri()
+                mlflow.create_experiment(experiment, artifact_location=location)
+            mlflow.set_experiment(experiment)
+            self.run = mlflow.start_run(run_name=self.run_dir.name)
+        except Exception as error:  # MLflow raises its own types for stores and servers
+            raise tracker_error("mlflow", error, f"check logger.mlflow.tracking_uri={uri!r} "
+                                "(null: a SQLite database in the run folder)") from error
 
     def start(self, config: Mapping[str, Any]) -> None:
         params = {key: str(value)[:500] for key, value in flatten(config).items()}
@@ -68,6 +103,9 @@ class MLflowLogger(Logger):
         self.mlflow.log_metrics(numeric_items(status), step=generation)
 
     def close(self, summary: Mapping[str, Any]) -> None:
+        for path in artifacts(self.run_dir):
+            self.mlflow.log_artifact(str(path), artifact_path=str(
+                path.parent.relative_to(self.run_dir)) if path.parent != self.run_dir else None)
         self.mlflow.end_run()
 
 
@@ -80,18 +118,27 @@ class WandbLogger(Logger):
         except ImportError as error:
             raise missing_extra("wandb", "wandb", error) from error
         self.wandb = wandb
-        self.run_dir = Path(run_dir)
+        self.run_dir = Path(run_dir).resolve()
         self.project = project
         self.mode = mode
         self.run: Any = None
 
     def start(self, config: Mapping[str, Any]) -> None:
-        self.run = self.wandb.init(project=self.project, mode=self.mode, dir=str(self.run_dir),
-                                   name=self.run_dir.name, config=dict(config))
+        try:
+            self.run = self.wandb.init(project=self.project, mode=self.mode,
+                                       dir=str(self.run_dir), name=self.run_dir.name,
+                                       config=dict(config))
+        except Exception as error:  # wandb raises its own types (login, network, settings)
+            raise tracker_error("wandb", error, f"logger.wandb.mode={self.mode!r} needs a "
+                                "login when online; logger.wandb.mode=offline needs none "
+                                "(`wandb sync` uploads later)") from error
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         self.run.log(numeric_items(status), step=generation)
 
     def close(self, summary: Mapping[str, Any]) -> None:
-        if self.run is not None:
-            self.run.finish()
+        if self.run is None:
+            return
+        for path in artifacts(self.run_dir):
+            self.run.save(str(path), base_path=str(self.run_dir), policy="now")
+        self.run.finish()

@@ -1,0 +1,64 @@
+"""The number a run hands back to a Hydra sweeper (the `objective` key), higher is better.
+
+    best_center_eval            the best center evaluation of the run (the default)
+    last_center_eval            the last center evaluation
+    mean_center_eval_last_<K>   the mean of the last K center evaluations (e.g. _last_5)
+    neg_interactions_to_target  minus the env steps taken in training until center_eval first
+                                reached target_score; a run that never reached it scores
+                                minus twice the steps it took, below every run that did
+                                within the same budget
+
+It is read from the run's `metrics.jsonl`, so a resumed run counts all its generations. A
+sweeper must maximize it (Optuna: `hydra.sweeper.direction=maximize`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from neurorun.loggers.files import JSONL_NAME
+
+CHOICES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
+           "neg_interactions_to_target")
+_MEAN_LAST = re.compile(r"mean_center_eval_last_([1-9][0-9]*)")
+
+
+def objective_error(name: Any, target_score: float | None, eval_every: int) -> str | None:
+    """What is wrong with `objective=<name>` in this config (None: nothing)."""
+    if name not in CHOICES[:2] + CHOICES[3:] and not (
+            isinstance(name, str) and _MEAN_LAST.fullmatch(name)):
+        return (f"objective={name!r}: expected one of {', '.join(CHOICES)}. "
+                "Fix: objective=best_center_eval.")
+    if eval_every == 0:
+        return (f"objective={name} is computed from center evaluations, but eval_every=0. "
+                "Fix: eval_every=1.")
+    if name == "neg_interactions_to_target" and target_score is None:
+        return ("objective=neg_interactions_to_target needs a target, but target_score=null. "
+                "Fix: target_score=<score>.")
+    return None
+
+
+def objective_value(name: str, run_dir: str | Path, target_score: float | None) -> float:
+    """The objective of the run in `run_dir`, from its metrics (nan: no center evaluation)."""
+    rows = [json.loads(line) for line in
+            (Path(run_dir) / JSONL_NAME).read_text().splitlines() if line.strip()]
+    centers = [row["center_eval"] for row in rows
+               if row.get("center_eval") is not None and math.isfinite(row["center_eval"])]
+    if name == "neg_interactions_to_target":
+        for row in rows:
+            center = row.get("center_eval")
+            if center is not None and center >= target_score:
+                return -float(row["total_interaction_count"])
+        return -2.0 * float(rows[-1]["total_interaction_count"]) if rows else math.nan
+    if not centers:
+        return math.nan
+    if name == "best_center_eval":
+        return float(max(centers))
+    if name == "last_center_eval":
+        return float(centers[-1])
+    last = centers[-int(_MEAN_LAST.fullmatch(name).group(1)):]
+    return float(sum(last) / len(last))

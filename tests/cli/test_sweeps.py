@@ -1,0 +1,122 @@
+"""Hyperparameter searches: the task returns the run's objective to Hydra's Optuna sweeper."""
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from neurorun.build import ConfigError
+from neurorun.cli import compose_config
+from neurorun.objective import objective_value
+from neurorun.runner import Runner
+from tests.cli.test_cli import neurorun
+
+
+def write_metrics(folder: Path, centers, steps_per_generation=100):
+    """metrics.jsonl with these center evaluations (None: not evaluated that generation)."""
+    lines = [json.dumps({"generation": g + 1, "center_eval": c,
+                         "total_interaction_count": (g + 1) * steps_per_generation})
+             for g, c in enumerate(centers)]
+    (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize(("name", "target", "expected"), [
+    ("best_center_eval", None, 40.0),
+    ("last_center_eval", None, 25.0),
+    ("mean_center_eval_last_2", None, (40.0 + 25.0) / 2),  # the two last evaluated generations
+    ("mean_center_eval_last_9", None, (10.0 + 30.0 + 40.0 + 25.0) / 4),  # fewer than K: all
+    ("neg_interactions_to_target", 30.0, -300.0),  # center 30 >= 30 first in generation 3
+    ("neg_interactions_to_target", 50.0, -2 * 600.0),  # never: minus twice the 600 steps taken
+])
+def test_objectives_from_the_metrics_of_a_run(tmp_path, name, target, expected):
+    folder = write_metrics(tmp_path, [10.0, None, 30.0, 40.0, None, 25.0])
+    assert objective_value(name, folder, target) == expected
+
+
+def test_an_objective_without_center_evaluations_is_nan(tmp_path):
+    assert math.isnan(objective_value("best_center_eval", write_metrics(tmp_path, [None]), None))
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["objective=best_eval"], "objective='best_eval': expected one of"),
+    (["objective=mean_center_eval_last_0"], "objective='mean_center_eval_last_0'"),
+    (["eval_every=0", "target_score=null"], "eval_every=0. Fix: eval_every=1"),
+    (["objective=neg_interactions_to_target", "target_score=null"], "target_score=<score>"),
+])
+def test_bad_objectives_are_one_line_before_any_env(tmp_path, overrides, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Runner(compose_config(["debug=default", *overrides]), run_dir=tmp_path)
+
+
+def test_the_run_returns_its_objective_computed_from_its_metrics(tmp_path):
+    cfg = compose_config(["debug=default", "generations=4", "objective=mean_center_eval_last_3"])
+    result = Runner(cfg, run_dir=tmp_path).run()
+    with open(tmp_path / "metrics.csv", newline="") as file:
+        centers = [float(row["center_eval"]) for row in csv.DictReader(file)]
+    assert len(centers) == 4
+    assert result["objective"] == pytest.approx(sum(centers[-3:]) / 3, rel=1e-12)
+
+
+def best_value(output: str) -> float:
+    return float(re.search(r"Best value: (\S+)", output).group(1))
+
+
+def job_folders(sweep: Path) -> list[Path]:
+    return sorted(p for p in sweep.iterdir() if (p / "metrics.csv").is_file())
+
+
+def test_optuna_search_preset_returns_each_runs_best_center_eval(tmp_path):
+    result = neurorun("hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.n_trials=3",
+                      "objective=best_center_eval", "max_interactions=3000",
+                      "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = job_folders(tmp_path / "sweep")
+    assert len(jobs) == 3
+    best = []
+    for job in jobs:
+        with open(job / "metrics.csv", newline="") as file:
+            best.append(max(float(r["center_eval"]) for r in csv.DictReader(file)))
+    assert best_value(result.stdout + result.stderr) == pytest.approx(max(best), rel=1e-9)
+    assert "Directions: ['maximize']" in result.stdout + result.stderr
+
+
+def test_the_mujoco_search_preset_runs_ars_on_hopper(tmp_path):
+    result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=1",
+                      "max_time=null", "generations=2", "logger.console.quiet=true",
+                      "hydra.sweep.dir=sweep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (job,) = job_folders(tmp_path / "sweep")
+    assert "Hopper-v5_ars" in job.name
+    rows = [json.loads(line) for line in (job / "metrics.jsonl").read_text().splitlines()]
+    # eval_every=2 (the preset): one center evaluation, so the mean of the last 5 is that one
+    assert best_value(result.stdout + result.stderr) == pytest.approx(rows[1]["center_eval"])
+
+
+def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
+    # an odd popsize (refused: mirrored pairs) and a valid one, drawn at random (seeded)
+    result = neurorun("-m", "hparams_search=optuna_pgpe_cartpole", "hydra/sweeper/sampler=random",
+                      "hydra.sweeper.sampler.seed=1",
+                      "hydra.sweeper.n_trials=3",
+                      "algo.popsize=choice(7,10)", "max_interactions=2000",
+                      "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output[-3000:]
+    assert "algo.popsize=7" in output and "Failed experiment" in output
+    (job,) = job_folders(tmp_path / "sweep")  # the valid trial ran to the end
+    assert "2 job(s) of the sweep stopped on a config error" in result.stderr
+    with open(job / "metrics.csv", newline="") as file:
+        table = list(csv.DictReader(file))
+    assert max(float(r["center_eval"]) for r in table) < 475  # 2,000 steps do not solve it
+    assert best_value(output) == -2 * int(table[-1]["total_interaction_count"])
+
+
+def test_a_minimizing_sweeper_gets_a_warning(tmp_path):
+    result = neurorun("-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1",
+                      "algo.center_learning_rate=interval(0.05,0.2)", "generations=1",
+                      "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Fix: hydra.sweeper.direction=maximize" in result.stderr
