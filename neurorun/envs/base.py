@@ -8,7 +8,6 @@ interactions must therefore skip an env on the step right after its ``done``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,10 +94,6 @@ class ActionAdapter:
 
 def _np_clip(x: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return np.minimum(np.maximum(x, low), high)  # faster than np.clip on small arrays
-
-
-def obs_length(space: spaces.Box) -> int:
-    return int(math.prod(space.shape))
 
 
 class TorchVecEnv:

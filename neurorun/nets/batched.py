@@ -66,11 +66,6 @@ class BatchedPolicy:
         self._states: list[Any] = []
         self._host: list[HostFunction] | None = None  # the host path, where there is one
 
-    @property
-    def num_policies(self) -> int:
-        """P, the number of rows given to the last ``set_parameters`` (0 before)."""
-        return 0 if self._params is None else self._params.shape[0]
-
     def set_parameters(self, params: Tensor) -> None:
         """Use ``params (P, D)`` from now on, one row per policy; zeroes all hidden state.
 
