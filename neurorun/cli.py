@@ -137,8 +137,34 @@ def _folder_error(argv: Sequence[str]) -> str | None:
     return None
 
 
+NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
+
+
+def quote_network_strings(argv: Sequence[str]) -> list[str]:
+    """Quote a network string for Hydra's override grammar as the shell hands it over:
+    `network.spec="Linear(obs_length, 32) >> Tanh()"` arrives without its quotes, and Hydra
+    reads `(`, `>>` and spaces as syntax. A value Hydra already reads as a string or a sweep
+    (`'network.spec="A","B"'`, `network.spec=pkg.mod:Net`) is left as it is."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    quoted = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+~") in NETWORK_STRING_KEYS and value[:1] not in "'\"":
+            try:
+                parser.parse_override(arg)
+            except HydraException:
+                escaped = value.replace("'", "\\'")  # Hydra's escape for a quote
+                arg = f"{key}='{escaped}'"
+        quoted.append(arg)
+    return quoted
+
+
 def main() -> None:
     """Console-script entry point."""
+    sys.argv[1:] = quote_network_strings(sys.argv[1:])
     problem = _folder_error(sys.argv[1:])
     if problem:
         print(f"neurorun: config error: {problem}", file=sys.stderr)

@@ -18,6 +18,7 @@ of its sub-batch (locally: of the whole call); action noise is drawn per sub-bat
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,7 @@ from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
     check_local_capacity,
+    local_cpu_share,
     merge_stats,
     mix_seed,
     payload_bytes,
@@ -104,6 +106,12 @@ class RayEvaluator:
         seed = self.problem_kwargs.get("seed")
         options = {"num_cpus": 1, "num_gpus": gpus_each, "max_restarts": 0, **actor_config}
         if self._owns_ray:  # a joined cluster may grow; a local ray's resources are all there is
+            share = local_cpu_share(count, cpus, actor_config)
+            if share is not None:  # more actors than CPUs: they share them
+                options["num_cpus"] = share
+                print(f"neurorun: {count} ray actors share this machine's {cpus:g} CPUs "
+                      f"({share:.3g} CPU each); parallel.num_actors=max gives one per CPU",
+                      file=sys.stderr)
             check_local_capacity(count, cpus_each=float(options["num_cpus"] or 0),
                                  gpus_each=float(options["num_gpus"] or 0), num_cpus=cpus,
                                  num_gpus=gpus)

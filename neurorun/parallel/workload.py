@@ -125,6 +125,14 @@ def mix_seed(*values: int) -> int:
     return int(sequence.generate_state(1, np.uint64)[0]) % 2**63
 
 
+def local_cpu_share(count: int, num_cpus: float, actor_config: dict[str, Any]) -> float | None:
+    """The fraction of a CPU each of `count` actors gets when a local ray has fewer CPUs than
+    actors and the user did not set `actor_config.num_cpus` (None: one CPU each fits)."""
+    if "num_cpus" in actor_config or count <= num_cpus:
+        return None
+    return num_cpus / count
+
+
 def check_local_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: float,
                          num_gpus: float) -> None:
     """Refuse actors a local ray could never place (it would wait for them, then time out)."""

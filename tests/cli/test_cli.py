@@ -129,3 +129,39 @@ def test_brax_spelling_runs_for_real(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     (run_dir,) = (tmp_path / "runs" / "brax_inverted_pendulum" / "pgpe").iterdir()
     assert len(rows(run_dir)) == 2
+
+
+def test_more_ray_actors_than_cpus_share_them_and_say_so_once(tmp_path):
+    result = neurorun("debug=default", "parallel=ray", "parallel.num_actors=8",
+                      "parallel.num_cpus=2", "generations=1", "logger.console.quiet=true",
+                      "hydra.run.dir=run", cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("8 ray actors share this machine's 2 CPUs (0.25 CPU each)") == 1
+    (row,) = rows(tmp_path / "run")
+    assert int(row["popsize"]) == 10
+
+
+def test_network_strings_are_quoted_for_hydra_as_the_shell_hands_them_over():
+    from neurorun.cli import quote_network_strings
+
+    spec = "Linear(obs_length, 32) >> Tanh() >> Linear(32, act_length)"
+    assert quote_network_strings([f"network.spec={spec}", "algo=pgpe"]) == [
+        f"network.spec='{spec}'", "algo=pgpe"]
+    assert quote_network_strings(["+network.spec=Apply('x') >> Slice(0, 2)"]) == [
+        "+network.spec='Apply(\\'x\\') >> Slice(0, 2)'"]
+    # what Hydra already reads is left alone: names, quoted values, sweeps over quoted specs
+    for arg in ("network.spec=mypkg.nets:Policy", f"network.spec='{spec}'",
+                'network.spec="Linear(obs_length, act_length)","Linear(obs_length, 4)"'):
+        assert quote_network_strings([arg]) == [arg]
+
+
+def test_a_sweep_over_network_strings_runs_one_job_per_spec(tmp_path):
+    result = neurorun("-m", 'network.spec="Linear(obs_length, act_length)",'
+                      '"Linear(obs_length, 4) >> Tanh() >> Linear(4, act_length)"',
+                      "debug=default", "generations=1", "logger.console.quiet=true",
+                      "hydra.sweep.dir=sweep", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = sorted((tmp_path / "sweep").glob("*_CartPole-v1_pgpe_s0"))
+    specs = [OmegaConf.load(job / ".hydra" / "config.yaml").network.spec for job in jobs]
+    assert specs == ["Linear(obs_length, act_length)",
+                     "Linear(obs_length, 4) >> Tanh() >> Linear(4, act_length)"]

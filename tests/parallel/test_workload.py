@@ -12,6 +12,7 @@ from neurorun.parallel.distributed import check_distributed, make_replica, share
 from neurorun.parallel.workload import (
     average_gradients,
     check_local_capacity,
+    local_cpu_share,
     merge_stats,
     resolve_num_actors,
     split_workload,
@@ -115,6 +116,13 @@ def test_actors_a_local_ray_cannot_place_are_refused_at_once():
         check_local_capacity(3, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
     with pytest.raises(ValueError, match=r"2 actors x 0.75 GPU each need 1.5 GPUs.*has 1.*Fix"):
         check_local_capacity(2, cpus_each=0.5, gpus_each=0.75, num_cpus=2, num_gpus=1)
+
+
+def test_more_actors_than_local_cpus_share_them_unless_cpus_were_given():
+    assert local_cpu_share(8, 2, {}) == 0.25
+    assert local_cpu_share(3, 2, {}) == pytest.approx(2 / 3)
+    assert local_cpu_share(2, 2, {}) is None  # one CPU each fits
+    assert local_cpu_share(8, 2, {"num_cpus": 1}) is None  # the user's choice is checked as is
 
 
 def test_cmaes_is_refused_and_gradient_algorithms_accepted():

@@ -1,0 +1,58 @@
+"""Every `neurorun ...` command printed in README runs as printed (split by the shell's rules),
+with a small budget appended so that long runs stop after two generations."""
+
+import shlex
+
+import pytest
+
+from tests.cli.test_cli import ROOT, neurorun
+
+BUDGET = ["generations=2", "eval_episodes=1", "logger.console.quiet=true"]
+# more budget for commands whose setups make one generation long
+EXTRA_BUDGET = {
+    # adaptive popsize (150k steps a generation) and popsize 200 on Humanoid
+    "experiment=humanoid": ["algo.num_interactions=null", "algo.popsize=20"],
+    "hparams_search=": ["hydra.sweeper.n_trials=1"],
+    "hydra/sweeper=optuna": ["hydra.sweeper.n_trials=1"],
+}
+# what a test machine cannot have; such commands are listed here with the reason, not run
+NOT_RUNNABLE_HERE = {
+    "parallel.address=auto": "joins a ray cluster started beforehand with `ray start`",
+    "hydra/launcher=submitit_slurm": "submits SLURM jobs",
+}
+
+
+def readme_commands() -> list[str]:
+    """The `neurorun` command lines of README's code blocks (backslash continuations joined)."""
+    commands, in_block = [], False
+    lines = (ROOT / "README.md").read_text().replace("\\\n", " ").splitlines()
+    for line in lines:
+        if line.startswith("```"):
+            in_block = not in_block
+        elif in_block and (line.startswith("neurorun ") or line.strip() == "neurorun"):
+            commands.append(line.strip())
+    return commands
+
+
+COMMANDS = readme_commands()
+
+
+def test_readme_has_the_commands_this_test_is_about():
+    assert len(COMMANDS) >= 20
+    assert any("network.spec=" in c for c in COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.split("#")[0].strip()[:80])
+def test_readme_command_runs_as_printed(tmp_path, command):
+    args = shlex.split(command, comments=True)[1:]  # what the shell hands to neurorun
+    reason = next((why for key, why in NOT_RUNNABLE_HERE.items() if key in command), None)
+    if reason:
+        pytest.skip(reason)  # counted in the summary; not the point of any command here
+    resume = next((a.partition("=")[2] for a in args if a.startswith("resume=")), None)
+    if resume:  # the run it continues, in the folder the command names
+        first = neurorun(f"hydra.run.dir={resume}", *BUDGET, cwd=tmp_path)
+        assert first.returncode == 0, first.stderr[-2000:]
+    budget = [] if any(a in ("--help", "--cfg") for a in args) else BUDGET + [
+        extra for key, more in EXTRA_BUDGET.items() if key in command for extra in more]
+    result = neurorun(*args, *budget, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, f"{args}\n{result.stderr[-3000:]}"
