@@ -25,6 +25,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from neurorun import checkpoint
+from neurorun.algorithms.base import population_stats
 from neurorun.build import (
     ConfigError,
     build_parts,
@@ -34,6 +35,7 @@ from neurorun.build import (
 )
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
 from neurorun.objective import objective_value
+from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
 
@@ -214,8 +216,10 @@ class Runner:
             self.algorithm.tell(samples_fitness)
         center_eval = self._evaluate_center()
         seconds = time.perf_counter() - tick
-        pop_best = float(samples_fitness.max())
-        self.best_eval = pop_best if self.best_eval is None else max(self.best_eval, pop_best)
+        population = population_stats(samples_fitness, self.algorithm.objective_sense)
+        pop_best = population["pop_best_eval"]
+        better = max if self.algorithm.objective_sense == "max" else min
+        self.best_eval = pop_best if self.best_eval is None else better(self.best_eval, pop_best)
         # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
         finite_center = center_eval is not None and math.isfinite(center_eval)
         nonfinite_centers = int(self.status.get("nonfinite_center_evals", 0)) + int(
@@ -226,17 +230,14 @@ class Runner:
         interactions = self.evaluator.interaction_count - count_before
         self.status = {
             "generation": self.generation,
-            "mean_eval": float(samples_fitness.double().mean()),
-            "median_eval": float(samples_fitness.double().quantile(0.5)),
-            "pop_best_eval": pop_best,
+            **population,  # mean_eval, median_eval, pop_best_eval, popsize
             "best_eval": self.best_eval,
             "center_eval": center_eval,
             "nonfinite_center_evals": nonfinite_centers,
-            "popsize": len(samples_fitness),
             "total_interaction_count": int(self.evaluator.interaction_count),
             "total_episode_count": int(self.evaluator.episode_count),
             "stdev_mean": float(self.algorithm.status["stdev_mean"]),
-            **_episode_stats(stats),
+            **{k: v for k, v in merge_stats(stats).items() if k.startswith("episode_")},
             "interactions": int(interactions),
             "elapsed_s": self.elapsed_before + time.perf_counter() - started,
             "steps_per_s": interactions / max(seconds, 1e-9),
@@ -303,16 +304,3 @@ class Runner:
         self.callbacks.on_run_end(self, result)
         return result
 
-
-def _episode_stats(batches: list[dict[str, Any]]) -> dict[str, float]:
-    """Episode return/length min/mean/max over the evaluate calls of one generation."""
-    merged: dict[str, float] = {}
-    episodes = [max(int(b.get("num_episodes", 0)), 0) for b in batches]
-    total = sum(episodes)
-    for name in ("episode_return", "episode_length"):
-        merged[f"{name}_min"] = min(b[f"{name}_min"] for b in batches)
-        merged[f"{name}_mean"] = (
-            sum(b[f"{name}_mean"] * n for b, n in zip(batches, episodes, strict=True)) / total
-            if total else float("nan"))
-        merged[f"{name}_max"] = max(b[f"{name}_max"] for b in batches)
-    return merged

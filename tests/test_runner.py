@@ -1,7 +1,6 @@
 """The Runner: config checks, the generation loop, stop conditions, callbacks, seeding."""
 
 import csv
-import math
 
 import pytest
 import torch
@@ -9,7 +8,7 @@ import torch
 import neurorun.problems
 from neurorun.build import ConfigError
 from neurorun.cli import compose_config
-from neurorun.runner import Callbacks, Runner, _episode_stats, run
+from neurorun.runner import Callbacks, Runner, run
 
 DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_eval",
                "center_eval", "popsize", "total_interaction_count", "total_episode_count",
@@ -180,22 +179,6 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     assert best.shape == (10,)  # CartPole linear policy: 4 x 2 weights + 2 biases
 
 
-def test_episode_stats_merge_batches_weighted_by_episodes():
-    batches = [
-        {"num_episodes": 2, "episode_return_min": 1.0, "episode_return_mean": 2.0,
-         "episode_return_max": 3.0, "episode_length_min": 5, "episode_length_mean": 6.0,
-         "episode_length_max": 7},
-        {"num_episodes": 6, "episode_return_min": -1.0, "episode_return_mean": 4.0,
-         "episode_return_max": 9.0, "episode_length_min": 2, "episode_length_mean": 10.0,
-         "episode_length_max": 20},
-    ]
-    merged = _episode_stats(batches)
-    assert merged["episode_return_min"] == -1.0 and merged["episode_return_max"] == 9.0
-    assert merged["episode_return_mean"] == pytest.approx((2 * 2.0 + 6 * 4.0) / 8)
-    assert merged["episode_length_mean"] == pytest.approx((2 * 6.0 + 6 * 10.0) / 8)
-    assert math.isnan(_episode_stats([{**batches[0], "num_episodes": 0}])["episode_return_mean"])
-
-
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["algo.distributed=true"], "Fix: add parallel=ray"),
     (["algo=cmaes", "algo.distributed=true", "parallel=ray"], "algo .cmaes.: .*evolution paths"),
@@ -221,3 +204,13 @@ def test_torch_threads_is_applied(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_population_stats_by_hand():
+    from neurorun.algorithms.base import population_stats
+
+    fitness = torch.tensor([3.0, -1.0, 10.0, 4.0])
+    assert population_stats(fitness, "max") == {"popsize": 4, "mean_eval": 4.0,
+                                                "median_eval": 3.5, "pop_best_eval": 10.0}
+    assert population_stats(fitness, "min")["pop_best_eval"] == -1.0
+    assert population_stats(torch.tensor([2.0, 7.0, 5.0]), "max")["median_eval"] == 5.0

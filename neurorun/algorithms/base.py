@@ -106,7 +106,7 @@ class SearchAlgorithm:
         samples = self._take_pending()
         self._update(samples, fitness if self.objective_sense == "max" else -fitness)
         self.generation += 1
-        self._last = _population_stats(fitness, self.objective_sense)
+        self._last = population_stats(fitness, self.objective_sense)
         return self.status
 
     def _take_pending(self) -> torch.Tensor:
@@ -179,11 +179,13 @@ class SearchAlgorithm:
         self._load_state(state["search"])
 
 
-def _population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
-    best = fitness.max() if sense == "max" else fitness.min()
+def population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
+    """popsize, mean_eval, median_eval (halfway between the middle two of an even count) and
+    pop_best_eval (the max, or the min when minimizing) of one generation's fitness."""
+    values = fitness.double()
     return {
         "popsize": len(fitness),
-        "mean_eval": float(fitness.mean()),
-        "median_eval": float(fitness.median()),
-        "pop_best_eval": float(best),
+        "mean_eval": float(values.mean()),
+        "median_eval": float(values.quantile(0.5)),
+        "pop_best_eval": float(values.max() if sense == "max" else values.min()),
     }

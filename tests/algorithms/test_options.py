@@ -86,3 +86,4 @@ def test_popsize_one_that_cannot_move_the_center_is_refused(name, extra):
         make_algorithm(name, solution_length=4, popsize=1, **options)
     # raw fitness does move a single sample's center: allowed
     make_algorithm(name, solution_length=4, popsize=1, ranking_method="raw", **options)
+

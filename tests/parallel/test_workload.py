@@ -1,5 +1,6 @@
 """Splitting populations, merging results and distributed averaging, without ray."""
 
+import math
 import subprocess
 import sys
 
@@ -72,6 +73,10 @@ def test_merge_stats_by_hand():
     assert merged["nonfinite_count"] == 1 and merged["num_vector_steps"] == 11
     assert merged["episode_return_mean"] == pytest.approx((2 * 2 + 8) / 3)
     assert (merged["episode_return_min"], merged["episode_return_max"]) == (1.0, 8.0)
+    assert merged["episode_length_mean"] == pytest.approx((2 * 5 + 5) / 3)
+    # an evaluation with no finished episode leaves the episode figures undefined
+    empty = merge_stats([{**a, "num_episodes": 0}])
+    assert all(math.isnan(empty[f"episode_return_{s}"]) for s in ("min", "mean", "max"))
 
 
 def test_average_gradients_weighted_by_hand():
