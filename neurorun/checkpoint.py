@@ -119,11 +119,7 @@ def _strict(value: Any) -> Any:
 def _obs_stats(problem: Any) -> dict[str, Any]:
     """Observation statistics as the policy pickle stores them (None without obs-norm)."""
     norm = getattr(problem, "obs_stats", None)
-    if norm is None:
-        return {"obs_mean": None, "obs_stdev": None}
-    return {"obs_mean": norm.mean.float().cpu(), "obs_stdev": norm.stdev.float().cpu(),
-            "obs_sum": norm.sum.cpu(), "obs_sum_of_squares": norm.sum_of_squares.cpu(),
-            "obs_count": float(norm.count)}
+    return {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
 
 
 def holds_run(folder: str | Path) -> bool:

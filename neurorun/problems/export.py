@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from neurorun.problems.running_norm import normalization_affine
+
 
 class EnvPolicy(nn.Module):
     """``net`` between observation normalization and action post-processing.
@@ -44,9 +46,9 @@ class EnvPolicy(nn.Module):
     def forward(self, obs: Tensor, hidden: Any = None) -> Any:
         """Outputs for raw observations; ``(outputs, hidden)`` for a recurrent net."""
         x = obs
-        if self.obs_mean is not None:  # as the rollouts compute it: x * (1 / stdev) + shift
-            scale = 1.0 / self.obs_stdev
-            x = x * scale + (-self.obs_mean * scale)
+        if self.obs_mean is not None:  # as the rollouts compute it
+            scale, shift = normalization_affine(self.obs_mean, self.obs_stdev)
+            x = x * scale + shift
         out = self.net(x) if hidden is None else self.net(x, hidden)
         if isinstance(out, tuple):
             return self._clip(out[0]), out[1]

@@ -21,11 +21,8 @@ class ProblemState:
         ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``."""
         vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
         result: dict[str, Any] = {"solution": vector.clone(), "policy": self.to_policy(vector)}
-        if self.obs_stats is not None:
-            result["obs_mean"] = self.obs_stats.mean.float().cpu()
-            result["obs_stdev"] = self.obs_stats.stdev.float().cpu()
-            result["obs_sum"] = self.obs_stats.sum.cpu()
-            result["obs_sum_of_squares"] = self.obs_stats.sum_of_squares.cpu()
+        if self.obs_stats is not None:  # the reference's keys: all but the count
+            result.update({k: v for k, v in self.obs_stats.export().items() if k != "obs_count"})
         result.update(interaction_count=self.interaction_count,
                       episode_count=self.episode_count, time=datetime.now(),
                       env=self.env_options.spec, architecture=self.architecture)

@@ -122,8 +122,7 @@ def _make_act(
     if normalizer is None and stdev <= 0:
         return policy
     if normalizer is not None:  # (obs - mean) / stdev as shift + obs * scale
-        scale = 1.0 / normalizer.stdev.to(params.device, torch.float32)
-        shift = -normalizer.mean.to(params.device, torch.float32) * scale
+        scale, shift = normalizer.affine(params.device, torch.float32)
         host_scale, host_shift = (scale.numpy(), shift.numpy()) if host else (None, None)
 
     def act(obs: Array) -> Array:

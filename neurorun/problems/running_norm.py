@@ -15,21 +15,27 @@ from torch import Tensor
 MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
 
 
+def normalization_affine(mean: Tensor, stdev: Tensor) -> tuple[Tensor, Tensor]:
+    """``(scale, shift)`` that normalize observations as ``obs * scale + shift``, i.e.
+    ``(obs - mean) / stdev``; the one formula of rollouts, ``normalize`` and exported policies
+    (the same float operations, so a saved policy scores what it scored in the run)."""
+    scale = 1.0 / stdev
+    return scale, -mean * scale
+
+
 class RunningNorm:
     """Observation statistics over a feature vector of length ``size``.
 
     Args:
         size: number of features.
         min_variance: variance floor used by ``stdev``.
-        clip: when given, ``normalize`` clips its result to ``[-clip, clip]``.
         device: where the sums live.
     """
 
     def __init__(self, size: int, *, min_variance: float = MIN_VARIANCE,
-                 clip: float | None = None, device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu"):
         self.size = int(size)
         self.min_variance = float(min_variance)
-        self.clip = None if clip is None else float(clip)
         self.count = torch.zeros((), dtype=torch.float64, device=device)
         self.sum = torch.zeros(self.size, dtype=torch.float64, device=device)
         self.sum_of_squares = torch.zeros(self.size, dtype=torch.float64, device=device)
@@ -71,17 +77,24 @@ class RunningNorm:
         variance = (self.sum_of_squares / count - self.mean**2).clamp(min=self.min_variance)
         return torch.where(self.count > 0, variance.sqrt(), torch.ones_like(variance))
 
+    def affine(self, device: torch.device | str, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """``(scale, shift)`` with ``normalize(obs) == obs * scale + shift``."""
+        return normalization_affine(self.mean.to(device, dtype), self.stdev.to(device, dtype))
+
     def normalize(self, obs: Tensor) -> Tensor:
-        """(obs - mean) / stdev in obs's dtype, clipped when ``clip`` was given."""
-        mean = self.mean.to(obs.device, obs.dtype)
-        result = (obs - mean) / self.stdev.to(obs.device, obs.dtype)
-        if self.clip is not None:
-            result = result.clamp(-self.clip, self.clip)
-        return result
+        """``(obs - mean) / stdev`` in obs's dtype, computed as ``obs * scale + shift``."""
+        scale, shift = self.affine(obs.device, obs.dtype)
+        return obs * scale + shift
+
+    def export(self) -> dict[str, Any]:
+        """What a saved policy keeps: mean and stdev (float32) for normalizing, and the float64
+        sums and count they come from."""
+        return {"obs_mean": self.mean.float().cpu(), "obs_stdev": self.stdev.float().cpu(),
+                "obs_sum": self.sum.cpu(), "obs_sum_of_squares": self.sum_of_squares.cpu(),
+                "obs_count": float(self.count)}
 
     def copy(self) -> RunningNorm:
-        result = RunningNorm(self.size, min_variance=self.min_variance, clip=self.clip,
-                             device=self.device)
+        result = RunningNorm(self.size, min_variance=self.min_variance, device=self.device)
         result.update(self)
         return result
 
@@ -94,13 +107,12 @@ class RunningNorm:
         return result
 
     def to(self, device: torch.device | str) -> RunningNorm:
-        result = RunningNorm(self.size, min_variance=self.min_variance, clip=self.clip,
-                             device=device)
+        result = RunningNorm(self.size, min_variance=self.min_variance, device=device)
         result.update(self)
         return result
 
     def state_dict(self) -> dict[str, Any]:
-        return {"size": self.size, "min_variance": self.min_variance, "clip": self.clip,
+        return {"size": self.size, "min_variance": self.min_variance,
                 "count": self.count.cpu().clone(), "sum": self.sum.cpu().clone(),
                 "sum_of_squares": self.sum_of_squares.cpu().clone()}
 
@@ -109,7 +121,6 @@ class RunningNorm:
             raise ValueError(f"state of a RunningNorm of size {state['size']} cannot load into "
                              f"one of size {self.size}")
         self.min_variance = float(state["min_variance"])
-        self.clip = None if state["clip"] is None else float(state["clip"])
         self.count = torch.as_tensor(state["count"], dtype=torch.float64).to(self.device)
         self.sum = torch.as_tensor(state["sum"], dtype=torch.float64).to(self.device)
         self.sum_of_squares = torch.as_tensor(state["sum_of_squares"],

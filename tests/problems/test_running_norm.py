@@ -45,14 +45,17 @@ def test_delta_since_a_copy_is_the_new_data():
     assert float(delta.count) == 9
 
 
-def test_variance_floor_empty_stats_and_clip():
-    norm = RunningNorm(2, clip=1.5)
+def test_variance_floor_and_empty_stats():
+    norm = RunningNorm(2)
     x = torch.tensor([[1.0, 5.0], [1.0, 7.0]])
-    torch.testing.assert_close(norm.normalize(x), x.clamp(-1.5, 1.5))  # empty: identity
+    torch.testing.assert_close(norm.normalize(x), x)  # empty: identity
     norm.update(x)
     assert norm.stdev.tolist() == pytest.approx([0.1, 1.0])  # variance 0 floored at 1e-2
-    expected = ((x - torch.tensor([1.0, 6.0])) / torch.tensor([0.1, 1.0])).clamp(-1.5, 1.5)
+    expected = (x - torch.tensor([1.0, 6.0])) / torch.tensor([0.1, 1.0])
     torch.testing.assert_close(norm.normalize(x), expected)
+    exported = norm.export()
+    assert exported["obs_count"] == 2.0 and exported["obs_sum"].tolist() == [2.0, 12.0]
+    assert exported["obs_mean"].dtype == torch.float32
 
 
 def test_state_dict_round_trip_and_size_checks():
