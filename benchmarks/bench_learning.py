@@ -87,13 +87,14 @@ def run_folder(args: list[str], folder: Path, label: list[str]) -> dict[str, Any
     ``label`` becomes the folder's .hydra/overrides.yaml: neurorun-plot groups runs by it.
     """
     from neurorun.cli import compose_config
+    from neurorun.layout import overrides_path
     from neurorun.runner import run
 
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()
     result = run(compose_config(args), run_dir=folder)
     wall = time.perf_counter() - started
-    (folder / ".hydra" / "overrides.yaml").write_text("".join(f"- {x}\n" for x in label))
+    overrides_path(folder).write_text("".join(f"- {x}\n" for x in label))
     solved = str(result.get("stop_reason", "")).startswith("target_score")
     with (folder / "metrics.csv").open() as metrics:  # the last generation that evaluated it
         evals = [float(row["center_eval"]) for row in csv.DictReader(metrics)

@@ -25,8 +25,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-STATE_FILE = "state.pt"
-CHECKPOINT_DIR = "checkpoints"
+from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
@@ -180,10 +179,6 @@ def load_state(run_dir: str | Path) -> dict[str, Any] | None:
         raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "
                          "Fix: resume from the run's own folder, or start a new run.")
     return state
-
-
-def saved_config_path(run_dir: str | Path) -> Path:
-    return Path(run_dir) / ".hydra" / "config.yaml"
 
 
 def require_saved_config(run_dir: str | Path) -> Path:

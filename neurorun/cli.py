@@ -28,6 +28,7 @@ from omegaconf import DictConfig
 from neurorun.build import ConfigError
 from neurorun.checkpoint import load_run_config, refuse_existing_run, require_saved_config
 from neurorun.config_source import register_hydra_extensions
+from neurorun.layout import HYDRA_DIR
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
 from neurorun.signals import exit_status
@@ -60,7 +61,7 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(error)) from error
 
 
-HYDRA_FILES = {".hydra", "neurorun.log"}  # what Hydra writes into a run folder before the task
+HYDRA_FILES = {HYDRA_DIR, "neurorun.log"}  # what Hydra writes into a run folder before the task
 _failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
 
 

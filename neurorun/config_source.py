@@ -33,6 +33,8 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
+from neurorun.layout import HYDRA_DIR
+
 GROUP = "env"
 _BACKEND_PREFIXES = ("gym", "envpool", "brax")
 
@@ -72,8 +74,8 @@ def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
 def _output_subdir(resume: Any) -> str:
     """Hydra's files: `.hydra`, or a fresh subfolder of it when resuming (keeps the original)."""
     if resume in (None, ""):
-        return ".hydra"
-    return ".hydra/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+        return HYDRA_DIR
+    return f"{HYDRA_DIR}/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
 
 
 

@@ -33,6 +33,7 @@ from neurorun.build import (
     resolve_env_backend,
     validate_config,
 )
+from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
 from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
@@ -153,7 +154,7 @@ class Runner:
                 "status": self.status, "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
-        folder = self.run_dir / checkpoint.CHECKPOINT_DIR
+        folder = self.run_dir / CHECKPOINT_DIR
         meta = {"env": self.problem.env_options.spec,  # with its backend: envpool::Id
                 "env_config": OmegaConf.to_container(self.cfg.env.env_config),
                 "architecture": self.problem.architecture,
@@ -265,7 +266,7 @@ class Runner:
         cfg = self.cfg
         started = time.perf_counter()
         every = int(cfg.checkpoint_every)
-        saved = checkpoint.saved_config_path(self.run_dir)
+        saved = saved_config_path(self.run_dir)
         # what a later resume=<run dir> starts from (with the backend that auto chose)
         if cfg.resume or self.backend_chosen or not saved.is_file():
             plain = OmegaConf.to_container(cfg, resolve=False)
@@ -287,7 +288,7 @@ class Runner:
                         self.save_checkpoint(status["elapsed_s"])
                 elapsed = self.elapsed_before + time.perf_counter() - started
                 self.save_checkpoint(self.status.get("elapsed_s", elapsed))
-            folder = self.run_dir / checkpoint.CHECKPOINT_DIR
+            folder = self.run_dir / CHECKPOINT_DIR
             result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
                       "best_policy": str(folder / "best.pkl"),
                       "last_policy": str(folder / "last.pkl"), "best_score": self.best["score"]}

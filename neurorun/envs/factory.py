@@ -7,13 +7,13 @@ gymnasium VectorEnv). ``resolve_backend`` turns a bare id and ``env.backend`` in
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
+from neurorun.imports import import_object, is_import_path
 
 PREFIXES = ("gym", "envpool", "brax")  # spec prefixes: `<prefix>::<name>`
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
@@ -68,21 +68,16 @@ def parse_spec(spec: str) -> tuple[str, str]:
             raise ValueError(f"env spec {spec!r}: unknown backend {prefix!r}; expected one of "
                              f"{', '.join(p + '::' for p in PREFIXES)}")
         return prefix, rest
-    module, colon, attribute = spec.partition(":")
-    if colon and attribute.isidentifier() and all(p.isidentifier() for p in module.split(".")):
+    if is_import_path(spec):
         return "factory", spec
     return "gym", spec
 
 
 def _load_factory(spec: str) -> Any:
-    module_name, _, attribute = spec.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(f"env {spec!r}: cannot import {module_name!r} ({error})") from error
-    factory = getattr(module, attribute, None)
+    factory = import_object(spec, "env")
     if not callable(factory):
-        raise AttributeError(f"env {spec!r}: {module_name!r} has no callable {attribute!r}")
+        raise AttributeError(f"env {spec!r}: {factory!r} is not callable; expected a function "
+                             "or class that returns the env")
     return factory
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.checkpoint import CHECKPOINT_DIR
+from neurorun.layout import CHECKPOINT_DIR
 from neurorun.loggers.base import Logger, flatten, numeric_items
 from neurorun.loggers.files import CSV_NAME
 

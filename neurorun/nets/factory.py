@@ -2,47 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
-import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from torch import nn
 
+from neurorun.imports import import_object, is_import_path
 from neurorun.nets.parser import parse_network
-
-
-def is_import_path(spec: str) -> bool:
-    """True for ``"pkg.module:Name"``: dotted identifiers, a colon, an identifier."""
-    module, colon, attribute = spec.strip().partition(":")
-    return bool(colon) and attribute.isidentifier() and all(
-        part.isidentifier() for part in module.split(".")
-    )
-
-
-def import_object(spec: str) -> Any:
-    """The object named by ``"pkg.module:Name"``.
-
-    Raises:
-        ImportError: the module cannot be imported.
-        AttributeError: the module has no such attribute (with close names).
-    """
-    module_name, _, attribute = spec.strip().partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ImportError(
-            f"network {spec!r}: cannot import module {module_name!r} ({error}); check the "
-            "spelling and that it is installed or on PYTHONPATH"
-        ) from error
-    if not hasattr(module, attribute):
-        names = [n for n in dir(module) if not n.startswith("_")]
-        close = difflib.get_close_matches(attribute, names, n=3)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise AttributeError(f"network {spec!r}: module {module_name!r} has no attribute "
-                             f"{attribute!r}{hint}")
-    return getattr(module, attribute)
 
 
 def _call_factory(factory: Callable[..., Any], sizes: dict[str, Any], args: dict) -> nn.Module:
@@ -89,7 +56,7 @@ def make_network(
     if isinstance(spec, nn.Module):
         return _check_widths(spec)
     if isinstance(spec, str) and is_import_path(spec):
-        return _check_widths(_call_factory(import_object(spec), sizes, args))
+        return _check_widths(_call_factory(import_object(spec, "network"), sizes, args))
     if callable(spec):
         return _check_widths(_call_factory(spec, sizes, args))
     shapes = {

@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from omegaconf import OmegaConf
 
+from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.tools.common import ToolError
-
-CHECKPOINT_FOLDER = "checkpoints"
 
 
 @dataclass
@@ -65,7 +64,7 @@ def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None =
 
 
 def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
-    checkpoints = folder / CHECKPOINT_FOLDER
+    checkpoints = folder / CHECKPOINT_DIR
     base = checkpoints if checkpoints.is_dir() else folder
     weights, pickled = base / f"{checkpoint}.pt", base / f"{checkpoint}.pkl"
     if weights.is_file() and weights.with_suffix(".json").is_file():
@@ -76,14 +75,14 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
         raise ToolError(f"{str(folder)!r} has no {checkpoint}.pt + {checkpoint}.json, only "
                         f"{checkpoint}.pkl, and loading a pickle runs any code it holds: not "
                         "loaded. Pass --trust-pickle if you trust where the folder came from")
-    raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_FOLDER}/"
+    raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_DIR}/"
                     f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; pass a run folder "
                     "(a sweep holds one run per subfolder) or a checkpoint file")
 
 
 def run_settings(checkpoint: Path) -> dict[str, Any]:
     """`env_config` and `episode_length` of the run a checkpoint file belongs to (if known)."""
-    config_path = checkpoint.parent.parent / ".hydra" / "config.yaml"
+    config_path = saved_config_path(checkpoint.parent.parent)
     if not config_path.is_file():
         return {}
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorun.layout import overrides_path, saved_config_path
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.tools.common import ToolError
 
@@ -88,7 +89,7 @@ def _number(value: object) -> float:
 
 def read_overrides(folder: Path) -> dict[str, str]:
     """`key=value` lines of `.hydra/overrides.yaml` (prefixes +, ++, ~ dropped)."""
-    path = folder / ".hydra" / "overrides.yaml"
+    path = overrides_path(folder)
     if not path.is_file():
         return {}
     from omegaconf import OmegaConf
@@ -106,7 +107,7 @@ def read_overrides(folder: Path) -> dict[str, str]:
 
 def read_env(folder: Path) -> str | None:
     """`env.id` of the run's saved `.hydra/config.yaml` (None when it has none)."""
-    path = folder / ".hydra" / "config.yaml"
+    path = saved_config_path(folder)
     if not path.is_file():
         return None
     from omegaconf import OmegaConf
