@@ -104,7 +104,7 @@ def run_folder(args: list[str], folder: Path, label: list[str]) -> dict[str, Any
             "episodes": int(result["total_episode_count"]),
             "generations": int(result["generation"]),
             "center_eval": round(evals[-1], 1) if evals else None,
-            "best_eval": round(max(evals), 1) if evals else None}
+            "best_center_eval": round(max(evals), 1) if evals else None}
 
 
 def run_one(env: str, algo: str, seed: int, runs_dir: Path, extra: list[str]) -> dict[str, Any]:

@@ -117,8 +117,8 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                          "median_interactions": median("interactions"),
                          "median_s": median("seconds"), "paper_episodes": paper,
                          "median_final": median("center_eval", runs),
-                         "median_best": median("best_eval", runs),
-                         "best_evals": [r["best_eval"] for r in solved],
+                         "median_best": median("best_center_eval", runs),
+                         "best_center_evals": [r["best_center_eval"] for r in solved],
                          "neurorun_eval": [r.get("neurorun_eval") for r in solved]})
     return rows
 

@@ -169,7 +169,7 @@ def locomotion_table(report: dict) -> list[str]:
         return "–" if value is None else format(value, digits)
 
     for r in report["results"]:
-        pairs = zip(r["neurorun_eval"], r["best_evals"], strict=True)
+        pairs = zip(r["neurorun_eval"], r["best_center_evals"], strict=True)
         checks = ", ".join(f"{e:,.0f} vs {b:,.0f}" for e, b in pairs if e is not None) or "–"
         lines.append(
             f"| {r['env']} (≥ {r['threshold']:,}) | {r['algo']} | {r['solved']}/{r['runs']} "

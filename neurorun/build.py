@@ -122,17 +122,17 @@ def _check_problem(cfg: DictConfig) -> None:
         raise ConfigError(f"problem.{error}") from None
 
 
-def check_distributed(cfg: DictConfig, algorithm: Any) -> None:
+def check_distributed_config(cfg: DictConfig, algorithm: Any) -> None:
     """ConfigError unless this run can do `algo.distributed=true` (when it is set)."""
     if not cfg.algo.get("distributed", False):
         return
     if cfg.parallel.get("name") != "ray":
         raise ConfigError("algo.distributed=true: actors sample and return gradients, so it "
                           "needs ray. Fix: add parallel=ray (or algo.distributed=false).")
-    from neurorun.parallel import check_distributed as check_algorithm  # ray stays unloaded
+    from neurorun.parallel import require_distributable  # ray stays unloaded
 
     try:
-        check_algorithm(algorithm)
+        require_distributable(algorithm)
     except ValueError as error:
         raise ConfigError(str(error)) from error
 
@@ -176,7 +176,7 @@ def validate_config(cfg: DictConfig) -> None:
                                seed=0, **_algo_options(cfg))
     except (ValueError, TypeError) as error:
         raise _algo_error(cfg, error) from error
-    check_distributed(cfg, probe)
+    check_distributed_config(cfg, probe)
 
 
 def resolve_env_backend(cfg: DictConfig) -> str | None:

@@ -110,7 +110,7 @@ def _app(cfg: DictConfig) -> float | None:
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
         print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
         sys.exit(exit_status(error))
-    score = result.get("best_score")
+    score = result.get("best_center_eval")
     shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']}{shown}")

@@ -131,7 +131,7 @@ class Runner:
         self.generation = 0
         self.elapsed_before = 0.0
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
-        self.best_eval: float | None = None
+        self.best_sample_eval: float | None = None
         self.status: dict[str, Any] = {}
         if self.state is not None:
             self._restore(self.state)
@@ -144,13 +144,13 @@ class Runner:
         self.generation = int(state["generation"])
         self.elapsed_before = float(state["elapsed_s"])
         self.best = dict(state["best"])
-        self.best_eval = state["best_eval"]
+        self.best_sample_eval = state["best_sample_eval"]
         self.status = dict(state["status"])
 
     def _state(self, elapsed: float) -> dict[str, Any]:
         return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
                 "problem": self.evaluator.state_dict(), "rng": rng_state(),
-                "elapsed_s": elapsed, "best": self.best, "best_eval": self.best_eval,
+                "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
                 "status": self.status, "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
@@ -220,7 +220,8 @@ class Runner:
         population = population_stats(samples_fitness, self.algorithm.objective_sense)
         pop_best = population["pop_best_eval"]
         better = max if self.algorithm.objective_sense == "max" else min
-        self.best_eval = pop_best if self.best_eval is None else better(self.best_eval, pop_best)
+        self.best_sample_eval = pop_best if self.best_sample_eval is None else better(
+            self.best_sample_eval, pop_best)
         # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
         finite_center = center_eval is not None and math.isfinite(center_eval)
         nonfinite_centers = int(self.status.get("nonfinite_center_evals", 0)) + int(
@@ -232,7 +233,7 @@ class Runner:
         self.status = {
             "generation": self.generation,
             **population,  # mean_eval, median_eval, pop_best_eval, popsize
-            "best_eval": self.best_eval,
+            "best_sample_eval": self.best_sample_eval,
             "center_eval": center_eval,
             "nonfinite_center_evals": nonfinite_centers,
             "total_interaction_count": int(self.evaluator.interaction_count),
@@ -291,7 +292,8 @@ class Runner:
             folder = self.run_dir / CHECKPOINT_DIR
             result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
                       "best_policy": str(folder / "best.pkl"),
-                      "last_policy": str(folder / "last.pkl"), "best_score": self.best["score"]}
+                      "last_policy": str(folder / "last.pkl"),
+                      "best_center_eval": self.best["score"]}
         except BaseException:  # an error or Ctrl-C: keep what the finished generations did
             if snapshot is not None:
                 self._save_state(snapshot)

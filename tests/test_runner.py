@@ -10,7 +10,7 @@ from neurorun.build import ConfigError
 from neurorun.cli import compose_config
 from neurorun.runner import Callbacks, Runner, run
 
-DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_eval",
+DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_sample_eval",
                "center_eval", "popsize", "total_interaction_count", "total_episode_count",
                "stdev_mean", "elapsed_s", "steps_per_s")
 EPISODE_KEYS = tuple(f"episode_{kind}_{stat}" for kind in ("return", "length")
@@ -101,7 +101,7 @@ def test_status_has_the_design_keys_and_counts_add_up(tmp_path):
         sum(interactions[:i + 1]) for i in range(3)]
     assert [int(r["total_episode_count"]) for r in rows] == [10, 20, 30]  # popsize 10 x 1 ep
     best = [float(r["pop_best_eval"]) for r in rows]
-    assert [float(r["best_eval"]) for r in rows] == [max(best[:i + 1]) for i in range(3)]
+    assert [float(r["best_sample_eval"]) for r in rows] == [max(best[:i + 1]) for i in range(3)]
     assert result["stop_reason"].startswith("generations")
     for row in rows:
         assert float(row["episode_length_max"]) <= 50  # debug: episode_length 50
@@ -174,7 +174,7 @@ def test_same_seed_same_metrics_other_seed_other_metrics(tmp_path):
 def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     result = run(tiny("generations=4", "target_score=null"), run_dir=tmp_path)
     centers = [float(r["center_eval"]) for r in metrics(tmp_path)]
-    assert result["best_score"] == max(centers)
+    assert result["best_center_eval"] == max(centers)
     best = torch.load(tmp_path / "checkpoints" / "best.pt", weights_only=True)["solution"]
     assert best.shape == (10,)  # CartPole linear policy: 4 x 2 weights + 2 biases
 

@@ -23,7 +23,7 @@ COLUMNS = (
     ("median_eval", "median", 10, "{:.2f}"),
     ("pop_best_eval", "pop best", 10, "{:.2f}"),
     ("center_eval", "center", 10, "{:.2f}"),
-    ("best_eval", "best", 10, "{:.2f}"),
+    ("best_sample_eval", "best sample", 12, "{:.2f}"),
     ("popsize", "pop", 6, "{:d}"),
     ("stdev_mean", "stdev", 8, "{:.4f}"),
     ("total_interaction_count", "steps", 12, "{:,d}"),

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["ActorRestartLimitError", "RayEvaluator", "RemoteEvaluationError",
-           "check_distributed", "make_ray_evaluator"]
+           "require_distributable", "make_ray_evaluator"]
 
 _LAZY = {
     "RayEvaluator": "neurorun.parallel.evaluator",
     "ActorRestartLimitError": "neurorun.parallel.pool",
     "RemoteEvaluationError": "neurorun.parallel.pool",
-    "check_distributed": "neurorun.parallel.distributed",
+    "require_distributable": "neurorun.parallel.distributed",
     "make_ray_evaluator": "neurorun.parallel.config",
 }
 

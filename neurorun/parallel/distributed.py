@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from neurorun.parallel.evaluator import RayEvaluator
 
 
-def check_distributed(algo: Any) -> None:
+def require_distributable(algo: Any) -> None:
     """Raise ValueError when ``algo`` cannot run in distributed mode (CMA-ES)."""
     gradient_based = (type(algo).compute_gradients is not SearchAlgorithm.compute_gradients
                       and hasattr(algo, "distribution"))
@@ -88,7 +88,7 @@ def distributed_step(evaluator: RayEvaluator, algo: Any, popsize: int | None = N
     """
     import ray
 
-    check_distributed(algo)
+    require_distributable(algo)
     started = time.perf_counter()
     popsize = int(algo.popsize if popsize is None else popsize)
     if evaluator._replica_of != id(algo):

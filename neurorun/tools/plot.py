@@ -1,7 +1,7 @@
 """`neurorun-plot`: learning curves of runs and sweeps.
 
     neurorun-plot runs/multirun/2026-11-22_10-00-00 --out curves.png --x interactions
-    neurorun-plot runs/CartPole-v1/pgpe/<run> runs/CartPole-v1/snes/<run> --y best_eval
+    neurorun-plot runs/CartPole-v1/pgpe/<run> runs/CartPole-v1/snes/<run> --y best_sample_eval
 
 Runs are grouped by the overrides that differ between them (seed left out); each group is
 one line, the mean over its runs, with a band (±std or min–max) around it. Runs whose x
@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from neurorun.tools.common import ToolError, check_writable, run_tool, write_output
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
 
-Y_COLUMNS = ("mean_eval", "best_eval", "center_eval", "pop_best_eval", "median_eval")
+Y_COLUMNS = ("mean_eval", "best_sample_eval", "center_eval", "pop_best_eval", "median_eval")
 BANDS = ("std", "minmax", "none", "runs")
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
             "time": "wall time (s)"}

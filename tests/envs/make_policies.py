@@ -36,7 +36,7 @@ def train(env_id: str, backend: str, seconds: float) -> dict:
         result = run(compose_config(overrides), run_dir=folder)
         weights = torch.load(Path(folder) / "checkpoints" / "best.pt", weights_only=True)
     return {"solution": weights["solution"], "obs_mean": weights["obs_mean"],
-            "obs_stdev": weights["obs_stdev"], "score": result["best_score"]}
+            "obs_stdev": weights["obs_stdev"], "score": result["best_center_eval"]}
 
 
 def main() -> None:

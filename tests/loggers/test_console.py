@@ -8,7 +8,7 @@ from neurorun.loggers import ConsoleLogger, StopLimits
 from neurorun.loggers.console import config_tree, format_header, format_row
 
 STATUS = {"generation": 3, "mean_eval": 12.345, "median_eval": 10.0, "pop_best_eval": 40.0,
-          "center_eval": None, "best_eval": 41.0, "popsize": 20, "stdev_mean": 0.5,
+          "center_eval": None, "best_sample_eval": 41.0, "popsize": 20, "stdev_mean": 0.5,
           "total_interaction_count": 12345, "steps_per_s": 9876.4, "elapsed_s": 2.25}
 
 

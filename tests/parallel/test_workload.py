@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from neurorun.algorithms import make_algorithm
-from neurorun.parallel.distributed import check_distributed, make_replica, share_sizes
+from neurorun.parallel.distributed import make_replica, require_distributable, share_sizes
 from neurorun.parallel.workload import (
     average_gradients,
     check_local_capacity,
@@ -132,9 +132,9 @@ def test_more_actors_than_local_cpus_share_them_unless_cpus_were_given():
 
 def test_cmaes_is_refused_and_gradient_algorithms_accepted():
     with pytest.raises(ValueError, match="cmaes.*algo.distributed=false"):
-        check_distributed(make_algorithm("cmaes", solution_length=4, popsize=6, seed=0,
+        require_distributable(make_algorithm("cmaes", solution_length=4, popsize=6, seed=0,
                                          stdev_init=1.0))
-    check_distributed(_pgpe("clipup"))
+    require_distributable(_pgpe("clipup"))
 
 
 def test_shares_keep_mirrored_pairs_and_replica_drops_optimizer():

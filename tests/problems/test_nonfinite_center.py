@@ -29,7 +29,7 @@ def test_a_nonfinite_center_is_never_solved_or_best(tmp_path, option):
         "+env.env_config.length=4"])
     result = run(cfg, run_dir=tmp_path)
     assert result["stop_reason"] == "generations: 3 of 3 done"  # not "target_score reached"
-    assert result["best_score"] is None and result["nonfinite_center_evals"] == 3
+    assert result["best_center_eval"] is None and result["nonfinite_center_evals"] == 3
     rows = [strict(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["center_eval"] for r in rows] == [None, None, None]
     assert [r["nonfinite_center_evals"] for r in rows] == [1, 2, 3]
