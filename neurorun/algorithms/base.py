@@ -8,6 +8,7 @@ that higher is better), `stdev`, `center` and `_state()` / `_load_state()`.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -148,6 +149,19 @@ class SearchAlgorithm:
     def apply_gradients(self, gradients: Mapping[str, torch.Tensor]) -> None:
         raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()} "
                          "Fix: algo.distributed=false (evaluation still runs in parallel).")
+
+    def replica(self) -> SearchAlgorithm:
+        """A copy for a distributed actor, which samples and computes gradients: without the
+        optimizer (the center step happens here) and with nothing pending."""
+        replica = copy.copy(self)
+        replica.optimizer = None
+        replica._pending = []
+        return replica
+
+    def step_with_gradients(self, gradients: Mapping[str, torch.Tensor]) -> None:
+        """One generation of distributed mode: follow the actors' averaged gradients."""
+        self.apply_gradients({k: v.to(self.device, self.dtype) for k, v in gradients.items()})
+        self.generation += 1
 
     def _no_gradients_reason(self) -> str:
         return "its update is not an average of per-sample gradients."

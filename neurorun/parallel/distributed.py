@@ -4,8 +4,9 @@ Per generation the main process sends the distribution's parameters (``algo.dist
 state: for the separable Gaussians 2·D numbers) instead of a popsize×D matrix, and gets back
 one gradient dict per share. The average, weighted by share size (equal weights when
 ``algo.num_interactions`` is set: the number of samples then depends on episode lengths),
-goes to ``algo.apply_gradients``. Each actor keeps a copy of the algorithm (without its
-optimizer: the center step happens in the main process), sent once.
+goes to ``algo.step_with_gradients``. Each actor keeps ``algo.replica()`` (the algorithm
+without its optimizer: the center step happens in the main process), sent once. This module
+plans the shares; ``RayEvaluator.distributed_step`` runs them.
 
 Seeds: one draw from ``algo.generator`` per generation (so a checkpointed algorithm resumes
 the same sampling) gives share ``s`` the sampling seed ``mix_seed(draw, s)``; its envs are
@@ -15,20 +16,14 @@ seeded from the evaluator's base seed plus the share's offset in the population,
 
 from __future__ import annotations
 
-import copy
 import math
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-from torch import Tensor
 
 from neurorun.algorithms.base import SearchAlgorithm
 from neurorun.algorithms.distributions import SymmetricSeparableGaussian
-from neurorun.parallel.workload import average_gradients, mix_seed, payload_bytes, split_workload
-
-if TYPE_CHECKING:
-    from neurorun.parallel.evaluator import RayEvaluator
+from neurorun.parallel.workload import mix_seed, split_workload
 
 
 def require_distributable(algo: Any) -> None:
@@ -52,14 +47,6 @@ def share_sizes(algo: Any, popsize: int, num_actors: int) -> list[int]:
     return [n * unit for n in split_workload(popsize // unit, num_actors) if n > 0]
 
 
-def make_replica(algo: Any) -> Any:
-    """What an actor needs to sample and compute gradients: the algorithm minus optimizer."""
-    replica = copy.copy(algo)
-    replica.optimizer = None
-    replica._pending = []
-    return replica
-
-
 def plan_shares(algo: Any, popsize: int, num_actors: int, env_base: int) -> list[dict[str, Any]]:
     """The shares of one generation (sizes, seeds, adaptive limits); draws from algo.generator."""
     draw = int(torch.randint(2**62, (1,), generator=algo.generator))
@@ -76,51 +63,3 @@ def plan_shares(algo: Any, popsize: int, num_actors: int, env_base: int) -> list
         shares.append(share)
         offset += size
     return shares
-
-
-def distributed_step(evaluator: RayEvaluator, algo: Any, popsize: int | None = None,
-                     seed: int | None = None) -> Tensor:
-    """Sample, evaluate and update one generation on the actors; returns all fitness values.
-
-    ``seed``: the envs' base seed (None: the evaluator's next draw, as in ``evaluate``).
-    Updates ``algo`` (``apply_gradients``, ``generation += 1``), the evaluator's counters, obs
-    stats and ``last_stats``.
-    """
-    import ray
-
-    require_distributable(algo)
-    started = time.perf_counter()
-    popsize = int(algo.popsize if popsize is None else popsize)
-    if evaluator._replica_of != id(algo):
-        evaluator._replica_ref = ray.put(make_replica(algo))
-        evaluator._replica_of, evaluator._replica_slots = id(algo), set()
-    distribution = {k: v.detach().cpu() for k, v in algo.distribution.state_dict().items()}
-    dist_ref = ray.put(distribution)
-    obs_state = evaluator._obs_state()
-    obs_ref = None if obs_state is None else ray.put(obs_state)
-    shares = plan_shares(algo, popsize, evaluator.num_actors,
-                         evaluator.draw_seed() if seed is None else int(seed))
-    replicas_sent = [0]
-
-    def job(share: dict[str, Any]):
-        def for_slot(slot: int) -> tuple[str, tuple[Any, ...]]:
-            replica = None
-            if slot not in evaluator._replica_slots:
-                evaluator._replica_slots.add(slot)
-                replicas_sent[0] += 1
-                replica = evaluator._replica_ref
-            return "sample_and_evaluate", (replica, dist_ref, share, obs_ref)
-        return for_slot
-
-    results = evaluator._run([job(share) for share in shares], obs_state)
-    weights = ([1.0] * len(results) if algo.num_interactions is not None
-               else [len(r["fitness"]) for r in results])
-    gradients = average_gradients([r["gradients"] for r in results], weights)
-    algo.apply_gradients({k: v.to(algo.device, algo.dtype) for k, v in gradients.items()})
-    algo.generation += 1
-    evaluator.last_transfer["bytes_sent"] += payload_bytes(distribution) * len(shares)
-    if replicas_sent[0]:
-        replica_bytes = payload_bytes(vars(algo.distribution)) * replicas_sent[0]
-        evaluator.last_transfer["bytes_sent"] += replica_bytes
-    evaluator._record(results, started)
-    return torch.cat([torch.tensor(r["fitness"]) for r in results]).to(algo.dtype)

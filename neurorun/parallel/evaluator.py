@@ -28,9 +28,11 @@ from torch import Tensor
 
 from neurorun.envs import parse_spec
 from neurorun.parallel import cluster
+from neurorun.parallel.distributed import plan_shares, require_distributable
 from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
+    average_gradients,
     check_local_capacity,
     local_cpu_share,
     merge_stats,
@@ -226,12 +228,47 @@ class RayEvaluator:
 
     def distributed_step(self, algo: Any, popsize: int | None = None,
                          seed: int | None = None) -> Tensor:
-        """One generation of distributed mode (actors sample their share and return gradients;
-        ``algo`` is updated here); returns the fitness of all samples, share by share.
-        See ``neurorun.parallel.distributed``."""
-        from neurorun.parallel.distributed import distributed_step
+        """One generation of distributed mode: the actors sample their shares of ``algo``'s
+        distribution and return gradients, whose average updates ``algo`` here; returns the
+        fitness of all samples, share by share (see ``neurorun.parallel.distributed``).
 
-        return distributed_step(self, algo, popsize, seed)
+        ``seed``: the envs' base seed (None: the next draw, as in ``evaluate``)."""
+        import ray
+
+        require_distributable(algo)
+        started = time.perf_counter()
+        popsize = int(algo.popsize if popsize is None else popsize)
+        if self._replica_of != id(algo):  # a new algorithm: every actor gets its replica again
+            self._replica_ref = ray.put(algo.replica())
+            self._replica_of, self._replica_slots = id(algo), set()
+        distribution = {k: v.detach().cpu() for k, v in algo.distribution.state_dict().items()}
+        dist_ref = ray.put(distribution)
+        obs_state = self._obs_state()
+        obs_ref = None if obs_state is None else ray.put(obs_state)
+        shares = plan_shares(algo, popsize, self.num_actors,
+                             self.draw_seed() if seed is None else int(seed))
+        replicas_sent = 0
+
+        def job(share: dict[str, Any]) -> Any:
+            def for_slot(slot: int) -> tuple[str, tuple[Any, ...]]:
+                nonlocal replicas_sent
+                replica = None
+                if slot not in self._replica_slots:  # sent once per actor
+                    self._replica_slots.add(slot)
+                    replicas_sent += 1
+                    replica = self._replica_ref
+                return "sample_and_evaluate", (replica, dist_ref, share, obs_ref)
+            return for_slot
+
+        results = self._run([job(share) for share in shares], obs_state)
+        weights = ([1.0] * len(results) if algo.num_interactions is not None
+                   else [len(r["fitness"]) for r in results])
+        algo.step_with_gradients(average_gradients([r["gradients"] for r in results], weights))
+        self.last_transfer["bytes_sent"] += (payload_bytes(distribution) * len(shares) +
+                                             payload_bytes(vars(algo.distribution)) *
+                                             replicas_sent)
+        self._record(results, started)
+        return torch.cat([torch.tensor(r["fitness"]) for r in results]).to(algo.dtype)
 
     # ----- lifecycle -----
     def close(self) -> None:

@@ -125,25 +125,56 @@ def test_cartpole_equals_local_evaluator_over_generations():
     assert ray.is_initialized()  # a ray the evaluator did not start stays up
 
 
-@pytest.mark.parametrize("distributed", [False, True])
-def test_runner_with_ray_equals_the_local_run(tmp_path, distributed):
+RUNNER_COMMON = ["debug=default", "logger.console.quiet=true", "generations=3",
+                 "problem.vectorization=sync", "target_score=null",
+                 "problem.observation_normalization=false"]
+RAY_OPTIONS = ["parallel=ray", "parallel.num_actors=2", "+parallel.actor_config.num_cpus=0.5"]
+
+
+def test_runner_with_ray_equals_the_local_run(tmp_path):
     """The whole command path: `parallel=ray` gives the local run's metrics, generation by
-    generation (sync vectorization: each solution's episodes seeded by its index); in
-    distributed mode the actors' shares are evaluated and averaged, checked to run end to end."""
+    generation (sync vectorization: each solution's episodes seeded by its index)."""
     from neurorun.cli import compose_config
     from neurorun.runner import run
 
-    common = ["debug=default", "logger.console.quiet=true", "generations=3",
-              "problem.vectorization=sync", "target_score=null"]
-    ray_options = ["parallel=ray", "parallel.num_actors=2", "+parallel.actor_config.num_cpus=0.5",
-                   f"algo.distributed={str(distributed).lower()}"]
-    local = run(compose_config(common), run_dir=tmp_path / "local")
-    remote = run(compose_config(common + ray_options), run_dir=tmp_path / "ray")
+    local = run(compose_config(RUNNER_COMMON), run_dir=tmp_path / "local")
+    remote = run(compose_config(RUNNER_COMMON + RAY_OPTIONS), run_dir=tmp_path / "ray")
     assert remote["generation"] == 3
-    if not distributed:
-        for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
-            assert remote[key] == local[key], key
+    for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
+        assert remote[key] == local[key], key
     assert remote["total_episode_count"] == 3 * 10  # popsize 10, one episode each
+
+
+def test_runner_in_distributed_mode_equals_the_shares_replayed_here(tmp_path):
+    """`algo.distributed=true` from the command path: three generations replayed in this
+    process (each share sampled from its seed, evaluated on a local problem, the gradients
+    averaged by share size) end at the center and stdev the run checkpointed."""
+    from neurorun.build import build_parts
+    from neurorun.cli import compose_config
+    from neurorun.parallel.distributed import plan_shares
+    from neurorun.runner import run
+
+    result = run(compose_config(RUNNER_COMMON + RAY_OPTIONS + ["algo.distributed=true"]),
+                 run_dir=tmp_path / "ray")
+    assert result["total_episode_count"] == 3 * 10
+    problem, algo = build_parts(compose_config(RUNNER_COMMON))
+    start = algo.center.clone()
+    for _ in range(3):
+        shares = plan_shares(algo, algo.popsize, 2, problem.draw_seed())
+        assert [share["size"] for share in shares] == [6, 4]  # 5 mirrored pairs on 2 actors
+        total, sizes_and_grads = 0, []
+        for share in shares:
+            generator = torch.Generator().manual_seed(share["sample_seed"])
+            samples = algo.distribution.sample(share["size"], generator)
+            fitness = problem.evaluate(samples, seed=share["env_seed"])
+            sizes_and_grads.append((share["size"], algo.compute_gradients(samples, fitness)))
+            total += share["size"]
+        algo.apply_gradients({key: sum(n * g[key] for n, g in sizes_and_grads) / total
+                              for key in sizes_and_grads[0][1]})
+    problem.close()
+    saved = torch.load(tmp_path / "ray" / "checkpoints" / "last.pt", weights_only=True)
+    torch.testing.assert_close(saved["solution"], algo.center.float(), rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(saved["solution"], start.float())  # it moved
 
 
 def _kill_soon(actor, delay: float) -> threading.Timer:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from neurorun.algorithms import make_algorithm
-from neurorun.parallel.distributed import make_replica, require_distributable, share_sizes
+from neurorun.parallel.distributed import require_distributable, share_sizes
 from neurorun.parallel.workload import (
     average_gradients,
     check_local_capacity,
@@ -140,7 +140,7 @@ def test_cmaes_is_refused_and_gradient_algorithms_accepted():
 def test_shares_keep_mirrored_pairs_and_replica_drops_optimizer():
     algo = _pgpe("clipup")
     assert share_sizes(algo, 10, 3) == [4, 4, 2]
-    assert make_replica(algo).optimizer is None and algo.optimizer is not None
+    assert algo.replica().optimizer is None and algo.optimizer is not None
 
 
 def test_importing_the_package_does_not_import_ray():
