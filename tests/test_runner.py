@@ -1,14 +1,16 @@
 """The Runner: config checks, the generation loop, stop conditions, callbacks, seeding."""
 
 import csv
+import json
 
 import pytest
 import torch
 
 import neurorun.problems
-from neurorun.build import ConfigError
+from neurorun.build import ConfigError, build_parts
 from neurorun.cli import compose_config
 from neurorun.runner import Callbacks, Runner, run
+from neurorun.seeding import derive_seed
 
 DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_sample_eval",
                "center_eval", "popsize", "total_interaction_count", "total_episode_count",
@@ -172,11 +174,29 @@ def test_same_seed_same_metrics_other_seed_other_metrics(tmp_path):
 
 
 def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
-    result = run(tiny("generations=4", "target_score=null"), run_dir=tmp_path)
-    centers = [float(r["center_eval"]) for r in metrics(tmp_path)]
-    assert result["best_center_eval"] == max(centers)
-    best = torch.load(tmp_path / "checkpoints" / "best.pt", weights_only=True)["solution"]
-    assert best.shape == (10,)  # CartPole linear policy: 4 x 2 weights + 2 biases
+    """best.pt holds the center of the generation whose center_eval (in metrics.csv) was the
+    highest, not the last center nor a training sample; re-evaluated here it scores that."""
+    class Centers(Callbacks):
+        def __init__(self):
+            self.centers = []
+
+        def on_generation_end(self, runner, generation, status):
+            self.centers.append(runner.algorithm.center.detach().clone())
+
+    recorder = Centers()
+    run(tiny("generations=6", "target_score=null"), run_dir=tmp_path, callbacks=recorder)
+    evals = [float(r["center_eval"]) for r in metrics(tmp_path)]
+    best_generation = max(range(len(evals)), key=lambda g: (evals[g], -g))  # the first best
+    saved = torch.load(tmp_path / "checkpoints" / "best.pt", weights_only=True)["solution"]
+    torch.testing.assert_close(saved, recorder.centers[best_generation].float())
+    meta = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
+    assert meta["generation"] == best_generation + 1 and meta["score"] == evals[best_generation]
+    cfg = tiny()
+    problem, _ = build_parts(cfg)
+    returns = problem.run_test_episodes(saved, int(cfg.eval_episodes),
+                                        derive_seed(int(cfg.seed), "evaluation"))
+    assert float(returns.double().mean()) == pytest.approx(evals[best_generation], rel=1e-6)
+    problem.close()
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
