@@ -8,8 +8,9 @@
                                 minus twice the steps it took, below every run that did
                                 within the same budget
 
-It is read from the run's `metrics.jsonl`, so a resumed run counts all its generations. A
-sweeper must maximize it (Optuna: `hydra.sweeper.direction=maximize`).
+It is read from the run's `metrics.jsonl`, so a resumed run counts all its generations; a
+run without center evaluations (eval_every=0) has none (nan). A sweeper must maximize it
+(Optuna: `hydra.sweeper.direction=maximize`).
 """
 
 from __future__ import annotations
@@ -27,15 +28,12 @@ CHOICES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
 _MEAN_LAST = re.compile(r"mean_center_eval_last_([1-9][0-9]*)")
 
 
-def objective_error(name: Any, target_score: float | None, eval_every: int) -> str | None:
+def objective_error(name: Any, target_score: float | None) -> str | None:
     """What is wrong with `objective=<name>` in this config (None: nothing)."""
     if name not in CHOICES[:2] + CHOICES[3:] and not (
             isinstance(name, str) and _MEAN_LAST.fullmatch(name)):
         return (f"objective={name!r}: expected one of {', '.join(CHOICES)}. "
                 "Fix: objective=best_center_eval.")
-    if eval_every == 0:
-        return (f"objective={name} is computed from center evaluations, but eval_every=0. "
-                "Fix: eval_every=1.")
     if name == "neg_interactions_to_target" and target_score is None:
         return ("objective=neg_interactions_to_target needs a target, but target_score=null. "
                 "Fix: target_score=<score>.")

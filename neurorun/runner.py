@@ -12,7 +12,6 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 
 from __future__ import annotations
 
-import copy
 import math
 import sys
 import time
@@ -279,8 +278,9 @@ class Runner:
         try:
             with interrupts_on_signals():  # SIGTERM and SIGUSR1 end the run like Ctrl-C
                 while reason is None:
-                    snapshot = copy.deepcopy(
-                        self._state(self.elapsed_before + time.perf_counter() - started))
+                    # no copy: every part's state_dict gives values a generation never writes
+                    # into (updates assign new tensors), so this is still the state before it
+                    snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
                     status = self.step(started)
                     self.loggers.log(self.generation, status)
                     self.callbacks.on_generation_end(self, self.generation, status)

@@ -155,8 +155,8 @@ class CMAES(SearchAlgorithm):
 
     _STATE = ("mean", "sigma", "p_sigma", "p_c", "cov", "B", "d", "eigen_generation")
 
-    def _state(self) -> dict[str, Any]:
-        return {name: _copy(getattr(self, name)) for name in self._STATE}
+    def _state(self) -> dict[str, Any]:  # references: _update only assigns new tensors
+        return {name: getattr(self, name) for name in self._STATE}
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         for name in self._STATE:

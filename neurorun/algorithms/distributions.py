@@ -79,7 +79,9 @@ class SeparableGaussian:
         self.sigma = self.sigma + stdev_lr * gradients["sigma"]
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {name: value.clone() for name, value in vars(self).items()}
+        """The parameters themselves, not copies: updates assign new tensors, never write
+        into these (so a state taken before a generation still describes that moment)."""
+        return dict(vars(self))
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         for name, value in state.items():

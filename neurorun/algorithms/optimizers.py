@@ -25,8 +25,8 @@ class Optimizer:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, Any]:
-        return {k: (v.clone() if torch.is_tensor(v) else v) for k, v in vars(self).items()
-                if not k.startswith("_")}
+        # references: step() assigns new tensors (as the algorithms' state_dicts assume)
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         for key, value in state.items():

@@ -66,6 +66,31 @@ def test_state_dict_round_trip_continues_bit_for_bit(name, build):
     assert restored.status == original.status
 
 
+def _tensors(state, path=""):
+    """Every tensor in a nested state dict, by its path."""
+    if torch.is_tensor(state):
+        return {path: state}
+    items = state.items() if isinstance(state, dict) else enumerate(state) if isinstance(
+        state, list | tuple) else ()
+    return {k: v for key, item in items for k, v in _tensors(item, f"{path}/{key}").items()}
+
+
+@pytest.mark.parametrize(("name", "options"), [(name, {}) for name in NAMES] + [
+    ("pgpe", {"stdev_min": 0.5, "stdev_max": 1.2}), ("snes", {"stdev_max": 1.1})])
+def test_a_state_taken_before_generations_is_not_changed_by_them(name, options, build):
+    """The runner keeps the last finished generation's state without copying it (to save it
+    if the next generation fails), so generations must never write into its tensors."""
+    algo = build(name, seed=3, **options)
+    algo.tell(sphere(_run(algo, 2)))
+    state = algo.state_dict()
+    before = {path: tensor.clone() for path, tensor in _tensors(state).items()}
+    algo.tell(sphere(_run(algo, 4)))
+    after = _tensors(state)
+    assert after.keys() == before.keys() and len(before) >= 3
+    for path, tensor in before.items():
+        assert torch.equal(after[path], tensor), f"{name}: {path} was written in place"
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_same_seed_same_run_and_min_equals_max_of_negated(name, build):
     maximizer = build(name, seed=3)

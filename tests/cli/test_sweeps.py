@@ -44,7 +44,6 @@ def test_an_objective_without_center_evaluations_is_nan(tmp_path):
 @pytest.mark.parametrize(("overrides", "message"), [
     (["objective=best_eval"], "objective='best_eval': expected one of"),
     (["objective=mean_center_eval_last_0"], "objective='mean_center_eval_last_0'"),
-    (["eval_every=0", "target_score=null"], "eval_every=0. Fix: eval_every=1"),
     (["objective=neg_interactions_to_target", "target_score=null"], "target_score=<score>"),
 ])
 def test_bad_objectives_are_one_line_before_any_env(tmp_path, overrides, message):
