@@ -11,13 +11,17 @@ import math
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neurorun.objective import objective_error
 from neurorun.seeding import derive_seed
+
+if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
+    from neurorun.algorithms import SearchAlgorithm
+    from neurorun.problems import Evaluator, Problem
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
 
@@ -122,7 +126,7 @@ def _check_problem(cfg: DictConfig) -> None:
         raise ConfigError(f"problem.{error}") from None
 
 
-def check_distributed_config(cfg: DictConfig, algorithm: Any) -> None:
+def check_distributed_config(cfg: DictConfig, algorithm: SearchAlgorithm) -> None:
     """ConfigError unless this run can do `algo.distributed=true` (when it is set)."""
     if not cfg.algo.get("distributed", False):
         return
@@ -222,7 +226,7 @@ def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:
             **OmegaConf.to_container(cfg.problem, resolve=True)}
 
 
-def build_parts(cfg: DictConfig) -> tuple[Any, Any]:
+def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
     from neurorun.algorithms import make_algorithm
     from neurorun.envs import UnknownEnvError
@@ -252,12 +256,9 @@ def build_parts(cfg: DictConfig) -> tuple[Any, Any]:
     return problem, algorithm
 
 
-def make_evaluator(cfg: DictConfig, problem: Any) -> Any:
-    """What evaluates populations: the problem itself, or (parallel=ray) a pool of actors.
-
-    The returned object has the problem's evaluation interface: `evaluate(params)`,
-    `last_stats`, `interaction_count`, `episode_count`, `state_dict()`, `load_state_dict()`.
-    """
+def make_evaluator(cfg: DictConfig, problem: Problem) -> Evaluator:
+    """What evaluates populations: the problem itself, or (parallel=ray) a `RayEvaluator`
+    over a pool of actors; both are `neurorun.problems.Evaluator`s."""
     parallel = OmegaConf.to_container(cfg.parallel, resolve=True)
     name = parallel.get("name", "local")
     if name == "local":

@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -38,6 +38,10 @@ from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
+
+if TYPE_CHECKING:
+    from neurorun.parallel import RayEvaluator
+    from neurorun.problems import Evaluator
 
 
 class Callbacks:
@@ -123,7 +127,7 @@ class Runner:
                 self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
             except (ImportError, ValueError) as error:  # a tracker, damaged metrics
                 raise ConfigError(str(error)) from error
-            self.evaluator = make_evaluator(cfg, self.problem)
+            self.evaluator: Evaluator = make_evaluator(cfg, self.problem)
             if self.evaluator is not self.problem:
                 parts.callback(self.evaluator.close)  # e.g. ray actors
             self._close = parts.pop_all().close  # run() closes them when it ends
@@ -209,7 +213,8 @@ class Runner:
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
         if self.distributed:  # actors sample their shares; the update happens in there too
-            samples_fitness = self.evaluator.distributed_step(self.algorithm)
+            ray_evaluator = cast("RayEvaluator", self.evaluator)  # checked: parallel=ray
+            samples_fitness = ray_evaluator.distributed_step(self.algorithm)
             stats = [dict(self.evaluator.last_stats)]
         else:
             samples_fitness, stats = self._ask_and_evaluate()

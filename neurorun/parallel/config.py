@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from neurorun.parallel.evaluator import RayEvaluator
+    from neurorun.problems import Problem
 
 RAY_KEYS = ("num_actors", "num_gpus_per_actor", "actor_config", "num_subbatches",
             "subbatch_size", "address", "num_cpus", "include_dashboard", "max_actor_restarts")
 
 
 def make_ray_evaluator(parallel: Mapping[str, Any], problem_kwargs: Mapping[str, Any],
-                       problem: Any = None) -> Any:
+                       problem: Problem | None = None) -> RayEvaluator:
     """A RayEvaluator from the ``parallel`` config (a plain dict: ``name: ray`` and RAY_KEYS).
 
     Args:

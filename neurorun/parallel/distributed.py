@@ -26,7 +26,7 @@ from neurorun.algorithms.distributions import SymmetricSeparableGaussian
 from neurorun.parallel.workload import mix_seed, split_workload
 
 
-def require_distributable(algo: Any) -> None:
+def require_distributable(algo: SearchAlgorithm) -> None:
     """Raise ValueError when ``algo`` cannot run in distributed mode (CMA-ES)."""
     gradient_based = (type(algo).compute_gradients is not SearchAlgorithm.compute_gradients
                       and hasattr(algo, "distribution"))
@@ -39,7 +39,7 @@ def require_distributable(algo: Any) -> None:
             "algorithm: pgpe, openai_es, snes, xnes or cem.")
 
 
-def share_sizes(algo: Any, popsize: int, num_actors: int) -> list[int]:
+def share_sizes(algo: SearchAlgorithm, popsize: int, num_actors: int) -> list[int]:
     """Per-actor sample counts adding up to ``popsize`` (whole mirrored pairs for PGPE)."""
     unit = 2 if isinstance(algo.distribution, SymmetricSeparableGaussian) else 1
     if popsize % unit:
@@ -47,7 +47,8 @@ def share_sizes(algo: Any, popsize: int, num_actors: int) -> list[int]:
     return [n * unit for n in split_workload(popsize // unit, num_actors) if n > 0]
 
 
-def plan_shares(algo: Any, popsize: int, num_actors: int, env_base: int) -> list[dict[str, Any]]:
+def plan_shares(algo: SearchAlgorithm, popsize: int, num_actors: int,
+                env_base: int) -> list[dict[str, Any]]:
     """The shares of one generation (sizes, seeds, adaptive limits); draws from algo.generator."""
     draw = int(torch.randint(2**62, (1,), generator=algo.generator))
     sizes = share_sizes(algo, popsize, num_actors)

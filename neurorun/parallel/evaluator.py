@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -42,7 +42,10 @@ from neurorun.parallel.workload import (
     split_workload,
     subbatch_bounds,
 )
-from neurorun.problems import RunningNorm, make_problem
+from neurorun.problems import EnvPolicy, Problem, RunningNorm, make_problem
+
+if TYPE_CHECKING:
+    from neurorun.algorithms import SearchAlgorithm
 
 
 class RayEvaluator:
@@ -72,7 +75,7 @@ class RayEvaluator:
                  num_subbatches: int | None = None, subbatch_size: int | None = None,
                  address: str | None = None, num_cpus: int | None = None,
                  include_dashboard: bool = False, max_actor_restarts: int = 3,
-                 problem: Any = None):
+                 problem: Problem | None = None):
         subbatch_bounds(1, num_actors=1, num_subbatches=num_subbatches,
                         subbatch_size=subbatch_size)  # validates the pair before ray starts
         if int(max_actor_restarts) < 0:
@@ -160,7 +163,7 @@ class RayEvaluator:
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
         return self.problem.run_test_episodes(solution, num_episodes, seed)
 
-    def to_policy(self, solution: Any) -> Any:
+    def to_policy(self, solution: Any) -> EnvPolicy:
         return self.problem.to_policy(solution)
 
     def save_solution(self, solution: Any, path: Any) -> dict[str, Any]:
@@ -226,7 +229,7 @@ class RayEvaluator:
         stats["num_subbatches"] = len(results)
         self.last_stats = stats
 
-    def distributed_step(self, algo: Any, popsize: int | None = None,
+    def distributed_step(self, algo: SearchAlgorithm, popsize: int | None = None,
                          seed: int | None = None) -> Tensor:
         """One generation of distributed mode: the actors sample their shares of ``algo``'s
         distribution and return gradients, whose average updates ``algo`` here; returns the

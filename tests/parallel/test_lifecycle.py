@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from neurorun.parallel import RayEvaluator
+from neurorun.problems import Evaluator
 
 ray = pytest.importorskip("ray")
 
@@ -22,6 +23,7 @@ def test_close_stops_the_ray_it_started_and_every_process():
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     kwargs = {"env": "CartPole-v1", "seed": 0}
     with RayEvaluator(kwargs, num_actors=1, num_cpus=1) as evaluator:
+        assert isinstance(evaluator, Evaluator)  # what the runner asks of a Problem
         assert evaluator.evaluate(torch.zeros(3, evaluator.solution_length)).shape == (3,)
         started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
         names = " ".join(p.name() for p in started)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from neurorun.envs import UnknownEnvError
-from neurorun.problems import EvaluationError, make_problem
+from neurorun.problems import EvaluationError, Evaluator, make_problem
 
 from . import toy_env
 from .toy_env import TOY_ID, episode_lengths, episode_seed, toy_lengths
@@ -39,6 +39,14 @@ def test_exact_fitness_one_episode():
     expected = [per_step_reward(b) * episode_lengths(SEED, j, 4, 1)[0]
                 for j, b in enumerate(BIASES)]
     np.testing.assert_allclose(fitness.numpy(), expected)
+
+
+def test_a_problem_is_the_runners_evaluator():
+    problem = toy_problem()
+    assert isinstance(problem, Evaluator)  # every member the runner uses is there
+    assert problem.solution_length == 3  # Linear(2, 1): two weights and a bias
+    problem.close()
+    problem.close()  # closing twice does nothing
 
 
 @pytest.mark.parametrize("max_num_envs", [None, 1, 3])
