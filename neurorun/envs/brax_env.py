@@ -26,19 +26,17 @@ from neurorun.envs.base import TorchVecEnv, UnknownEnvError
 DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 
 
-def _import_brax() -> Any:
-    try:
-        import brax.envs
-    except ImportError as error:
-        raise ImportError(
-            "brax:: envs need brax and jax: pip install brax (see pyproject.toml)"
-        ) from error
+def _brax_envs() -> Any:
+    """brax.envs, imported on first use: jax takes seconds to load, and only brax:: ids
+    need it (brax is a dependency of neurorun, not an extra)."""
+    import brax.envs
+
     return brax.envs
 
 
 def check_brax_name(name: str) -> None:
     """UnknownEnvError naming the closest registered brax envs."""
-    envs = _import_brax()
+    envs = _brax_envs()
     known = sorted(envs._envs)  # brax keeps its registry in this module-level dict
     if name not in known:
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)
@@ -54,7 +52,7 @@ def brax_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box]:
 
     check_brax_name(name)
     kwargs = {k: v for k, v in env_config.items() if k not in ("episode_length", "action_repeat")}
-    env = _import_brax().get_environment(name, **kwargs)
+    env = _brax_envs().get_environment(name, **kwargs)
     obs = jax.eval_shape(env.reset, jax.random.PRNGKey(0)).obs
     obs_space = spaces.Box(-np.inf, np.inf, shape=(int(np.prod(obs.shape)),), dtype=np.float32)
     act_space = spaces.Box(-1.0, 1.0, shape=(int(env.action_size),), dtype=np.float32)
@@ -88,7 +86,7 @@ class BraxVecEnv(TorchVecEnv):
         length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
         if episode_length is not None:
             length = min(length, int(episode_length))
-        env = _import_brax().create(name, episode_length=length, auto_reset=False,
+        env = _brax_envs().create(name, episode_length=length, auto_reset=False,
                                     batch_size=self.num_envs, **config)
         self._jax_reset = jax.jit(env.reset)
         self._jax_step = jax.jit(_next_step_autoreset(env))

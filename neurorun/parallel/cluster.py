@@ -6,15 +6,6 @@ import logging
 from typing import Any
 
 
-def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as error:
-        raise ImportError("parallel=ray needs ray. Fix: pip install 'ray[default]', or use "
-                          "parallel=local.") from error
-    return ray
-
-
 def connect(address: str | None = None, *, num_cpus: int | None = None,
             include_dashboard: bool = False) -> bool:
     """Make sure this process is connected to ray; returns True when this call connected it
@@ -25,7 +16,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
             "auto" or "host:port": join the running cluster (``num_cpus`` is the cluster's).
         include_dashboard: start ray's dashboard, bound to 127.0.0.1 (local ray only).
     """
-    ray = import_ray()
+    import ray  # a dependency, imported on first use: it takes a second to load
+
     if ray.is_initialized():
         return False
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
@@ -42,12 +34,15 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
 def disconnect() -> None:
     """Leave ray: a local instance this process started stops, a joined cluster keeps running
     (``ray.shutdown`` only disconnects the driver from it)."""
-    ray = import_ray()
+    import ray
+
     if ray.is_initialized():
         ray.shutdown()
 
 
 def cluster_resources() -> tuple[float, float]:
     """(CPUs, GPUs) of the connected cluster."""
-    resources = import_ray().cluster_resources()
+    import ray
+
+    resources = ray.cluster_resources()
     return float(resources.get("CPU", 0.0)), float(resources.get("GPU", 0.0))

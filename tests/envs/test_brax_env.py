@@ -5,8 +5,6 @@ import torch
 
 from neurorun.envs import UnknownEnvError, make_env
 
-pytest.importorskip("brax")
-
 
 def test_unknown_brax_name_lists_close_names():
     with pytest.raises(UnknownEnvError, match="inverted_pendulum"):

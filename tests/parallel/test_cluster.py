@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
 RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
 
 

@@ -1,13 +1,11 @@
 """An evaluator that starts its own ray leaves no ray process behind when closed."""
 
 import psutil
-import pytest
+import ray
 import torch
 
 from neurorun.parallel import RayEvaluator
 from neurorun.problems import Evaluator
-
-ray = pytest.importorskip("ray")
 
 
 def _alive(process: psutil.Process) -> bool:

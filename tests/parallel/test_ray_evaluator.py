@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+import ray
 import torch
 
 from neurorun.algorithms import make_algorithm
@@ -19,7 +20,6 @@ from neurorun.problems import make_problem
 from tests.parallel.conftest import RAY_RUNTIME_ENV
 from tests.parallel.toy_factory import SPEC, toy_fitness
 
-ray = pytest.importorskip("ray")
 LENGTH = 4
 TOY = {"env": SPEC, "seed": 5, "observation_normalization": True, "max_num_envs": 3,
        "env_config": {"length": LENGTH, "step_sleep": 0.005, "raise_seed": 999}}

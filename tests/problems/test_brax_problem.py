@@ -5,8 +5,6 @@ import torch
 
 from neurorun.problems import make_problem
 
-pytest.importorskip("brax")
-
 
 @pytest.mark.slow
 def test_brax_inverted_pendulum_evaluates_without_recompiling():

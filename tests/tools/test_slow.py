@@ -28,7 +28,6 @@ def save(folder, env):
 
 
 def test_brax_eval_and_html(tmp_path, capsys):
-    pytest.importorskip("brax")
     run = save(tmp_path / "run", "brax::inverted_pendulum")
     capsys.readouterr()  # importing brax prints notes; the tool's stdout must be JSON alone
     assert evaluate.main([str(run), "--episodes", "2", "--max-steps", "40", "--json"]) == 0
