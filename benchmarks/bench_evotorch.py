@@ -113,11 +113,15 @@ class EvoTorchSide:
         raise RuntimeError("evotorch_side.py ended early; run it by hand to see why")
 
     def run(self, case: Case, mode: str) -> dict[str, Any]:
-        request = {"mode": mode, "env": case.env, "network": NETWORK, "popsize": case.popsize,
-                   "generations": case.generations, "warmup": WARMUP,
-                   "episode_length": case.episode_length, "num_episodes": 1,
-                   "observation_normalization": case.observation_normalization,
-                   "num_actors": case.num_actors, "pgpe": PGPE}
+        return self.request({"mode": mode, "env": case.env, "network": NETWORK,
+                             "popsize": case.popsize, "generations": case.generations,
+                             "warmup": WARMUP, "episode_length": case.episode_length,
+                             "num_episodes": 1,
+                             "observation_normalization": case.observation_normalization,
+                             "num_actors": case.num_actors, "pgpe": PGPE})
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One case (see evotorch_side.py for its keys) and its result."""
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         return json.loads(self._line("RESULT "))

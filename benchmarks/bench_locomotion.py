@@ -4,8 +4,8 @@
         [--algos preset,pgpe] [--seeds 0,1,2] [--cap-scale 1.0] [--summary-only]
 
 Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minutes at most).
-``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS on those three,
-3 seeds, then Walker2d and Ant with their presets, seed 0.
+``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS and
+``evotorch_pgpe`` on those three, 3 seeds, then Walker2d and Ant with their presets, seed 0.
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -20,11 +20,19 @@ and wall time to the threshold over solved runs, final scores) and the curves
 (``learning_<Task>_{interactions,time}.png``, one line per seed) are rebuilt from that file.
 For each solved preset run, ``neurorun-eval`` re-evaluates the best policy in a fresh process
 on the same 5 seeded episodes; the score it prints is stored beside the run's own.
+
+``evotorch_pgpe``: EvoTorch 0.6.1 (benchmarks/.venv-evotorch, see bench_evotorch.py) runs the
+``pgpe`` setup, read from the same composed config (popsize, step sizes, ClipUp, radius,
+ranking, network, observation normalization, reward shift, 5 center-evaluation episodes), as
+GymNE in one process, under the same cap. ``evotorch`` in locomotion.json compares it with
+``pgpe`` seed by seed: the wall time each side took to the lower of the two best center
+scores (the threshold when both solved), and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import subprocess
@@ -33,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from _report import write_report
+from bench_evotorch import EvoTorchSide, ensure_venv
 from bench_learning import RESULTS, plot_curves, run_folder
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "bench_locomotion"
@@ -71,6 +80,10 @@ ALGO_SETTINGS: dict[str, list[str]] = {
 
 def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
     env, threshold, cap, _ = TASKS[task]
+    if algo == "evotorch_pgpe":
+        figures = run_evotorch(env, threshold, seed, cap * cap_scale)
+        return {"task": task, "env": env, "algo": algo, "seed": seed,
+                "max_time": cap * cap_scale, **figures}
     start = ([f"experiment={task}"] if algo in ON_THE_EXPERIMENT else [f"env={env}"] if
              algo == "env_only" else [f"env={env}", "problem.observation_normalization=true",
                                       "generations=100000"])  # the cap stops it, as presets
@@ -84,6 +97,69 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     if figures["solved"] and algo == "preset":
         record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
     return record
+
+
+def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict[str, Any]:
+    """The ``pgpe`` setup on EvoTorch's GymNE until ``threshold`` or ``max_time``."""
+    from omegaconf import OmegaConf
+
+    from neurorun.cli import compose_config
+
+    cfg = compose_config([f"env={env}", "problem.observation_normalization=true",
+                          *ALGO_SETTINGS["pgpe"]])
+    algo = OmegaConf.to_container(cfg.algo, resolve=True)
+    pgpe = {key: algo[key] for key in ("center_learning_rate", "stdev_learning_rate",
+                                       "radius_init", "optimizer", "optimizer_config",
+                                       "ranking_method", "stdev_max_change", "symmetric")}
+    side = EvoTorchSide(ensure_venv(), threads=int(cfg.torch_threads))
+    try:
+        result = side.request({
+            "mode": "threshold", "env": env, "network": cfg.network.spec, "seed": seed,
+            "popsize": algo["popsize"], "pgpe": pgpe, "threshold": threshold,
+            "max_time": max_time, "eval_episodes": int(cfg.eval_episodes),
+            "observation_normalization": bool(cfg.problem.observation_normalization),
+            "decrease_rewards_by": float(cfg.problem.decrease_rewards_by),
+            "episode_length": cfg.problem.episode_length})
+    finally:
+        side.close()
+    if "error" in result:
+        raise RuntimeError(f"EvoTorch on {env}: {result['error']}")
+    curve, last = result["curve"], result["curve"][-1]
+    return {"solved": result["solved"], "seconds": last["seconds"],
+            "interactions": last["interactions"], "episodes": last["episodes"],
+            "generations": len(curve), "center_eval": last["center_eval"],
+            "best_center_eval": max(point["center_eval"] for point in curve), "curve": curve}
+
+
+def _neurorun_curve(env: str, algo: str, seed: int) -> list[dict[str, float]]:
+    """(seconds, center_eval) per evaluated generation, from the run's metrics.csv."""
+    with (RUNS / env / f"{algo}_s{seed}" / "metrics.csv").open() as metrics:
+        return [{"seconds": float(row["elapsed_s"]), "center_eval": float(row["center_eval"])}
+                for row in csv.DictReader(metrics) if row["center_eval"] not in ("", "nan")]
+
+
+def _seconds_to(curve: list[dict[str, float]], score: float) -> float | None:
+    return next((p["seconds"] for p in curve if p["center_eval"] >= score), None)
+
+
+def compare_evotorch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per task and seed run by both: seconds to the lower of the two best center scores."""
+    rows = []
+    for theirs in (r for r in records if r["algo"] == "evotorch_pgpe"):
+        ours = next((r for r in records if r["algo"] == "pgpe" and r["task"] == theirs["task"]
+                     and r["seed"] == theirs["seed"]), None)
+        if ours is None:
+            continue
+        common = min(ours["best_center_eval"], theirs["best_center_eval"])
+        ours_s = _seconds_to(_neurorun_curve(ours["env"], "pgpe", ours["seed"]), common)
+        theirs_s = _seconds_to(theirs["curve"], common)
+        rows.append({"task": theirs["task"], "seed": theirs["seed"], "score": common,
+                     "neurorun_s": ours_s, "evotorch_s": theirs_s,
+                     "speedup": round(theirs_s / ours_s, 2) if ours_s and theirs_s else None,
+                     "neurorun_best": ours["best_center_eval"],
+                     "evotorch_best": theirs["best_center_eval"],
+                     "neurorun_solved": ours["solved"], "evotorch_solved": theirs["solved"]})
+    return rows
 
 
 def _eval_in_fresh_process(folder: Path, seed: int) -> float:
@@ -101,7 +177,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (task, algorithm): solved fraction and medians over solved runs."""
     rows = []
     for task, (env, threshold, _, paper) in TASKS.items():
-        for algo in ALGO_SETTINGS:
+        for algo in [*ALGO_SETTINGS, "evotorch_pgpe"]:
             runs = [r for r in records if r["task"] == task and r["algo"] == algo]
             if not runs:
                 continue
@@ -139,7 +215,8 @@ def report() -> dict[str, Any]:
     for task in dict.fromkeys(r["task"] for r in records):
         env, threshold = TASKS[task][:2]
         plots += plot_curves(env, RUNS / env, threshold)
-    return write_report(RESULTS / "locomotion.json", results=summarize(records), plots=plots)
+    return write_report(RESULTS / "locomotion.json", results=summarize(records),
+                        evotorch=compare_evotorch(records), plots=plots)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -157,7 +234,8 @@ def main(argv: list[str] | None = None) -> dict:
         return report()
     plan = [(args.tasks, args.algos, args.seeds)]
     if args.full:
-        plan = [("swimmer,hopper,halfcheetah", ",".join(ALGO_SETTINGS), "0,1,2"),
+        plan = [("swimmer,hopper,halfcheetah", ",".join([*ALGO_SETTINGS, "evotorch_pgpe"]),
+                 "0,1,2"),
                 ("walker2d,ant", "preset", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:

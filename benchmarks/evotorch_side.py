@@ -7,7 +7,12 @@ one JSON line starting with ``RESULT`` to stdout. A case names ``mode`` (``gymne
 GymNE, one episode at a time; ``vecgymne``: VecGymNE, the population stepped together),
 ``env``, ``network``, ``popsize``, ``generations`` (timed), ``warmup`` (untimed generations
 first), ``episode_length``, ``num_episodes``, ``observation_normalization``, ``num_actors``
-and ``pgpe`` (PGPE's keyword options). Interactions are EvoTorch's own counter, which counts
+and ``pgpe`` (PGPE's keyword options). Mode ``threshold`` (bench_locomotion.py) runs GymNE
+until the center scores ``threshold`` or ``max_time`` seconds pass, with
+``decrease_rewards_by`` in training and the center evaluated every generation on
+``eval_episodes`` episodes of the env's own return (EvoTorch's ``GymNE.run``, no shift, stats
+frozen); it returns the curve (seconds, interactions, episodes, center score per generation).
+Interactions are EvoTorch's own counter, which counts
 the steps of envs that are still evaluating (no autoreset steps), like neurorun's.
 This file imports nothing from neurorun: neurorun is not installed in that venv.
 """
@@ -35,6 +40,31 @@ def _problem(case: dict[str, Any]) -> Any:
     # VecGymNE has no episode_length; gymnasium.make's max_episode_steps cuts the same way.
     env_config = {} if length is None else {"max_episode_steps": length}
     return VecGymNE(env=case["env"], env_config=env_config, device="cpu", **common)
+
+
+def run_to_threshold(case: dict[str, Any]) -> dict[str, Any]:
+    """PGPE on GymNE until the center reaches ``threshold`` or ``max_time`` runs out."""
+    from evotorch.algorithms import PGPE
+    from evotorch.neuroevolution import GymNE
+
+    torch.manual_seed(case["seed"])
+    problem = GymNE(env=case["env"], network=case["network"], num_episodes=1,
+                    observation_normalization=case["observation_normalization"],
+                    decrease_rewards_by=case["decrease_rewards_by"],
+                    episode_length=case.get("episode_length"))
+    searcher = PGPE(problem, popsize=case["popsize"], **case["pgpe"])
+    curve: list[dict[str, float]] = []  # seconds include the center evaluations, as neurorun's
+    started = time.perf_counter()
+    while True:
+        searcher.step()
+        center = searcher.status["center"]
+        score = float(problem.run(center, num_episodes=case["eval_episodes"],
+                                  decrease_rewards_by=0.0)["cumulative_reward"])
+        seconds = time.perf_counter() - started
+        curve.append({"seconds": round(seconds, 2), "interactions": problem.interaction_count,
+                      "episodes": problem.episode_count, "center_eval": round(score, 1)})
+        if score >= case["threshold"] or seconds >= case["max_time"]:
+            return {"solved": score >= case["threshold"], "curve": curve}
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +111,7 @@ def main() -> None:
             continue
         case = json.loads(line)
         try:
-            result = run_case(case)
+            result = (run_to_threshold if case["mode"] == "threshold" else run_case)(case)
         except Exception as error:  # reported back: the main side records the failure
             result = {"error": f"{type(error).__name__}: {error}"}
         print("RESULT " + json.dumps(result), flush=True)
