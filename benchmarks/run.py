@@ -177,7 +177,24 @@ def locomotion_table(report: dict) -> list[str]:
             f"({r['paper_episodes']:,}) | {cell(r['median_interactions'], ',.0f')} | "
             f"{cell(r['median_s'])} | {cell(r['median_final'], ',.0f')} / "
             f"{cell(r['median_best'], ',.0f')} | {checks} |")
-    return lines + curve_links(report)
+    return lines + evotorch_locomotion_lines(report.get("evotorch", [])) + curve_links(report)
+
+
+def evotorch_locomotion_lines(rows: list[dict]) -> list[str]:
+    """`pgpe` against EvoTorch running the same setup: seconds to the same center score."""
+    if not rows:
+        return []
+    lines = ["", "The `pgpe` setup on EvoTorch 0.6.1 (`evotorch_pgpe`: GymNE, one process), "
+             "seed by seed: wall seconds to the lower of the two sides' best center scores "
+             "(the threshold when both solved).", "",
+             "| task | seed | score | neurorun s | EvoTorch s | × faster | best: neurorun / "
+             "EvoTorch |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        speedup = "–" if r["speedup"] is None else f"**{r['speedup']}×**"
+        lines.append(f"| {r['task']} | {r['seed']} | {r['score']:,.0f} | {r['neurorun_s']} | "
+                     f"{r['evotorch_s']} | {speedup} | {r['neurorun_best']:,.0f} / "
+                     f"{r['evotorch_best']:,.0f} |")
+    return lines
 
 
 def ray_table(r: dict) -> list[str]:
