@@ -134,7 +134,8 @@ def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict
 def _neurorun_curve(env: str, algo: str, seed: int) -> list[dict[str, float]]:
     """(seconds, center_eval) per evaluated generation, from the run's metrics.csv."""
     with (RUNS / env / f"{algo}_s{seed}" / "metrics.csv").open() as metrics:
-        return [{"seconds": float(row["elapsed_s"]), "center_eval": float(row["center_eval"])}
+        return [{"seconds": round(float(row["elapsed_s"]), 2),
+                 "center_eval": float(row["center_eval"])}
                 for row in csv.DictReader(metrics) if row["center_eval"] not in ("", "nan")]
 
 
