@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,envpool,optuna,trackers]"
+	$(PY) -m pip install -q -e ".[dev,envpool,optuna,playground,trackers]"
 	# Hydra's Optuna sweeper: its metadata pins optuna<3, but 1.3.0 runs on optuna 4-5
 	$(PY) -m pip install -q --no-deps hydra-optuna-sweeper==1.3.0
 	touch $(STAMP)

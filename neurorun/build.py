@@ -119,11 +119,33 @@ def _check_problem(cfg: DictConfig) -> None:
                           f"(torch {torch.__version__}, a CPU-only build or no visible device). "
                           "Fix: problem.device=cpu, or install a CUDA build of torch where a "
                           "GPU is (make install TORCH=torch).")
+    if kind == "cuda":
+        _check_jax_gpu(cfg, device)
     try:
         AliveBonus.parse(OmegaConf.to_container(cfg.problem, resolve=True)
                          .get("alive_bonus_schedule"))
     except ValueError as error:
         raise ConfigError(f"problem.{error}") from None
+
+
+def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
+    """A jax env (brax, Playground) on a CUDA device needs a jax that runs on the GPU."""
+    from neurorun.envs import parse_spec
+    from neurorun.envs.jax_env import JAX_BACKENDS
+
+    try:
+        backend = parse_spec(str(cfg.env.id))[0]
+    except ValueError:
+        return  # a malformed env id is reported where the env is resolved
+    if backend not in JAX_BACKENDS:
+        return
+    import jax
+
+    if jax.default_backend() == "cpu":
+        raise ConfigError(f"problem.device={device!r} with env {cfg.env.id!r}, but this jax "
+                          f"({jax.__version__}) has no GPU backend: {backend} would step on the "
+                          "CPU and copy every step to the GPU. Fix: install a CUDA jax (pip "
+                          "install 'jax[cuda12]'), or problem.device=cpu.")
 
 
 def check_distributed_config(cfg: DictConfig, algorithm: SearchAlgorithm) -> None:

@@ -5,8 +5,9 @@ neurorun's primary config puts `neurorun://neurorun.conf` on its search path (af
 source, which accepts every spelling of an environment:
 
     env=CartPole-v1   env=gym::Humanoid-v5   env=envpool::Hopper-v5   env=brax/humanoid
+    env=playground/CheetahRun
 
-`brax/x`, `envpool/x` and `gym/x` become `brax::x`, `envpool::x` and `gym::x` (other slashes
+`<backend>/x` becomes `<backend>::x` for every spec prefix of neurorun.envs (other slashes
 stay: gymnasium namespaces such as `ALE/Pong-v5`). If a preset exists for the canonical id
 (`env/<env_slug(id)>.yaml` in the packaged configs, e.g. `brax_humanoid.yaml` with its reward
 shaping), that preset is served (`envpool::Id` and `gym::Id` get the preset of `Id`, keeping
@@ -36,12 +37,13 @@ from omegaconf import OmegaConf
 from neurorun.layout import HYDRA_DIR
 
 GROUP = "env"
-_BACKEND_PREFIXES = ("gym", "envpool", "brax")
 
 
 def canonical_env_id(name: str) -> str:
     """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
-    for backend in _BACKEND_PREFIXES:
+    from neurorun.envs.factory import PREFIXES
+
+    for backend in PREFIXES:
         if name.startswith(backend + "/"):
             return f"{backend}::{name[len(backend) + 1:]}"
     return name

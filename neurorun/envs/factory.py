@@ -1,8 +1,9 @@
 """``make_env``: one spec string picks the backend.
 
 Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"envpool::Id"``; ``"brax::name"``;
-``"pkg.module:factory"`` (a callable taking ``num_envs`` and the env_config keywords, returning a
-gymnasium VectorEnv). ``resolve_backend`` turns a bare id and ``env.backend`` into a spec.
+``"playground::Name"`` (MuJoCo Playground); ``"pkg.module:factory"`` (a callable taking
+``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv). ``resolve_backend``
+turns a bare id and ``env.backend`` into a spec.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
+from neurorun.envs.jax_env import JAX_BACKENDS
 from neurorun.imports import import_object, is_import_path
 
-PREFIXES = ("gym", "envpool", "brax")  # spec prefixes: `<prefix>::<name>`
+PREFIXES = ("gym", "envpool", "brax", "playground")  # spec prefixes: `<prefix>::<name>`
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
 
 
@@ -60,7 +62,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """``(backend, name)`` with backend one of BACKENDS."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'envpool::Id', "
-                         "'brax::name' or 'pkg.module:factory'")
+                         "'brax::name', 'playground::Name' or 'pkg.module:factory'")
     spec = spec.strip()
     prefix, sep, rest = spec.partition("::")
     if sep:
@@ -95,8 +97,8 @@ def make_env(
     """A TorchVecEnv of ``num_envs`` environments.
 
     Args:
-        spec: ``"gym::Id"``, ``"Id"``, ``"envpool::Id"``, ``"brax::name"`` or
-            ``"pkg.module:factory"``.
+        spec: ``"gym::Id"``, ``"Id"``, ``"envpool::Id"``, ``"brax::name"``,
+            ``"playground::Name"`` or ``"pkg.module:factory"``.
         num_envs: number of environments.
         device: torch device of observations, rewards and dones.
         vectorization: gymnasium only: "auto" (the env's own vectorized implementation when
@@ -106,11 +108,11 @@ def make_env(
             that comes first). Not supported for factories: limit the episodes there.
         num_threads: EnvPool's threads (None: the CPUs this process may use); EnvPool only.
         env_config: keyword arguments of the environment (gym.make / EnvPool's options /
-            brax.envs.create / the factory).
+            brax.envs.create / Playground config overrides / the factory).
 
     Raises:
-        UnknownEnvError: no such gymnasium id, EnvPool id or brax name (the message names
-            close ones).
+        UnknownEnvError: no such gymnasium id, EnvPool id, brax or Playground name (the
+            message names close ones), or a Playground robot task without its models.
         TypeError: the observation space is not a Box, or the action space is neither Box
             nor Discrete.
     """
@@ -121,10 +123,15 @@ def make_env(
         raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
                          f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
     if backend == "brax":
-        from neurorun.envs.brax_env import BraxVecEnv
+        from neurorun.envs.brax_env import make_brax_env
 
-        return BraxVecEnv(name, int(num_envs), device=device, seed=seed,
-                          episode_length=episode_length, **env_config)
+        return make_brax_env(name, int(num_envs), device=device, seed=seed,
+                             episode_length=episode_length, **env_config)
+    if backend == "playground":
+        from neurorun.envs.playground_env import make_playground_env
+
+        return make_playground_env(name, int(num_envs), device=device, seed=seed,
+                                   episode_length=episode_length, **env_config)
     if backend == "envpool":
         from neurorun.envs.envpool_env import EnvPoolVecEnv
 
@@ -148,12 +155,14 @@ def make_env(
 
 def env_spaces(spec: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box, spaces.Space]:
     """(observation Box, policy action Box, env action space) without building a vector env
-    (brax: no compilation; factories build a 1-env vector env)."""
+    (brax and Playground: no compilation; factories build a 1-env vector env)."""
     backend, name = parse_spec(spec)
-    if backend == "brax":
+    if backend in JAX_BACKENDS:
         from neurorun.envs.brax_env import brax_spaces
+        from neurorun.envs.playground_env import playground_spaces
 
-        obs_space, act_space = brax_spaces(name, **env_config)
+        spaces_of = brax_spaces if backend == "brax" else playground_spaces
+        obs_space, act_space = spaces_of(name, **env_config)
         return obs_space, act_space, act_space
     if backend == "envpool":
         from neurorun.envs.envpool_env import envpool_spaces

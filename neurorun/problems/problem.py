@@ -35,6 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from neurorun.envs import EnvStepError, TorchVecEnv, env_spaces, make_env
+from neurorun.envs.jax_env import JAX_BACKENDS
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
@@ -91,12 +92,13 @@ class Problem(ProblemState):
     def _env(self, purpose: str, num_envs: int) -> TorchVecEnv:
         """The cached env for ``purpose`` ("eval" or "test") with at least ``num_envs`` envs.
 
-        brax reuses the evaluation env for test episodes when it is large enough (a new batch
-        size means a new compilation); gymnasium keeps a right-sized env per purpose.
+        jax envs (brax, Playground) reuse the evaluation env for test episodes when it is large
+        enough (a new batch size means a new compilation); gymnasium keeps a right-sized env
+        per purpose.
         """
         shared = self._envs.get("eval")
-        if (purpose == "test" and self.env_options.backend == "brax" and shared is not None
-                and shared.num_envs >= num_envs):
+        if (purpose == "test" and self.env_options.backend in JAX_BACKENDS
+                and shared is not None and shared.num_envs >= num_envs):
             return shared
         env = self._envs.get(purpose)
         if env is not None and env.num_envs >= num_envs:

@@ -131,6 +131,21 @@ def test_brax_spelling_runs_for_real(tmp_path):
     assert len(rows(run_dir)) == 2
 
 
+def test_playground_spelling_trains_from_the_command_line(tmp_path):
+    result = neurorun("env=playground/CartpoleBalance", "debug=default", "hydra.run.dir=run",
+                      cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = rows(tmp_path / "run")
+    # popsize 10, one 50-step episode each (CartpoleBalance never ends an episode early)
+    assert [int(r["total_interaction_count"]) for r in table] == [500, 1000]
+    assert [int(r["total_episode_count"]) for r in table] == [10, 20]
+    for row in table:  # rewards are in [0, 1] per step
+        assert float(row["episode_length_min"]) == float(row["episode_length_max"]) == 50
+        assert 0 < float(row["center_eval"]) <= 50
+        assert 0 < float(row["episode_return_min"]) <= float(row["episode_return_max"]) <= 50
+    assert OmegaConf.load(tmp_path / "run" / ".hydra" / "config.yaml").env.target_score == 950
+
+
 def test_more_ray_actors_than_cpus_share_them_and_say_so_once(tmp_path):
     result = neurorun("debug=default", "parallel=ray", "parallel.num_actors=8",
                       "parallel.num_cpus=2", "generations=1", "logger.console.quiet=true",

@@ -1,4 +1,4 @@
-"""env=<any gymnasium id or brax name>, in every spelling, served by the neurorun:// source."""
+"""env=<any gymnasium id, brax or Playground name>, in every spelling, served by neurorun://."""
 
 from pathlib import Path
 
@@ -21,6 +21,7 @@ SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "e
     ("gym::Humanoid-v5", "gym::Humanoid-v5", "Humanoid-v5"),
     ("ALE/Pong-v5", "ALE/Pong-v5", "ALE_Pong-v5"),
     ("my_pkg.envs:make", "my_pkg.envs:make", "my_pkg.envs_make"),
+    ("playground/CheetahRun", "playground::CheetahRun", "playground_CheetahRun"),
 ])
 def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     assert canonical_env_id(name) == canonical
@@ -39,6 +40,7 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     ("env=Acrobot-v1", "Acrobot-v1", 0.0),  # no preset: served generically
     ("env=gym::MountainCarContinuous-v0", "gym::MountainCarContinuous-v0", 0.0),
     ("env=brax::hopper", "brax::hopper", 0.0),
+    ("env=playground/CheetahRun", "playground::CheetahRun", 0.0),
 ])
 def test_every_spelling_composes(override, env_id, shaping):
     cfg = compose_config([override], hydra_config=True)

@@ -1,0 +1,165 @@
+"""MuJoCo Playground backend (``playground::CheetahRun``), stepped by ``JaxVecEnv``.
+
+An env is ``mujoco_playground.registry.load(name, config_overrides=env_config)``, ended at its
+config's ``episode_length`` (its action repeated ``action_repeat`` times per policy step) by
+brax's EpisodeWrapper and batched by brax's VmapWrapper, as ``brax.envs.create`` does, with no
+autoreset wrapper. ``env_config`` overrides keys of the env's default config
+(``registry.get_default_config(name)``); unknown keys are refused. Where the config has an
+``impl`` (the physics implementation) and env_config does not set it, neurorun picks ``jax``
+when jax runs on the CPU (Playground's default, ``warp``, ran CheetahRun 6x slower there) and
+leaves Playground's default on accelerators.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import io
+from typing import Any
+
+import torch
+from gymnasium import spaces
+
+from neurorun.envs.base import UnknownEnvError
+from neurorun.envs.jax_env import JaxVecEnv, box
+
+IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
+
+
+def _registry() -> Any:
+    """mujoco_playground.registry, imported on first use (seconds), with Warp's start-up
+    banner kept off the console."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            import warp
+
+            warp.config.quiet = True
+            from mujoco_playground import registry
+    except ImportError as error:
+        raise ImportError(f"playground:: envs need MuJoCo Playground ({error}). Fix: pip install "
+                          "'neurorun[playground]' (make install includes it)") from None
+    return registry
+
+
+def check_playground_name(name: str) -> None:
+    """UnknownEnvError naming the closest Playground envs, or naming the robot models a
+    robot task needs when they are not on this machine."""
+    registry = _registry()
+    known = sorted(registry.ALL_ENVS)
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)
+        raise UnknownEnvError(
+            f"unknown MuJoCo Playground env {name!r}; closest: {', '.join(close) or 'none'}; "
+            f"registered: {', '.join(known)}")
+    if name not in registry.dm_control_suite.ALL_ENVS:
+        from mujoco_playground._src.mjx_env import MENAGERIE_PATH
+
+        if not MENAGERIE_PATH.exists():
+            raise UnknownEnvError(
+                f"MuJoCo Playground env {name!r} needs the MuJoCo Menagerie robot models, which "
+                f"are not at {MENAGERIE_PATH}: Playground downloads them with git on first use. "
+                "Fix: on a machine with internet, run `python -c \"from mujoco_playground._src."
+                "mjx_env import ensure_menagerie_exists as e; e()\"` and copy that folder "
+                "here; the DM Control suite tasks (e.g. CheetahRun) need no download")
+
+
+def playground_config(name: str, env_config: dict[str, Any]) -> dict[str, Any]:
+    """The overrides to load ``name`` with: env_config checked against the env's default
+    config (nested dicts flattened to ``a.b``), plus the ``impl`` picked for this jax; the
+    keys a run needs beside them (``episode_length``, ``action_repeat``) come from the
+    defaults where env_config does not set them.
+
+    Raises:
+        UnknownEnvError: no such env, or its models are missing.
+        ValueError: a key the env's config does not have, or an unknown ``impl``.
+    """
+    check_playground_name(name)
+    defaults = _flatten(_registry().get_default_config(name).to_dict())
+    overrides = _flatten(env_config)
+    for key in overrides:
+        if key not in defaults:
+            close = difflib.get_close_matches(key, sorted(defaults), n=3)
+            raise ValueError(
+                f"env.env_config.{key}: MuJoCo Playground env {name!r} has no config key "
+                f"{key!r}{'; closest: ' + ', '.join(close) if close else ''}. Its keys: "
+                f"{', '.join(sorted(defaults))}")
+    if "impl" in defaults:
+        if "impl" not in overrides:
+            import jax
+
+            overrides["impl"] = "jax" if jax.default_backend() == "cpu" else defaults["impl"]
+        elif overrides["impl"] not in IMPLEMENTATIONS:
+            raise ValueError(f"env.env_config.impl={overrides['impl']!r}: MuJoCo Playground env "
+                             f"{name!r} runs on one of {', '.join(IMPLEMENTATIONS)}")
+    for key in ("episode_length", "action_repeat"):
+        overrides.setdefault(key, defaults[key])
+    return overrides
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+@functools.lru_cache(maxsize=8)
+def _load(name: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
+    """The env (its model is built once per config in a process)."""
+    return _registry().load(name, config_overrides=dict(overrides))
+
+
+def _loaded(name: str, env_config: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The env and the overrides it was loaded with."""
+    overrides = playground_config(name, env_config)
+    return _load(name, tuple(sorted((k, _hashable(v)) for k, v in overrides.items()))), overrides
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _observation_size(name: str, env: Any) -> int:
+    size = env.observation_size
+    if not isinstance(size, int):
+        raise TypeError(f"MuJoCo Playground env {name!r} has dict observations ({size}); "
+                        "neurorun policies need one flat observation vector")
+    return size
+
+
+def playground_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box]:
+    """Observation and action Box of a Playground env, found without compiling anything."""
+    env, _ = _loaded(name, env_config)
+    return box(_observation_size(name, env)), box(env.action_size, 1.0)
+
+
+def make_playground_env(name: str, num_envs: int, *, device: torch.device | str = "cpu",
+                        seed: int | None = None, episode_length: int | None = None,
+                        **env_config: Any) -> JaxVecEnv:
+    """A batch of ``num_envs`` Playground envs as a TorchVecEnv.
+
+    Args:
+        name: a Playground env name (``mujoco_playground.registry.ALL_ENVS``).
+        num_envs: batch size.
+        device: torch device of the returned tensors.
+        seed: seed of the jax key used for resets (reset(seed) replaces it).
+        episode_length: neurorun's limit; the episode ends at the earlier of it and the
+            env config's ``episode_length``.
+        env_config: overrides of the env's default config (``episode_length``,
+            ``action_repeat``, ``impl``, reward settings, ...).
+    """
+    from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
+
+    env, config = _loaded(name, env_config)
+    length = int(config["episode_length"])
+    if episode_length is not None:
+        length = min(length, int(episode_length))
+    batched = VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
+                          batch_size=int(num_envs))
+    return JaxVecEnv(f"playground::{name}", batched, num_envs,
+                     observation_size=_observation_size(name, env),
+                     action_size=env.action_size, device=device, seed=seed)

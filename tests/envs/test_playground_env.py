@@ -1,0 +1,82 @@
+"""MuJoCo Playground backend: names, config checks, and stepping against a direct loop."""
+
+import jax
+import numpy as np
+import pytest
+import torch
+
+from neurorun.envs import UnknownEnvError, make_env
+
+
+def test_unknown_name_lists_close_names():
+    with pytest.raises(UnknownEnvError, match="closest: CheetahRun"):
+        make_env("playground::CheetaRun", 2)
+
+
+def test_robot_task_without_its_models_says_what_is_missing(monkeypatch, tmp_path):
+    from mujoco_playground._src import mjx_env
+
+    monkeypatch.setattr(mjx_env, "MENAGERIE_PATH", tmp_path / "absent")
+    with pytest.raises(UnknownEnvError) as caught:
+        make_env("playground::Go1JoystickFlatTerrain", 2)
+    message = str(caught.value)
+    assert "MuJoCo Menagerie" in message and str(tmp_path / "absent") in message
+    assert "machine with internet" in message and "\n" not in message
+
+
+def test_unknown_config_key_and_implementation_are_refused_before_compiling():
+    with pytest.raises(ValueError, match=r"env\.env_config\.episode_lenght.*closest: "
+                                         r"episode_length"):
+        make_env("playground::CartpoleBalance", 2, episode_lenght=10)
+    with pytest.raises(ValueError, match=r"env\.env_config\.impl='cuda'.*jax, warp"):
+        make_env("playground::CartpoleBalance", 2, impl="cuda")
+
+
+def direct_loop(name, num_envs, seed, actions, episode_length):
+    """Playground's own reset/step, one env at a time, with gymnasium's next-step autoreset
+    and the keys JaxVecEnv documents: reset(seed) splits PRNGKey(seed) into (carry, batch
+    key), each step splits the carry into (carry, reset key), and a batch key gives env i
+    the i-th of num_envs splits."""
+    from mujoco_playground import registry
+
+    env = registry.load(name, config_overrides={"impl": "jax"})
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    carry, batch_key = jax.random.split(jax.random.PRNGKey(seed))
+    states = [reset(k) for k in jax.random.split(batch_key, num_envs)]
+    steps, pending = [0] * num_envs, [False] * num_envs
+    trace = []
+    for action in actions:
+        carry, reset_key = jax.random.split(carry)
+        reset_keys = jax.random.split(reset_key, num_envs)
+        obs, rewards, dones = [], [], []
+        for i in range(num_envs):
+            if pending[i]:
+                states[i], steps[i], pending[i] = reset(reset_keys[i]), 0, False
+                rewards.append(0.0)
+            else:
+                states[i] = step(states[i], jax.numpy.asarray(action[i]))
+                steps[i] += 1
+                pending[i] = bool(states[i].done) or steps[i] >= episode_length
+                rewards.append(float(states[i].reward))
+            obs.append(np.asarray(states[i].obs))
+            dones.append(pending[i])
+        trace.append((np.stack(obs), np.array(rewards), dones))
+    return trace
+
+
+def test_steps_match_a_direct_playground_loop_with_next_step_autoreset():
+    actions = np.random.default_rng(0).uniform(-1, 1, size=(9, 3, 1)).astype(np.float32)
+    env = make_env("playground::CartpoleBalance", 3, seed=0, episode_length=4)
+    assert env.single_observation_space.shape == (5,)
+    assert env.single_action_space.shape == (1,)
+    env.reset(seed=7)
+    expected = direct_loop("CartpoleBalance", 3, 7, actions, episode_length=4)
+    for t, (action, (obs, reward, done)) in enumerate(zip(actions, expected, strict=True)):
+        got_obs, got_reward, got_done = env.step(torch.from_numpy(action))
+        np.testing.assert_allclose(got_obs.numpy(), obs, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_reward.numpy(), reward, rtol=1e-5, atol=1e-6)
+        assert got_done.tolist() == done, t
+    # an episode is 4 steps, then one reset step: done at steps 4 and 9 (1-based)
+    assert [bool(d[0]) for _, _, d in expected] == [False] * 3 + [True] + [False] * 4 + [True]
+    env.reset(seed=8)  # new seeds and many steps reuse the compiled functions
+    assert env._jax_step._cache_size() == 1 and env._jax_reset._cache_size() == 1
