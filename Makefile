@@ -42,14 +42,17 @@ bench-full: install
 	$(PY) benchmarks/run.py --full
 
 # MuJoCo locomotion against the ARS paper (hours): every algorithm on Swimmer, Hopper and
-# HalfCheetah, 3 seeds; Walker2d and Ant with their presets; then refreshes the summary.
+# HalfCheetah, 3 seeds; Walker2d, Ant and Humanoid with their presets; then the summary.
 bench-learning: install
 	$(PY) benchmarks/bench_locomotion.py --full
 	$(PY) benchmarks/run.py --summary-only
 
-# brax on CUDA (needs a GPU and a CUDA build of torch and jax); then refreshes the summary.
+# brax and Playground on CUDA (needs a GPU and a CUDA build of torch and jax); then refreshes
+# the summary.
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
+	$(PY) benchmarks/bench_jax.py --device cuda --popsizes 1024,4096,16384 \
+		--envs brax::ant,brax::humanoid,playground::CheetahRun,playground::HumanoidWalk
 	$(PY) benchmarks/run.py --summary-only
 
 clean:

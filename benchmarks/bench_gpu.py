@@ -1,13 +1,16 @@
-"""brax on a GPU (``make bench-gpu``): steps/s, compile time and score after a fixed budget.
+"""brax and Playground on a GPU (``make bench-gpu``): steps/s, compile time, GPU memory and
+score after a fixed budget.
 
-    python benchmarks/bench_gpu.py [--cases ant_evojax,ant_4096,humanoid_4096] [--smoke]
+    python benchmarks/bench_gpu.py [--cases ant_evojax,ant_4096,...] [--smoke]
 
 Every case is a ``neurorun`` run (``neurorun.runner.run`` on the composed config) with
 ``problem.device=cuda``; the center is evaluated once, after the last generation, on seeded
 test episodes without reward shaping (the score). Reported per case: generations,
 popsize, total wall seconds, compile seconds (the first generation's time minus the median of
 the others: jit compile and first resets), median steps/s over the generations after the
-first, and the score.
+first, jax's peak GPU memory, and the score. (Throughput against the raw jitted step at popsize
+1,024 / 4,096 / 16,384 is bench_jax.py with ``--device cuda``, which ``make bench-gpu`` runs
+too.)
 
 - ``ant_evojax``: EvoJAX's published brax ant PGPE run: popsize 1,024, 16 episodes per
   solution, a 4 x 32 tanh MLP with a tanh output, Adam (center lr 0.01), stdev lr 0.07, stdev
@@ -16,6 +19,11 @@ first, and the score.
 - ``ant_4096`` / ``humanoid_4096``: popsize 4,096, a 64-unit tanh MLP, PGPE + ClipUp with the
   step sizes of ``experiment=brax_humanoid``, 100 generations; the ant without its healthy
   reward (its env preset), the humanoid with that experiment's reward shaping.
+- ``cheetahrun_4096`` / ``humanoidwalk_4096``: the same PGPE + ClipUp setup on MuJoCo
+  Playground's CheetahRun and HumanoidWalk (Playground's default physics on a GPU), 100
+  generations.
+- ``brax_humanoid_30min``: ``experiment=brax_humanoid`` as shipped for 30 minutes, the center
+  evaluated every 10 generations: the curve (metrics.csv in runs/bench_gpu/).
 
 ``--smoke`` runs every case on the CPU at popsize 8 for 2 generations of 20-step episodes:
 it checks the script, not the figures. Writes benchmarks/results/gpu.json (smoke:
@@ -41,8 +49,8 @@ MLP_4X32 = ("Linear(obs_length, 32) >> Tanh() >> Linear(32, 32) >> Tanh() >> Lin
 PGPE_CLIPUP = ["algo=pgpe", "network=mlp", "network.network_args.hidden=64",
                "problem.observation_normalization=true", "algo.center_learning_rate=0.1125",
                "algo.radius_init=2.25", "algo.optimizer_config.max_speed=0.15"]
-# case -> (overrides, generations, test episodes)
-CASES: dict[str, tuple[list[str], int, int]] = {
+# case -> (overrides, generations, test episodes); generations None: the case sets max_time
+CASES: dict[str, tuple[list[str], int | None, int]] = {
     "ant_evojax": ([
         "env=brax::ant", "algo=pgpe", "algo.popsize=1024", f"network.spec='{MLP_4X32}'",
         "algo.optimizer=adam", "~algo.optimizer_config.max_speed", "algo.center_learning_rate=0.01",
@@ -53,8 +61,15 @@ CASES: dict[str, tuple[list[str], int, int]] = {
     "humanoid_4096": (["env=brax::humanoid", *PGPE_CLIPUP, "algo.popsize=4096",
                        "problem.decrease_rewards_by=5.0",
                        "problem.alive_bonus_schedule=[400,700,10]"], 100, 16),
+    "cheetahrun_4096": (["env=playground::CheetahRun", *PGPE_CLIPUP, "algo.popsize=4096"],
+                        100, 16),
+    "humanoidwalk_4096": (["env=playground::HumanoidWalk", *PGPE_CLIPUP, "algo.popsize=4096"],
+                          100, 16),
+    "brax_humanoid_30min": (["experiment=brax_humanoid", "max_time=1800", "eval_every=10",
+                             "generations=100000"], None, 16),
 }
-SMOKE = ["algo.popsize=8", "problem.num_episodes=1", "problem.episode_length=20"]
+SMOKE = ["algo.popsize=8", "problem.num_episodes=1", "problem.episode_length=20",
+         "algo.num_interactions=null"]  # no adaptive popsize: 2 generations of 8
 
 
 def run_case(name: str, smoke: bool) -> dict[str, Any]:
@@ -63,11 +78,12 @@ def run_case(name: str, smoke: bool) -> dict[str, Any]:
 
     overrides, generations, episodes = CASES[name]
     if smoke:
+        overrides = [o for o in overrides if not o.startswith(("max_time=", "eval_every="))]
         generations, episodes = 2, 2
     device = "cpu" if smoke else "cuda"
-    args = [*overrides, f"problem.device={device}", f"generations={generations}",
-            f"eval_every={generations}", f"eval_episodes={episodes}", "checkpoint_every=0",
-            "logger.console.quiet=true", *(SMOKE if smoke else [])]
+    budget = [f"generations={generations}", f"eval_every={generations}"] if generations else []
+    args = [*overrides, f"problem.device={device}", *budget, f"eval_episodes={episodes}",
+            "checkpoint_every=0", "logger.console.quiet=true", *(SMOKE if smoke else [])]
     folder = RUNS / name
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()
@@ -85,7 +101,18 @@ def run_case(name: str, smoke: bool) -> dict[str, Any]:
             "median_s_per_generation": round(statistics.median(steady), 3),
             "median_steps_per_s": round(statistics.median(rates)),
             "interactions": int(result["total_interaction_count"]),
-            "score": round(float(result["center_eval"]), 1), "test_episodes": episodes}
+            "score": round(float(result["center_eval"]), 1), "test_episodes": episodes,
+            "best_score": round(float(result["best_center_eval"]), 1),
+            "gpu_peak_gb": _jax_peak_gb()}
+
+
+def _jax_peak_gb() -> float | None:
+    """jax's peak memory on its first device (None on the CPU, which does not report it)."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    return None if peak is None else round(peak / 2**30, 2)
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -5,7 +5,8 @@
 
 Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minutes at most).
 ``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS and
-``evotorch_pgpe`` on those three, 3 seeds, then Walker2d and Ant with their presets, seed 0.
+``evotorch_pgpe`` on those three, 3 seeds, then Walker2d, Ant and Humanoid with their presets,
+seed 0.
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -54,6 +55,7 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "halfcheetah": ("HalfCheetah-v5", 3430, 180, 1707),
     "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
     "ant": ("Ant-v5", 3580, 3600, 20800),
+    "humanoid": ("Humanoid-v5", 6000, 1800, 142600),
 }
 # `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
 # env preset (reward shift, target) with observation normalization and these settings;
@@ -237,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.full:
         plan = [("swimmer,hopper,halfcheetah", ",".join([*ALGO_SETTINGS, "evotorch_pgpe"]),
                  "0,1,2"),
-                ("walker2d,ant", "preset", "0")]
+                ("walker2d,ant,humanoid", "preset", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:
         for seed in (int(s) for s in seeds.split(",")):

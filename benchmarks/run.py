@@ -2,8 +2,9 @@
 
     python benchmarks/run.py [--full]
 
-The GPU benchmark (bench_gpu.py, ``make bench-gpu``) runs on its own, where a GPU is; its
-results join the summary once benchmarks/results/gpu.json exists.
+The GPU benchmarks (bench_gpu.py and bench_jax.py on CUDA, ``make bench-gpu``) run on their own,
+where a GPU is; their results join the summary once benchmarks/results/gpu.json and
+jax_envs_gpu.json exist.
 
 Each `bench_*.py` runs in its own process (thread settings and imports do not leak between
 them) and writes its JSON to benchmarks/results/. `--full` passes `--full` to those that
@@ -29,8 +30,10 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
-           ("bench_locomotion.py", ["--full"])]
-FULL_ONLY = {"bench_locomotion.py"}  # hours: `make bench-full` or `make bench-learning` only
+           ("bench_jax.py", []), ("bench_locomotion.py", ["--full"])]
+# bench_jax: ~15 minutes of cold jax compiles; bench_locomotion: hours (also `make
+# bench-learning`)
+FULL_ONLY = {"bench_jax.py", "bench_locomotion.py"}
 
 
 def run_scripts(full: bool) -> None:
@@ -213,22 +216,43 @@ def ray_table(r: dict) -> list[str]:
     ]
 
 
+def jax_table(report: dict) -> list[str]:
+    lines = [f"Device: {report['device']} (jax {report['jax']} on {report['jax_backend']}), "
+             f"episodes cut at {report['episode_length']} steps, linear policy, one episode "
+             "per solution.", "",
+             "| env | popsize | raw jitted steps/s | neurorun steps/s | ÷ raw | counted ÷ "
+             "simulated | compile s: raw / neurorun | EnvPool twin: raw 2 threads / neurorun "
+             "| jax ÷ EnvPool in neurorun |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        twin = (f"{r['envpool_id']}: {r['envpool_raw_t2']:,.0f} / "
+                f"{r['envpool_neurorun_t2']:,.0f}" if "envpool_id" in r else "–")
+        versus = f"{r['vs_envpool']:.2f}" if "vs_envpool" in r else "–"
+        lines.append(f"| {r['env']} | {r['popsize']:,} | {r['raw']:,.0f} | "
+                     f"{r['neurorun']:,.0f} | {r['vs_raw']:.2f} | {r['counted_fraction']:.2f} | "
+                     f"{r['raw_compile_s']:.0f} / {r['neurorun_compile_s']:.0f} | {twin} | "
+                     f"{versus} |")
+    return lines
+
+
 def gpu_table(report: dict) -> list[str]:
     ref = report["evojax_reference"]
     lines = [f"Device: {report['device']}.", "",
              "| case | popsize | generations | wall s | compile s | s/generation | steps/s | "
-             "score |", "|---|---|---|---|---|---|---|---|"]
+             "GPU GB | score (best) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
         lines.append(f"| {r['case']} | {r['popsize']:,} | {r['generations']} | {r['wall_s']} | "
                      f"{r['compile_s']} | {r['median_s_per_generation']} | "
-                     f"{r['median_steps_per_s']:,} | {r['score']} |")
+                     f"{r['median_steps_per_s']:,} | {r.get('gpu_peak_gb', '–')} | "
+                     f"{r['score']} ({r.get('best_score', '–')}) |")
     return lines + ["", f"EvoJAX's published {ref['case']} run: {ref['seconds']} s, score "
                         f"{ref['score']:,}."]
 
 
-GPU_PENDING = ("**brax on a GPU**: pending: no GPU was available where this table was "
-               "measured; `make bench-gpu` measures brax ant and humanoid at popsize 4,096 and "
-               "EvoJAX's brax ant PGPE setup on CUDA.")
+GPU_PENDING = ("**brax and Playground on a GPU**: pending: no GPU was available where these "
+               "tables were measured. `make bench-gpu` measures brax ant and humanoid and "
+               "Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / 16,384 "
+               "against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, and 30 "
+               "minutes of `experiment=brax_humanoid`.")
 
 
 def summary() -> str:
@@ -251,7 +275,11 @@ def summary() -> str:
          locomotion_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
         ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),
-        ("brax on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
+        ("jax envs (brax, MuJoCo Playground) on the CPU against the raw jitted step and "
+         "EnvPool", "jax_envs.json", jax_table),
+        ("brax and Playground on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
+        ("jax envs on a GPU against the raw jitted step (`make bench-gpu`)",
+         "jax_envs_gpu.json", jax_table),
     ]:
         report = _load(name)
         if report is not None:

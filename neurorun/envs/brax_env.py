@@ -65,12 +65,19 @@ def make_brax_env(name: str, num_envs: int, *, device: torch.device | str = "cpu
         env_config: brax.envs.create keywords (``backend``, ``episode_length``,
             ``action_repeat``, env constructor arguments).
     """
+    env = batched_brax_env(name, num_envs, episode_length, **env_config)
+    return JaxVecEnv(f"brax::{name}", env, num_envs, observation_size=env.observation_size,
+                     action_size=env.action_size, device=device, seed=seed)
+
+
+def batched_brax_env(name: str, num_envs: int, episode_length: int | None = None,
+                     **env_config: Any) -> Any:
+    """The batched brax env JaxVecEnv steps (episodes ended, not reset): what make_brax_env
+    wraps, for whoever times the bare jitted step (benchmarks)."""
     check_brax_name(name)
     config = dict(env_config)
     length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
     if episode_length is not None:
         length = min(length, int(episode_length))
-    env = _brax_envs().create(name, episode_length=length, auto_reset=False,
-                              batch_size=int(num_envs), **config)
-    return JaxVecEnv(f"brax::{name}", env, num_envs, observation_size=env.observation_size,
-                     action_size=env.action_size, device=device, seed=seed)
+    return _brax_envs().create(name, episode_length=length, auto_reset=False,
+                               batch_size=int(num_envs), **config)

@@ -152,14 +152,21 @@ def make_playground_env(name: str, num_envs: int, *, device: torch.device | str 
         env_config: overrides of the env's default config (``episode_length``,
             ``action_repeat``, ``impl``, reward settings, ...).
     """
+    env, batched = batched_playground_env(name, num_envs, episode_length, **env_config)
+    return JaxVecEnv(f"playground::{name}", batched, num_envs,
+                     observation_size=_observation_size(name, env),
+                     action_size=env.action_size, device=device, seed=seed)
+
+
+def batched_playground_env(name: str, num_envs: int, episode_length: int | None = None,
+                           **env_config: Any) -> tuple[Any, Any]:
+    """(the env, the batched env JaxVecEnv steps: episodes ended, not reset): what
+    make_playground_env wraps, for whoever times the bare jitted step (benchmarks)."""
     from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
 
     env, config = _loaded(name, env_config)
     length = int(config["episode_length"])
     if episode_length is not None:
         length = min(length, int(episode_length))
-    batched = VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
-                          batch_size=int(num_envs))
-    return JaxVecEnv(f"playground::{name}", batched, num_envs,
-                     observation_size=_observation_size(name, env),
-                     action_size=env.action_size, device=device, seed=seed)
+    return env, VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
+                            batch_size=int(num_envs))

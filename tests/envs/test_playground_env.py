@@ -80,3 +80,20 @@ def test_steps_match_a_direct_playground_loop_with_next_step_autoreset():
     assert [bool(d[0]) for _, _, d in expected] == [False] * 3 + [True] + [False] * 4 + [True]
     env.reset(seed=8)  # new seeds and many steps reuse the compiled functions
     assert env._jax_step._cache_size() == 1 and env._jax_reset._cache_size() == 1
+
+
+def test_cuda_device_without_a_cuda_jax_is_refused_before_compiling(monkeypatch, tmp_path):
+    from neurorun.build import ConfigError
+    from neurorun.cli import compose_config
+    from neurorun.runner import Runner
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("this jax has a GPU: the refusal does not apply")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a CUDA torch, a CPU jax
+    cfg = compose_config(["env=playground::CartpoleBalance", "problem.device=cuda"])
+    with pytest.raises(ConfigError) as caught:
+        Runner(cfg, run_dir=tmp_path / "run")
+    message = str(caught.value)
+    assert "problem.device='cuda'" in message and "no GPU backend" in message
+    assert "Fix:" in message and "\n" not in message
+    assert not (tmp_path / "run").exists()
