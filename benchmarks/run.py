@@ -224,8 +224,10 @@ def jax_table(report: dict) -> list[str]:
              "simulated | compile s: raw / neurorun | EnvPool twin: raw 2 threads / neurorun "
              "| jax ÷ EnvPool in neurorun |", "|---|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
-        twin = (f"{r['envpool_id']}: {r['envpool_raw_t2']:,.0f} / "
-                f"{r['envpool_neurorun_t2']:,.0f}" if "envpool_id" in r else "–")
+        ours = (f"{r['envpool_neurorun_t2']:,.0f}" if "envpool_neurorun_t2" in r else
+                "– (Dict observations)")
+        twin = (f"{r['envpool_id']}: {r['envpool_raw_t2']:,.0f} / {ours}" if "envpool_id" in r
+                else "–")
         versus = f"{r['vs_envpool']:.2f}" if "vs_envpool" in r else "–"
         lines.append(f"| {r['env']} | {r['popsize']:,} | {r['raw']:,.0f} | "
                      f"{r['neurorun']:,.0f} | {r['vs_raw']:.2f} | {r['counted_fraction']:.2f} | "
