@@ -37,6 +37,7 @@ from _report import write_report
 from bench_envpool import LINEAR, neurorun, raw_pool
 
 from neurorun.envs import parse_spec
+from neurorun.envs.jax_env import batched_jax_env
 from neurorun.problems import make_problem
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -46,21 +47,9 @@ EPISODE_LENGTH = 200
 ENVS = {"playground::CheetahRun": ("CheetahRun-v1", False), "brax::ant": ("Ant-v5", True)}
 
 
-def batched_env(spec: str, num_envs: int) -> Any:
-    """The batched jax env make_env would step for ``spec``."""
-    backend, name = parse_spec(spec)
-    if backend == "brax":
-        from neurorun.envs.brax_env import batched_brax_env
-
-        return batched_brax_env(name, num_envs, EPISODE_LENGTH)
-    from neurorun.envs.playground_env import batched_playground_env
-
-    return batched_playground_env(name, num_envs, EPISODE_LENGTH)[1]
-
-
 def raw_jitted(spec: str, num_envs: int, seconds: float) -> dict[str, float]:
     """Steps/s of the jitted batch step alone, and its compile seconds."""
-    env = batched_env(spec, num_envs)
+    env = batched_jax_env(*parse_spec(spec), num_envs, EPISODE_LENGTH)
     step = jax.jit(env.step)
     started = time.perf_counter()
     state = jax.jit(env.reset)(jax.random.PRNGKey(0))
@@ -138,15 +127,14 @@ def main(argv: list[str] | None = None) -> dict:
     results = []
     for spec in args.envs.split(","):
         for popsize in (int(p) for p in args.popsizes.split(",")):
-            result = case(spec, popsize, args.seconds, args.device)
-            print(json.dumps({k: round(v, 3) if isinstance(v, float) else v
-                              for k, v in result.items()}), flush=True)
+            result = {k: round(v, 3) if isinstance(v, float) else v
+                      for k, v in case(spec, popsize, args.seconds, args.device).items()}
+            print(json.dumps(result), flush=True)
             results.append(result)
     name = "jax_envs.json" if args.device == "cpu" else "jax_envs_gpu.json"
     return write_report(RESULTS / name, device=args.device, jax=jax.__version__,
                         jax_backend=jax.default_backend(), episode_length=EPISODE_LENGTH,
-                        results=[{k: round(v, 3) if isinstance(v, float) else v
-                                  for k, v in r.items()} for r in results])
+                        results=results)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,10 @@ import difflib
 from typing import Any
 
 import numpy as np
-import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError
-from neurorun.envs.jax_env import JaxVecEnv, box
+from neurorun.envs.jax_env import box
 
 DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 
@@ -50,30 +49,19 @@ def brax_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box]:
     return box(int(np.prod(obs.shape))), box(env.action_size, 1.0)
 
 
-def make_brax_env(name: str, num_envs: int, *, device: torch.device | str = "cpu",
-                  seed: int | None = None, episode_length: int | None = None,
-                  **env_config: Any) -> JaxVecEnv:
-    """``brax.envs.create(name, batch_size=num_envs, auto_reset=False, ...)`` as a TorchVecEnv.
+def batched_brax_env(name: str, num_envs: int, episode_length: int | None = None,
+                     **env_config: Any) -> Any:
+    """``brax.envs.create(name, batch_size=num_envs, auto_reset=False, ...)``: the batch
+    JaxVecEnv steps.
 
     Args:
         name: a brax env name (``brax.envs.get_environment``).
         num_envs: batch size.
-        device: torch device of the returned tensors.
-        seed: seed of the jax key used for resets (reset(seed) replaces it).
         episode_length: neurorun's limit; the episode ends at the earlier of it and brax's
             ``episode_length`` (env_config, default 1000).
         env_config: brax.envs.create keywords (``backend``, ``episode_length``,
             ``action_repeat``, env constructor arguments).
     """
-    env = batched_brax_env(name, num_envs, episode_length, **env_config)
-    return JaxVecEnv(f"brax::{name}", env, num_envs, observation_size=env.observation_size,
-                     action_size=env.action_size, device=device, seed=seed)
-
-
-def batched_brax_env(name: str, num_envs: int, episode_length: int | None = None,
-                     **env_config: Any) -> Any:
-    """The batched brax env JaxVecEnv steps (episodes ended, not reset): what make_brax_env
-    wraps, for whoever times the bare jitted step (benchmarks)."""
     check_brax_name(name)
     config = dict(env_config)
     length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))

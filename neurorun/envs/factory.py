@@ -14,7 +14,7 @@ import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
-from neurorun.envs.jax_env import JAX_BACKENDS
+from neurorun.envs.jax_env import JAX_BACKENDS, JaxVecEnv, batched_jax_env
 from neurorun.imports import import_object, is_import_path
 
 PREFIXES = ("gym", "envpool", "brax", "playground")  # spec prefixes: `<prefix>::<name>`
@@ -122,16 +122,9 @@ def make_env(
     if num_threads is not None and backend != "envpool":
         raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
                          f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
-    if backend == "brax":
-        from neurorun.envs.brax_env import make_brax_env
-
-        return make_brax_env(name, int(num_envs), device=device, seed=seed,
-                             episode_length=episode_length, **env_config)
-    if backend == "playground":
-        from neurorun.envs.playground_env import make_playground_env
-
-        return make_playground_env(name, int(num_envs), device=device, seed=seed,
-                                   episode_length=episode_length, **env_config)
+    if backend in JAX_BACKENDS:
+        batch = batched_jax_env(backend, name, int(num_envs), episode_length, **env_config)
+        return JaxVecEnv(spec, batch, int(num_envs), device=device, seed=seed)
     if backend == "envpool":
         from neurorun.envs.envpool_env import EnvPoolVecEnv
 

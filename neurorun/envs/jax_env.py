@@ -41,17 +41,15 @@ class JaxVecEnv(TorchVecEnv):
 
     Args:
         spec: the env spec this env was made from (``brax::ant``).
-        env: the batched env; ``reset(key)`` makes the whole batch.
+        env: the batched env (``batched_jax_env``); ``reset(key)`` makes the whole batch, its
+            ``observation_size`` (flat) and ``action_size`` (in [-1, 1]) are one env's.
         num_envs: its batch size.
-        observation_size: length of one env's (flat) observation.
-        action_size: length of one env's action, in [-1, 1].
         device: torch device of the returned tensors.
         seed: seed of the jax key used for resets (reset(seed) replaces it).
     """
 
-    def __init__(self, spec: str, env: Any, num_envs: int, *, observation_size: int,
-                 action_size: int, device: torch.device | str = "cpu",
-                 seed: int | None = None):
+    def __init__(self, spec: str, env: Any, num_envs: int, *,
+                 device: torch.device | str = "cpu", seed: int | None = None):
         import jax
 
         self.spec = spec
@@ -60,8 +58,8 @@ class JaxVecEnv(TorchVecEnv):
         use_compilation_cache()
         self._jax_reset = jax.jit(env.reset)
         self._jax_step = jax.jit(_next_step_autoreset(env))
-        self.single_observation_space = box(observation_size)
-        self.single_action_space = box(action_size, 1.0)
+        self.single_observation_space = box(env.observation_size)
+        self.single_action_space = box(env.action_size, 1.0)
         self.env_action_space = self.single_action_space
         self._key = jax.random.PRNGKey(_seed_or_random(seed))
         # compiling takes from seconds to minutes on a CPU, with nothing else to show for it
@@ -115,6 +113,20 @@ class JaxVecEnv(TorchVecEnv):
 
     def close(self) -> None:
         self._state = None
+
+
+def batched_jax_env(backend: str, name: str, num_envs: int, episode_length: int | None = None,
+                    **env_config: Any) -> Any:
+    """The batched env JaxVecEnv steps for ``<backend>::<name>`` (episodes ended at the
+    earlier of ``episode_length`` and the env's own limit, not reset); benchmarks time its
+    bare jitted step."""
+    if backend == "brax":
+        from neurorun.envs.brax_env import batched_brax_env
+
+        return batched_brax_env(name, num_envs, episode_length, **env_config)
+    from neurorun.envs.playground_env import batched_playground_env
+
+    return batched_playground_env(name, num_envs, episode_length, **env_config)
 
 
 def use_compilation_cache() -> None:

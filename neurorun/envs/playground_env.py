@@ -18,11 +18,10 @@ import functools
 import io
 from typing import Any
 
-import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError
-from neurorun.envs.jax_env import JaxVecEnv, box
+from neurorun.envs.jax_env import box
 
 IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
 
@@ -137,36 +136,25 @@ def playground_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.
     return box(_observation_size(name, env)), box(env.action_size, 1.0)
 
 
-def make_playground_env(name: str, num_envs: int, *, device: torch.device | str = "cpu",
-                        seed: int | None = None, episode_length: int | None = None,
-                        **env_config: Any) -> JaxVecEnv:
-    """A batch of ``num_envs`` Playground envs as a TorchVecEnv.
+def batched_playground_env(name: str, num_envs: int, episode_length: int | None = None,
+                           **env_config: Any) -> Any:
+    """A batch of ``num_envs`` Playground envs, episodes ended but not reset: the batch
+    JaxVecEnv steps.
 
     Args:
         name: a Playground env name (``mujoco_playground.registry.ALL_ENVS``).
         num_envs: batch size.
-        device: torch device of the returned tensors.
-        seed: seed of the jax key used for resets (reset(seed) replaces it).
         episode_length: neurorun's limit; the episode ends at the earlier of it and the
             env config's ``episode_length``.
         env_config: overrides of the env's default config (``episode_length``,
             ``action_repeat``, ``impl``, reward settings, ...).
     """
-    env, batched = batched_playground_env(name, num_envs, episode_length, **env_config)
-    return JaxVecEnv(f"playground::{name}", batched, num_envs,
-                     observation_size=_observation_size(name, env),
-                     action_size=env.action_size, device=device, seed=seed)
-
-
-def batched_playground_env(name: str, num_envs: int, episode_length: int | None = None,
-                           **env_config: Any) -> tuple[Any, Any]:
-    """(the env, the batched env JaxVecEnv steps: episodes ended, not reset): what
-    make_playground_env wraps, for whoever times the bare jitted step (benchmarks)."""
     from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
 
     env, config = _loaded(name, env_config)
+    _observation_size(name, env)  # flat observations only
     length = int(config["episode_length"])
     if episode_length is not None:
         length = min(length, int(episode_length))
-    return env, VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
-                            batch_size=int(num_envs))
+    return VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
+                       batch_size=int(num_envs))
