@@ -57,7 +57,7 @@ class JaxVecEnv(TorchVecEnv):
         self.device = torch.device(device)
         use_compilation_cache()
         self._jax_reset = jax.jit(env.reset)
-        self._jax_step = jax.jit(_next_step_autoreset(env))
+        self._jax_step = jax.jit(next_step_autoreset(env))
         self.single_observation_space = box(env.observation_size)
         self.single_action_space = box(env.action_size, 1.0)
         self.env_action_space = self.single_action_space
@@ -140,8 +140,10 @@ def use_compilation_cache() -> None:
         jax.config.update("jax_compilation_cache_dir", str(cache / "neurorun" / "jax"))
 
 
-def _next_step_autoreset(env: Any) -> Any:
-    """step(state, action, pending, key) -> (state, done, key) with next-step autoreset."""
+def next_step_autoreset(env: Any) -> Any:
+    """step(state, action, pending, key) -> (state, done, key) with next-step autoreset; actions
+    are clipped to the action space [-1, 1]. The compiled evaluation
+    (:mod:`neurorun.problems.jax_rollout`) steps with this function too."""
     import jax
     import jax.numpy as jnp
 
@@ -156,7 +158,7 @@ def _next_step_autoreset(env: Any) -> Any:
 
     def step(state: Any, action: Any, pending: Any, key: Any) -> Any:
         key, reset_key = jax.random.split(key)
-        stepped = env.step(state, action)
+        stepped = env.step(state, jnp.clip(action, -1.0, 1.0))
         stepped = jax.lax.cond(pending.any(), reset_pending, lambda s, st, p, k: st,
                                state, stepped, pending, reset_key)
         # brax's step returns weakly typed floats where reset returns strong ones; strong

@@ -14,13 +14,13 @@ are flattened), and each member becomes one step:
 
 The views are made once per ``set_parameters``; a call only runs the steps.
 
-Host path: on CPU, a chain of only ``Linear``, ``Tanh``, ``ReLU`` and ``Identity`` runs in numpy
-(``runs_on_host``). Between the steps of a Python simulator a torch op costs several times what
-it costs in a tight loop (measured: one small ``baddbmm``, 10 us alone, added 40 us per
-CartPole vector step; numpy ops added about a third of that), and for humanoid-sized layers
-numpy's stacked matmul reads the weights about twice as fast as ``baddbmm``. Layers with more
-than 4 outputs keep a contiguous (P, in, out) copy of their weights for it, made in
-``set_parameters``.
+Host path: on CPU, a feed-forward network of the network language runs in numpy
+(``runs_on_host``) through :mod:`neurorun.nets.arrays`, the code the compiled jax evaluation
+runs too. Between the steps of a Python simulator a torch op costs several times what it costs
+in a tight loop (measured: one small ``baddbmm``, 10 us alone, added 40 us per CartPole vector
+step; numpy ops added about a third of that), and for humanoid-sized layers numpy's stacked
+matmul reads the weights about twice as fast as ``baddbmm``. Layers with more than 4 outputs
+keep a contiguous (P, in, out) copy of their weights for it, made in ``set_parameters``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError, numpy_ops
 from neurorun.nets.steps import (
-    HostFunction,
     Step,
     VmapStep,
     chain_members,
@@ -64,7 +64,7 @@ class BatchedPolicy:
         self.is_recurrent = any(step.recurrent for step in self._steps)
         self._params: Tensor | None = None
         self._states: list[Any] = []
-        self._host: list[HostFunction] | None = None  # the host path, where there is one
+        self._host: list[dict[str, np.ndarray]] | None = None  # host path's rows, where used
 
     def set_parameters(self, params: Tensor) -> None:
         """Use ``params (P, D)`` from now on, one row per policy; zeroes all hidden state.
@@ -81,9 +81,19 @@ class BatchedPolicy:
         self._states = [None] * sum(step.recurrent for step in self._steps)
         self._host = None
         if self._params.device.type == "cpu" and not self.is_recurrent:
-            functions = [step.host() for step in self._steps]
-            self._host = None if None in functions else functions
-            self._host_dtype = self._params[:0].numpy().dtype
+            self._array = self._host_form()
+            if self._array is not None:
+                self._host = self._array.rows(self._params.numpy(), numpy_ops())
+                self._host_dtype = self._params[:0].numpy().dtype
+
+    def _host_form(self) -> ArrayPolicy | None:
+        """The numpy form of the network, where every layer has one (hooks are checked at
+        every ``set_parameters``: they may be added at any time)."""
+        try:
+            form = ArrayPolicy(self.module)
+        except NoArrayFormError:
+            return None
+        return form if form.runs_on(numpy_ops()) else None
 
     def update_rows(self, rows: np.ndarray, values: Tensor) -> None:
         """Give policies ``rows`` (indices) the vectors ``values (len(rows), D)`` and zero their
@@ -91,8 +101,8 @@ class BatchedPolicy:
         if self._params is None:
             raise RuntimeError("call set_parameters(params) before update_rows")
         self._params[torch.from_numpy(rows)] = values.to(self._params.dtype)
-        for step in self._steps:
-            step.refresh(rows)
+        if self._host is not None:
+            self._array.refresh(self._host, rows)
         if self.is_recurrent:
             mask = np.zeros(self._params.shape[0], dtype=bool)
             mask[rows] = True
@@ -119,9 +129,7 @@ class BatchedPolicy:
         as_array = isinstance(obs, np.ndarray)
         if self._host is not None and (as_array or obs.device.type == "cpu"):
             x = obs if as_array else (obs.detach() if obs.requires_grad else obs).numpy()
-            x = x.astype(self._host_dtype, copy=False)
-            for function in self._host:
-                x = function(x)
+            x, _ = self._array(numpy_ops(), self._host, x.astype(self._host_dtype, copy=False))
             return x if as_array else torch.from_numpy(x)
         if as_array:
             return self(torch.from_numpy(obs)).numpy()

@@ -3,6 +3,10 @@
 The expression sees one tensor, ``x``. Allowed: numbers, the constants ``pi`` and ``e``, the
 operators ``+ - * / // % **`` and unary ``-``/``+``, and calls of the functions in
 :data:`FUNCTIONS` (positional or keyword arguments, e.g. ``clamp(x, -1, 1)``).
+
+An expression compiles once into a function of ``(functions, x)``: ``compile_expression`` binds
+torch's functions (the ``Apply`` module), :mod:`neurorun.nets.arrays` binds numpy's or
+jax.numpy's under the same names.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ BINARY = {
 }
 UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
-Compiled = Callable[[Tensor], Any]
+Functions = dict[str, Callable[..., Any]]
+Compiled = Callable[[Functions, Any], Any]  # (the function table, x) -> value
 
 
 def _unknown(kind: str, name: str, valid: list[str]) -> ValueError:
@@ -57,10 +62,10 @@ def _unknown(kind: str, name: str, valid: list[str]) -> ValueError:
 
 def _compile_name(node: ast.Name) -> Compiled:
     if node.id == "x":
-        return lambda x: x
+        return lambda f, x: x
     if node.id in CONSTANTS:
         value = CONSTANTS[node.id]
-        return lambda x: value
+        return lambda f, x: value
     raise _unknown("name", node.id, ["x", *CONSTANTS])
 
 
@@ -69,26 +74,27 @@ def _compile_call(node: ast.Call) -> Compiled:
         raise ValueError(f"Apply expression: call a function by its name, not {ast.unparse(node)}")
     if node.func.id not in FUNCTIONS:
         raise _unknown("function", node.func.id, sorted(FUNCTIONS))
-    function = FUNCTIONS[node.func.id]
+    name = node.func.id
     args = [_compile(a) for a in node.args]
     if any(k.arg is None for k in node.keywords):
         raise ValueError("Apply expression: ** keyword unpacking is not supported")
     kwargs = {k.arg: _compile(k.value) for k in node.keywords}
-    return lambda x: function(*[a(x) for a in args], **{k: v(x) for k, v in kwargs.items()})
+    return lambda f, x: f[name](*[a(f, x) for a in args],
+                                **{k: v(f, x) for k, v in kwargs.items()})
 
 
 def _compile(node: ast.AST) -> Compiled:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
         value = float(node.value)  # floats overflow to errors/inf instead of growing unbounded
-        return lambda x: value
+        return lambda f, x: value
     if isinstance(node, ast.Name):
         return _compile_name(node)
     if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
         op, left, right = BINARY[type(node.op)], _compile(node.left), _compile(node.right)
-        return lambda x: op(left(x), right(x))
+        return lambda f, x: op(left(f, x), right(f, x))
     if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
         uop, operand = UNARY[type(node.op)], _compile(node.operand)
-        return lambda x: uop(operand(x))
+        return lambda f, x: uop(operand(f, x))
     if isinstance(node, ast.Call):
         return _compile_call(node)
     raise ValueError(
@@ -97,8 +103,8 @@ def _compile(node: ast.AST) -> Compiled:
     )
 
 
-def compile_expression(text: str) -> Callable[[Tensor], Tensor]:
-    """Compile ``text`` into a function of the tensor ``x``.
+def parse_expression(text: str) -> Compiled:
+    """``text`` as a function of ``(functions, x)``, checked for its form only.
 
     Raises:
         ValueError: the text is not a valid expression of the allowed form, naming the problem.
@@ -107,11 +113,22 @@ def compile_expression(text: str) -> Callable[[Tensor], Tensor]:
         raise ValueError(f"Apply expects the expression as a string, e.g. Apply('x ** 2'), "
                          f"got {text!r}")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-        compiled = _compile(tree.body)
+        return _compile(ast.parse(text.strip(), mode="eval").body)
+    except (SyntaxError, RecursionError, MemoryError) as error:
+        raise ValueError(f"Apply expression {text!r} is not valid: {error}") from None
+
+
+def compile_expression(text: str) -> Callable[[Tensor], Tensor]:
+    """Compile ``text`` into a function of the tensor ``x`` (torch's functions).
+
+    Raises:
+        ValueError: the text is not a valid expression of the allowed form, naming the problem.
+    """
+    compiled = parse_expression(text)
+    try:
         # A trial run catches wrong arities and constant results; an explicit device keeps it
         # off the meta device the parser builds layers on first.
-        probe = compiled(torch.zeros(2, device="cpu"))
+        probe = compiled(FUNCTIONS, torch.zeros(2, device="cpu"))
     except (SyntaxError, TypeError, RecursionError, MemoryError, OverflowError) as error:
         raise ValueError(f"Apply expression {text!r} is not valid: {error}") from None
     except ZeroDivisionError:
@@ -120,6 +137,6 @@ def compile_expression(text: str) -> Callable[[Tensor], Tensor]:
         raise ValueError(f"Apply expression {text!r} does not depend on x; use x in it")
 
     def evaluate(x: Tensor) -> Tensor:
-        return compiled(x)
+        return compiled(FUNCTIONS, x)
 
     return evaluate

@@ -1,16 +1,14 @@
-"""The per-member steps of ``BatchedPolicy``: each layer of a chain, batched over rows.
+"""The per-member torch steps of ``BatchedPolicy``: each layer of a chain, batched over rows.
 
-See :mod:`neurorun.nets.batched` for how a chain is split into steps and when the numpy
-(host) path is used.
+See :mod:`neurorun.nets.batched` for how a chain is split into steps; the numpy (host) path
+runs :mod:`neurorun.nets.arrays` instead.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -20,14 +18,6 @@ from neurorun.nets.chain import Chain, is_recurrent
 from neurorun.nets.recurrent import Recurrent
 
 Layout = dict[str, tuple[int, tuple[int, ...]]]  # parameter name -> (offset, shape)
-HostFunction = Callable[[np.ndarray], np.ndarray]
-
-# row-wise layers with a numpy counterpart that agrees with torch to float rounding
-_NUMPY_ROW_WISE: dict[type[nn.Module], HostFunction] = {
-    nn.Tanh: np.tanh,
-    nn.ReLU: lambda x: np.maximum(x, 0),
-    nn.Identity: lambda x: x,
-}
 
 
 def parameter_layout(module: nn.Module) -> tuple[Layout, int]:
@@ -76,13 +66,6 @@ class Step:
     def __call__(self, x: Tensor, state: Any = None) -> Any:
         return self.member(x)
 
-    def host(self) -> HostFunction | None:
-        """The step on numpy arrays (after ``bind`` on CPU params), or None if it has none."""
-        return None
-
-    def refresh(self, rows: np.ndarray) -> None:
-        """The bound parameters of ``rows`` changed in place: update any copies of them."""
-
 
 class _RowWiseStep(Step):
     """A parameter-free layer; its ``forward`` is called directly where it has no hooks,
@@ -97,9 +80,6 @@ class _RowWiseStep(Step):
     def __call__(self, x: Tensor, state: Any = None) -> Any:
         return self.forward(x)
 
-    def host(self) -> HostFunction | None:
-        return None if self.forward is self.member else _NUMPY_ROW_WISE.get(type(self.member))
-
 
 def _numel(shape: tuple[int, ...]) -> int:
     count = 1
@@ -109,46 +89,18 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 
 class _LinearStep(Step):
-    """``y[p] = x[p] @ W[p].T + b[p]``: one ``baddbmm`` of (P, 1, in) rows (torch), or the
-    host path's numpy product. Views are made in ``bind``, not per call."""
+    """``y[p] = x[p] @ W[p].T + b[p]``: one ``baddbmm`` of (P, 1, in) rows. Views are made in
+    ``bind``, not per call."""
 
     def bind(self, params: Tensor) -> None:
         super().bind(params)
         self.weight_t = self.views[0].transpose(1, 2)  # (P, in, out)
-        self.host_weight_t: np.ndarray | None = None  # the host path's copy, where it has one
         self.bias_row = self.views[1].unsqueeze(1) if len(self.views) > 1 else None  # (P, 1, out)
 
     def __call__(self, x: Tensor, state: Any = None) -> Tensor:
         if self.bias_row is None:
             return torch.bmm(x.unsqueeze(1), self.weight_t).squeeze(1)
         return torch.baddbmm(self.bias_row, x.unsqueeze(1), self.weight_t).squeeze(1)
-
-    def host(self) -> HostFunction:
-        weight = self.views[0].numpy()  # (P, out, in), a view of params
-        bias = self.views[1].numpy() if len(self.views) > 1 else None
-        if weight.shape[1] <= 4:  # few outputs (action layers): einsum was fastest, no copy
-
-            def product(x: np.ndarray) -> np.ndarray:
-                return np.einsum("pi,poi->po", x, weight)
-        else:  # stacked matmul was fastest on a contiguous (P, in, out) copy
-            weight_t = self.host_weight_t = np.ascontiguousarray(weight.transpose(0, 2, 1))
-
-            def product(x: np.ndarray) -> np.ndarray:
-                return np.matmul(x[:, None, :], weight_t)[:, 0]
-
-        if bias is None:
-            return product
-
-        def affine(x: np.ndarray) -> np.ndarray:
-            y = product(x)
-            y += bias  # y is a new array: add in place
-            return y
-
-        return affine
-
-    def refresh(self, rows: np.ndarray) -> None:
-        if self.host_weight_t is not None:
-            self.host_weight_t[rows] = self.views[0].numpy()[rows].transpose(0, 2, 1)
 
 
 class _LayerNormStep(Step):

@@ -33,6 +33,7 @@ def make_problem(
     vectorization: str = "auto",
     streaming: bool = True,
     num_threads: int | None = None,
+    jit: bool = True,
 ) -> Problem:
     """Build a Problem.
 
@@ -57,6 +58,8 @@ def make_problem(
         streaming: a work queue of (solution, episode) pairs over the env slots (False:
             lock-step sub-batches, each slot running one solution's episodes).
         num_threads: EnvPool's threads (None: the CPUs this process may use).
+        jit: jax envs (brax, Playground): evaluate as one compiled jax program (False: step
+            by step from Python, as other backends; a network without a jax form always is).
     """
     env_options = EnvOptions(
         spec=env, config=dict(env_config or {}), vectorization=vectorization,
@@ -76,4 +79,5 @@ def make_problem(
     return Problem(env_options, network, rollout_options,
                    network_args=dict(network_args or {}),
                    observation_normalization=bool(observation_normalization),
-                   initial_bounds=(float(bounds[0]), float(bounds[1])), seed=seed)
+                   initial_bounds=(float(bounds[0]), float(bounds[1])), seed=seed,
+                   jit=bool(jit))

@@ -13,7 +13,10 @@ two deliberate choices:
 
 Evaluation streams (solution, episode) pairs over at most ``max_num_envs`` env slots (see
 ``rollout`` and ``Schedule``); with ``streaming=False`` solutions run in lock-step sub-batches
-of ``max_num_envs``, each slot running its solution's episodes one after another.
+of ``max_num_envs``, each slot running its solution's episodes one after another. On jax envs
+(brax, Playground) the whole rollout is one compiled jax program (``jax_rollout``) when the
+network has a jax form (every network string has; a user's torch module has not, and is
+evaluated step by step from Python).
 
 Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
 problem's generator). Episode ``e`` of solution ``j`` (0-based, in the order given) is seeded
@@ -26,6 +29,8 @@ generator for all slots, seeded with the first slot's seed).
 
 from __future__ import annotations
 
+import functools
+import logging
 import time
 import warnings
 from typing import Any
@@ -34,16 +39,19 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from neurorun.envs import EnvStepError, TorchVecEnv, env_spaces, make_env
-from neurorun.envs.jax_env import JAX_BACKENDS
+from neurorun.envs import EnvStepError, TorchVecEnv, env_spaces, make_env, parse_spec
+from neurorun.envs.jax_env import JAX_BACKENDS, batched_jax_env
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
+from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.export import EnvPolicy
+from neurorun.problems.jax_rollout import JaxRollout
 from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
 from neurorun.problems.persistence import ProblemState
 from neurorun.problems.rollout import RolloutResult, rollout
 from neurorun.problems.running_norm import RunningNorm
 
 NONFINITE_FITNESS = -1e9  # fitness when no solution of an evaluate call is finite
+log = logging.getLogger(__name__)
 
 
 class EvaluationError(RuntimeError):
@@ -56,7 +64,8 @@ class Problem(ProblemState):
     def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
                  network_args: dict[str, Any] | None = None,
                  observation_normalization: bool = False,
-                 initial_bounds: tuple[float, float] = (-1e-5, 1e-5), seed: int | None = None):
+                 initial_bounds: tuple[float, float] = (-1e-5, 1e-5), seed: int | None = None,
+                 jit: bool = True):
         self.env_options = env
         self.rollout_options = rollout_options
         self.device = torch.device(env.device)
@@ -83,6 +92,29 @@ class Problem(ProblemState):
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
         self._envs: dict[str, TorchVecEnv] = {}
+        self._compiled = self._compiled_rollout() if jit else None
+
+    def _compiled_rollout(self) -> JaxRollout | None:
+        """The compiled evaluation, for jax envs and networks with a jax form."""
+        backend, name = parse_spec(self.env_options.spec)
+        if backend not in JAX_BACKENDS:
+            return None
+        try:
+            form = ArrayPolicy(self.network)
+        except NoArrayFormError as error:
+            log.warning("the network has no jax form (%s), so %s is evaluated step by step from "
+                        "Python, several times slower than one compiled program; a network "
+                        "string has a jax form", error, self.env_options.spec)
+            return None
+        make_batch = functools.partial(batched_jax_env, backend, name,
+                                       episode_length=self.env_options.episode_length,
+                                       **self.env_options.config)
+        return JaxRollout(make_batch, self.env_options.spec, form, self.device)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether evaluations run as one compiled jax program (jax envs)."""
+        return self._compiled is not None
 
     @property
     def observation_normalization(self) -> bool:
@@ -135,6 +167,15 @@ class Problem(ProblemState):
              seed: int, collect: RunningNorm | None, slots: int) -> RolloutResult:
         """Solutions ``first..`` on ``slots`` env slots; a failing env step is retried once on
         a fresh env."""
+        if self._compiled is not None:
+            noise_seed = 0
+            if options.action_noise_stdev:
+                noise_seed = int(torch.randint(2**31 - 1, (), generator=self._noise,
+                                               device=self._noise.device))
+            return self._compiled(params, options, seed=seed, slots=slots,
+                                  streaming=self.env_options.streaming,
+                                  normalizer=self.obs_stats, collect=collect,
+                                  noise_seed=noise_seed)
         n = params.shape[0]
         for attempt in range(2):
             env = self._env(purpose, slots)

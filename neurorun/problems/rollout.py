@@ -244,24 +244,44 @@ def _run_steps(
             return rewards, counted, pairs, stepped
 
 
-def _alive_bonus(schedule: AliveBonus, t: Tensor) -> Tensor:
-    """Bonus of a step at episode time ``t`` (from 1)."""
+def _alive_bonus_totals(schedule: AliveBonus, lengths: Tensor) -> Tensor:
+    """Sum of the alive bonus over an episode of each length (steps t = 1..length)."""
+    longest = int(lengths.max()) if lengths.numel() else 0
+    t = torch.arange(1, longest + 1, dtype=torch.float64, device=lengths.device)
     gap = max(schedule.t1 - schedule.t0, 1)
-    partial = schedule.bonus * (t - schedule.t0).to(torch.float64) / gap
-    full = torch.full_like(partial, schedule.bonus)
-    ramp = torch.where(t >= schedule.t0, partial, torch.zeros_like(partial))
-    return torch.where(t >= schedule.t1, full, ramp)
+    ramp = torch.where(t >= schedule.t0, schedule.bonus * (t - schedule.t0) / gap, 0.0)
+    per_step = torch.where(t >= schedule.t1, schedule.bonus, ramp)
+    totals = torch.cat([per_step.new_zeros(1), per_step.cumsum(0)])
+    return totals[lengths]
 
 
-def _episode_times(ids: np.ndarray) -> np.ndarray:
-    """Time within its episode (from 1) of each counted step; ``ids`` are the steps' pairs in
-    time order."""
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    starts = np.searchsorted(sorted_ids, sorted_ids, side="left")
-    times = np.empty(len(ids), dtype=np.int64)
-    times[order] = np.arange(len(ids)) - starts + 1
-    return times
+def pair_results(returns: Tensor, lengths: Tensor, finished: np.ndarray, failed: np.ndarray,
+                 num_solutions: int, options: RolloutOptions) -> tuple[Tensor, Tensor, Tensor]:
+    """Fitness, non-finite flags and kept episodes from per-pair data (both rollout paths).
+
+    Args:
+        returns: (n * num_episodes,) float64 unshaped return of each (solution, episode) pair,
+            pairs numbered episode-major (see Schedule).
+        lengths: (n * num_episodes,) int64 counted steps of each pair.
+        finished: which pairs' episodes ended; failed: (n,) solutions that met a non-finite
+            observation.
+
+    Returns:
+        ``fitness (n,)`` (mean shaped return over episodes), ``nonfinite (n,)`` and ``kept``
+        (pairs whose returns and lengths the episode statistics report).
+    """
+    device = returns.device
+    shaped = returns
+    if options.shapes_rewards:
+        shaped = returns - options.decrease_rewards_by * lengths.to(torch.float64)
+        if options.alive_bonus is not None:
+            shaped = shaped + _alive_bonus_totals(options.alive_bonus, lengths)
+    num_eps = options.num_episodes
+    fitness = shaped.view(num_eps, num_solutions).sum(0) / num_eps
+    done = torch.from_numpy(finished).to(device)
+    complete = done.view(num_eps, num_solutions).all(0)
+    nonfinite = torch.from_numpy(failed).to(device) | ~complete | ~torch.isfinite(fitness)
+    return fitness, nonfinite, done & ~nonfinite.repeat(num_eps)
 
 
 def _summarize(
@@ -274,23 +294,12 @@ def _summarize(
     counted_steps = np.stack(counted)  # (T, slots)
     ids = np.stack(pairs)[counted_steps]  # pair of each counted step, in time order
     reward = _stack(rewards).to(device, torch.float64)[torch.from_numpy(counted_steps).to(device)]
-    n, num_eps, total = schedule.n, options.num_episodes, schedule.total
-    index = torch.from_numpy(ids).to(device)
-    zeros = torch.zeros(total, dtype=torch.float64, device=device)
+    total = schedule.total
     lengths = torch.from_numpy(np.bincount(ids, minlength=total)).to(device)
-    returns = zeros.index_add(0, index, reward)
-    shaped = returns
-    if options.shapes_rewards:
-        step_reward = reward - options.decrease_rewards_by
-        if options.alive_bonus is not None:
-            t = torch.from_numpy(_episode_times(ids)).to(device)
-            step_reward = step_reward + _alive_bonus(options.alive_bonus, t)
-        shaped = zeros.index_add(0, index, step_reward)
-    fitness = shaped.view(num_eps, n).sum(0) / num_eps
-    finished = torch.from_numpy(schedule.finished).to(device)
-    complete = finished.view(num_eps, n).all(0)
-    nonfinite = torch.from_numpy(schedule.failed).to(device) | ~complete | ~torch.isfinite(fitness)
-    kept = finished & ~nonfinite.repeat(num_eps)
+    returns = torch.zeros(total, dtype=torch.float64, device=device).index_add(
+        0, torch.from_numpy(ids).to(device), reward)
+    fitness, nonfinite, kept = pair_results(returns, lengths, schedule.finished,
+                                            schedule.failed, schedule.n, options)
     steps = len(counted)
     return RolloutResult(
         fitness=fitness, nonfinite=nonfinite,

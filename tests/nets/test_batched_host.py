@@ -31,6 +31,7 @@ def _loop(module: nn.Module, params: torch.Tensor, obs: torch.Tensor) -> np.ndar
     "Linear(obs_length, act_length)",  # few outputs: the einsum product
     "Linear(obs_length, 16) >> Tanh() >> Linear(16, act_length)",  # both products
     "Linear(obs_length, 8, bias=False) >> ReLU() >> Identity() >> Linear(8, 8)",
+    "Linear(obs_length, 8) >> ELU() >> Clip(-0.5, 0.5) >> Linear(8, act_length)",
 ])
 def test_host_path_matches_loop_for_arrays_and_tensors(spec):
     policy, module, params = _policy(spec)
@@ -55,7 +56,7 @@ def test_host_path_follows_float64_params():
 
 
 @pytest.mark.parametrize("spec", [
-    "Linear(obs_length, 8) >> ELU() >> Linear(8, act_length)",  # no numpy counterpart
+    "Linear(obs_length, 8) >> GELU() >> Linear(8, act_length)",  # needs erf: numpy has none
     "RNN(obs_length, 4) >> Linear(4, act_length)",  # recurrent
 ])
 def test_other_networks_take_arrays_through_torch(spec):

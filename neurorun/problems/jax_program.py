@@ -1,0 +1,224 @@
+"""The traced part of the compiled evaluation: one stage of a rollout as a jax loop.
+
+A stage steps a batch of env slots until every pair has run, or, when ``limit >= 0``, until
+the queue is empty and at most ``limit`` slots are still busy (the host then moves those slots
+to a smaller batch: see :mod:`neurorun.problems.jax_rollout`). Each step does what
+``rollout._run_steps`` does per step, on arrays: recurrent state reset, non-finite
+observations retire their slot's solution, observation statistics from counted steps, the
+policy on normalized observations, action noise, the env step with next-step autoreset,
+per-pair returns and lengths, and the next pending pairs for slots whose episode ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from neurorun.envs.jax_env import next_step_autoreset
+from neurorun.nets.arrays import ArrayPolicy, jax_ops
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one compiled program is specialized to."""
+
+    slots: int  # the env batch of this stage
+    solutions: int
+    num_episodes: int
+    streaming: bool
+    normalize: bool  # observations normalized with frozen statistics
+    collect: bool  # observation statistics collected
+    noisy: bool  # Gaussian action noise
+
+    @property
+    def pairs(self) -> int:
+        return self.solutions * self.num_episodes
+
+
+class Inputs(NamedTuple):
+    """What every step reads and no step changes."""
+
+    params: Any  # (n, D)
+    center: Any  # (O,) observation statistics are sums of obs - center (less rounding)
+    scale: Any  # (O,) normalization: obs * scale + shift
+    shift: Any
+    stdev: Any  # () action noise
+
+
+class Carry(NamedTuple):
+    """The loop state (B env slots, T pairs, n solutions, O observation size)."""
+
+    env: Any  # the batched env state
+    key: Any  # PRNG key of the env's resets
+    noise_key: Any  # PRNG key of the action noise
+    done: Any  # (B,) the last step ended the slot's episode: the next step resets it
+    just_reset: Any  # (B,) the last step was the slot's autoreset step
+    slot_pair: Any  # (B,) pair of each slot, -1: none
+    next_pair: Any  # () the next pending pair
+    dead: Any  # (B,) slots retired after a non-finite observation
+    slot_params: Any  # (B, D) parameters of each slot's solution
+    policy_state: tuple  # recurrent state, one (B, h) array per state of each recurrent layer
+    returns: Any  # (T,) float32 unshaped returns, compensated (Kahan) by returns_error
+    returns_error: Any
+    lengths: Any  # (T,) int32 counted steps
+    finished: Any  # (T,) bool
+    failed: Any  # (n,) bool
+    obs_sum: Any  # (B, O) compensated sums of obs - center over counted steps, per slot
+    obs_sum_error: Any
+    obs_squares: Any  # (B, O) compensated sums of (obs - center) ** 2
+    obs_squares_error: Any
+    obs_count: Any  # (B,) int32
+    steps: Any  # () int32 vector steps of this stage
+
+
+BATCHED = ("env", "done", "just_reset", "slot_pair", "dead", "slot_params", "policy_state",
+           "obs_sum", "obs_sum_error", "obs_squares", "obs_squares_error", "obs_count")
+
+
+def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
+    """``total + value`` with the rounding error carried in ``error`` (compensated sum)."""
+    y = value - error
+    t = total + y
+    return t, (t - total) - y
+
+
+def start(env: Any, policy: ArrayPolicy, shape: Shape, params: Any, key: Any,
+          noise_key: Any) -> tuple[Carry, Any]:
+    """The first carry of a rollout (the env reset with ``JaxVecEnv.reset``'s key split) and
+    the statistics' center (the mean first observation)."""
+    key, reset_key = jax.random.split(key)
+    state = env.reset(reset_key)
+    slots, pairs, n = shape.slots, shape.pairs, shape.solutions
+    first = min(slots, pairs if shape.streaming else n)
+    slot_pair = jnp.where(jnp.arange(slots) < first, jnp.arange(slots), -1)
+    carry = Carry(
+        env=state, key=key, noise_key=noise_key, done=jnp.zeros(slots, bool),
+        just_reset=jnp.zeros(slots, bool), slot_pair=slot_pair, next_pair=jnp.int32(first),
+        dead=jnp.zeros(slots, bool), slot_params=params[jnp.maximum(slot_pair, 0) % n],
+        policy_state=policy.zero_state(jax_ops(), slots, jnp.float32),
+        returns=jnp.zeros(pairs, jnp.float32), returns_error=jnp.zeros(pairs, jnp.float32),
+        lengths=jnp.zeros(pairs, jnp.int32), finished=jnp.zeros(pairs, bool),
+        failed=jnp.zeros(n, bool), **_zero_statistics(slots, state.obs.shape[1]),
+        steps=jnp.int32(0))
+    return carry, state.obs.mean(0)
+
+
+def _zero_statistics(slots: int, size: int) -> dict[str, Any]:
+    zeros = jnp.zeros((slots, size), jnp.float32)
+    return {"obs_sum": zeros, "obs_sum_error": zeros, "obs_squares": zeros,
+            "obs_squares_error": zeros, "obs_count": jnp.zeros(slots, jnp.int32)}
+
+
+def stage(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, carry: Carry,
+          limit: Any) -> Carry:
+    """Steps until no slot is busy, or (``limit >= 0``) the queue is empty and at most
+    ``limit`` slots are busy."""
+    step = next_step_autoreset(env)
+
+    def going(c: Carry) -> Any:
+        busy = jnp.count_nonzero(c.slot_pair >= 0)
+        return (busy > 0) & ((limit < 0) | (c.next_pair < shape.pairs) | (busy > limit))
+
+    carry = carry._replace(steps=jnp.int32(0), **_zero_statistics(*carry.obs_sum.shape))
+    return jax.lax.while_loop(going, lambda c: _step(step, policy, shape, inputs, c), carry)
+
+
+def shrink(carry: Carry, slots: int) -> Carry:
+    """The carry of ``slots`` env slots: the busy slots first (the queue is empty, so the
+    others stay idle)."""
+    order = jnp.argsort(carry.slot_pair < 0, stable=True)[:slots]
+    fields = carry._asdict()
+    for name in BATCHED:
+        fields[name] = jax.tree_util.tree_map(lambda x: x[order], fields[name])
+    return Carry(**fields)
+
+
+def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry) -> Carry:
+    """One vector step: what ``rollout._run_steps`` does per step, on arrays."""
+    pairs = shape.pairs
+    policy_state = _zero_rows(c.policy_state, c.just_reset)
+    counts = (c.slot_pair >= 0) & ~c.done  # an interaction of a pair's episode
+    obs = c.env.obs
+    ok = jnp.isfinite(obs).all(axis=1)
+    obs = jnp.where(ok[:, None], obs, 0.0)
+    failing = counts & ~ok
+    slot_pair, next_pair, dead, failed = jax.lax.cond(
+        failing.any(), lambda a: _fail(shape, failing, *a), lambda a: a,
+        (c.slot_pair, c.next_pair, c.dead, c.failed))
+    counts = counts & ok
+    statistics = {}
+    if shape.collect:
+        centered = jnp.where(counts[:, None], obs - inputs.center, 0.0)
+        total, error = kahan(c.obs_sum, c.obs_sum_error, centered)
+        squares, squares_error = kahan(c.obs_squares, c.obs_squares_error, centered * centered)
+        statistics = {"obs_sum": total, "obs_sum_error": error, "obs_squares": squares,
+                      "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
+    x = obs * inputs.scale + inputs.shift if shape.normalize else obs
+    actions, policy_state = policy(jax_ops(), policy.rows(c.slot_params), x, policy_state)
+    noise_key = c.noise_key
+    if shape.noisy:
+        noise_key, drawn = jax.random.split(noise_key)
+        actions = actions + inputs.stdev * jax.random.normal(drawn, actions.shape, actions.dtype)
+    env, done, key = step(c.env, actions, c.done, c.key)
+    index = jnp.where(counts, slot_pair, pairs)  # not counted: out of range, dropped
+    inside = jnp.minimum(index, pairs - 1)
+    total, error = kahan(c.returns[inside], c.returns_error[inside], env.reward)
+    ends = done & counts
+    slot_pair, next_pair, finished, slot_params, policy_state = jax.lax.cond(
+        ends.any(), lambda a: _take_next(shape, inputs.params, ends, failed, *a), lambda a: a,
+        (slot_pair, next_pair, c.finished, c.slot_params, policy_state))
+    return c._replace(
+        env=env, key=key, noise_key=noise_key, done=done, just_reset=c.done,
+        slot_pair=slot_pair, next_pair=next_pair, dead=dead, slot_params=slot_params,
+        policy_state=policy_state, returns=c.returns.at[index].set(total, mode="drop"),
+        returns_error=c.returns_error.at[index].set(error, mode="drop"),
+        lengths=c.lengths.at[index].add(1, mode="drop"), finished=finished, failed=failed,
+        steps=c.steps + 1, **statistics)
+
+
+def _zero_rows(state: tuple, mask: Any) -> tuple:
+    return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
+
+
+def _fail(shape: Shape, failing: Any, slot_pair: Any, next_pair: Any, dead: Any,
+          failed: Any) -> tuple:
+    """``Schedule.fail``: the failing slots' solutions fail and the slots retire."""
+    n, pairs = shape.solutions, shape.pairs
+    failed = failed.at[jnp.where(failing, jnp.maximum(slot_pair, 0) % n, n)].set(
+        True, mode="drop")
+    slot_pair = jnp.where(failing, -1, slot_pair)
+    dead = dead | failing
+    if shape.streaming:  # with no slot left, the pending pairs' solutions fail too
+        all_dead = dead.all()
+        every = jnp.arange(pairs)
+        pending = all_dead & (every >= next_pair)
+        failed = failed.at[jnp.where(pending, every % n, n)].set(True, mode="drop")
+        next_pair = jnp.where(all_dead, pairs, next_pair)
+    return slot_pair, next_pair, dead, failed
+
+
+def _take_next(shape: Shape, params: Any, ends: Any, failed: Any, slot_pair: Any,
+               next_pair: Any, finished: Any, slot_params: Any, policy_state: tuple) -> tuple:
+    """``Schedule.end``: the ending slots take the next pending pairs, in slot order; the slots
+    that took one get its solution's parameters and a zero recurrent state."""
+    n, pairs = shape.solutions, shape.pairs
+    finished = finished.at[jnp.where(ends, slot_pair, pairs)].set(True, mode="drop")
+    if shape.streaming:
+        every = jnp.arange(pairs)
+        # the k-th ending slot takes the k-th pending pair whose solution has not failed
+        order = jnp.cumsum((every >= next_pair) & ~failed[every % n])
+        rank = jnp.cumsum(ends)
+        pick = jnp.searchsorted(order, rank, side="left").astype(jnp.int32)
+        new = jnp.where(ends & (rank <= order[-1]), pick, -1)
+        next_pair = jnp.where(rank[-1] <= order[-1], jnp.max(new) + 1, pairs)
+    else:  # lock-step: the slot's own solution's next episode
+        following = slot_pair + n
+        new = jnp.where(following < pairs, following, -1)
+    slot_pair = jnp.where(ends, new, slot_pair)
+    taken = ends & (slot_pair >= 0)
+    slot_params = jnp.where(taken[:, None], params[jnp.maximum(slot_pair, 0) % n], slot_params)
+    return (slot_pair, next_pair.astype(jnp.int32), finished, slot_params,
+            _zero_rows(policy_state, taken))

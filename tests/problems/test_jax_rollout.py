@@ -1,0 +1,131 @@
+"""The compiled evaluation of jax envs against the step-by-step path (the torch policy and the
+Python rollout loop over ``JaxVecEnv``): same seeds, same fitness, counts, episodes and
+observation statistics, to float rounding.
+
+brax ant is chaotic: a 1e-7 change of an action changes episode lengths within tens of steps,
+and its physics rounds differently at another batch size. Its policies therefore end in
+``Bin(-1, 1)`` (actions exactly +-1 on both paths, whatever the rounding of the network; the
+network forms are compared layer by layer in tests/nets/test_arrays.py) and it runs without
+stages (one batch). The default suite compiles one case per env (each program takes seconds
+to a minute to compile on a CPU); the other networks and lock-step are marked slow.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from nets import user_policies
+
+from neurorun.problems import make_problem
+from neurorun.problems.running_norm import RunningNorm
+
+POPSIZE, SLOTS = 6, 4  # 2 episodes each: 12 (solution, episode) pairs on 4 env slots
+SHAPING = {"decrease_rewards_by": 0.5, "alive_bonus_schedule": [2, 6, 1.5]}
+MLP = "Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)"
+LSTM = "LSTM(obs_length, 6) >> Linear(6, act_length)"
+
+
+def _problems(env: str, network: str, length: int, **options):
+    kwargs = dict(env=env, network=network, episode_length=length, num_episodes=2,
+                  max_num_envs=SLOTS, observation_normalization=True, seed=3, **SHAPING,
+                  **options)
+    return make_problem(jit=False, **kwargs), make_problem(jit=True, **kwargs)
+
+
+def _population(problem, generation: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(generation)
+    return torch.randn(POPSIZE, problem.solution_length, generator=generator)
+
+
+def _assert_same_evaluations(stepwise, compiled, generations: int = 2) -> None:
+    assert compiled.compiled and not stepwise.compiled
+    for generation in range(generations):  # the second one normalizes with collected stats
+        params = _population(stepwise, generation)
+        expected, got = stepwise.evaluate(params), compiled.evaluate(params)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
+        a, b = stepwise.last_stats, compiled.last_stats
+        for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps"):
+            assert b[key] == a[key], key
+        assert b["num_simulated_steps"] <= a["num_simulated_steps"]
+        for key in ("episode_return_min", "episode_return_mean", "episode_return_max",
+                    "episode_length_min", "episode_length_mean", "episode_length_max"):
+            assert b[key] == pytest.approx(a[key], rel=1e-5, abs=1e-4), key
+        _assert_same_statistics(stepwise.obs_stats, compiled.obs_stats)
+    assert (compiled.interaction_count, compiled.episode_count) == (
+        stepwise.interaction_count, stepwise.episode_count)
+    solution = _population(stepwise, 9)[0]
+    torch.testing.assert_close(compiled.run_test_episodes(solution, 3, seed=11),
+                               stepwise.run_test_episodes(solution, 3, seed=11),
+                               rtol=1e-5, atol=1e-4)
+
+
+def _assert_same_statistics(a: RunningNorm, b: RunningNorm) -> None:
+    """Counts exactly; sums to rounding: the two paths compile the physics in separate
+    programs, which round differently, and the dynamics carry that along an episode (seen:
+    6e-5 relative on inverted_pendulum's observation sums over 40-step episodes)."""
+    assert float(b.count) == float(a.count) > 0
+    torch.testing.assert_close(b.mean, a.mean, rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(b.stdev, a.stdev, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("network", [
+    pytest.param("Linear(obs_length, act_length)", marks=pytest.mark.slow),
+    pytest.param(MLP, marks=pytest.mark.slow), LSTM])
+def test_brax_inverted_pendulum_equals_the_step_by_step_path(network):
+    stepwise, compiled = _problems("brax::inverted_pendulum", network, 40)
+    _assert_same_evaluations(stepwise, compiled)
+
+
+def test_brax_ant_equals_the_step_by_step_path_with_a_recurrent_policy():
+    stepwise, compiled = _problems("brax::ant", f"{LSTM} >> Bin(-1, 1)", 60)
+    compiled._compiled.shrinks = False
+    _assert_same_evaluations(stepwise, compiled, generations=1)
+
+
+@pytest.mark.parametrize("network", ["Linear(obs_length, act_length)",
+                                     pytest.param(MLP, marks=pytest.mark.slow)])
+def test_playground_cartpole_balance_equals_the_step_by_step_path(network):
+    stepwise, compiled = _problems("playground::CartpoleBalance", network, 30)
+    _assert_same_evaluations(stepwise, compiled, generations=1)
+
+
+@pytest.mark.slow
+def test_lock_step_sub_batches_equal_the_step_by_step_path():
+    stepwise, compiled = _problems("brax::inverted_pendulum", MLP, 40, streaming=False)
+    _assert_same_evaluations(stepwise, compiled, generations=1)
+
+
+def test_stages_leave_counts_and_returns_as_they_are():
+    """Moving the last busy slots into smaller batches: the same episodes (inverted_pendulum
+    pays 1 per step, so returns are lengths), fewer simulated steps."""
+    problem = make_problem("brax::inverted_pendulum", MLP, episode_length=60, seed=0,
+                           max_num_envs=16)
+    params = 2 * _population(problem, 0).repeat(4, 1)  # 24 solutions on 16 slots
+    one_batch = problem.evaluate(params, seed=4)
+    simulated = problem.last_stats["num_simulated_steps"]
+    problem._compiled.shrinks = False
+    torch.testing.assert_close(problem.evaluate(params, seed=4), one_batch)
+    assert problem.last_stats["num_simulated_steps"] > simulated
+
+
+def test_action_noise_is_seeded_by_the_problem():
+    runs = []
+    for _ in range(2):
+        problem = make_problem("brax::inverted_pendulum", MLP, episode_length=40, seed=5,
+                               action_noise_stdev=0.5)
+        params = _population(problem, 0)
+        runs.append(torch.stack([problem.evaluate(params) for _ in range(2)]))
+    torch.testing.assert_close(runs[0], runs[1])  # same seed, same noise
+    assert not torch.equal(runs[0][0], runs[0][1])  # other draws next time
+
+
+def test_a_torch_module_keeps_the_step_by_step_path_and_says_why(caplog):
+    with caplog.at_level(logging.WARNING, logger="neurorun"):
+        problem = make_problem("brax::inverted_pendulum",
+                               f"{user_policies.__name__}:ResidualPolicy", episode_length=20)
+    assert not problem.compiled
+    (record,) = [r for r in caplog.records if "no jax form" in r.getMessage()]
+    assert "ResidualPolicy" in record.getMessage() and "step by step" in record.getMessage()
+    assert problem.evaluate(_population(problem, 0)).shape == (POPSIZE,)
