@@ -51,8 +51,7 @@ bench-learning: install
 # the summary.
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
-	$(PY) benchmarks/bench_jax.py --device cuda --popsizes 1024,4096,16384 \
-		--envs brax::ant,brax::humanoid,playground::CheetahRun,playground::HumanoidWalk
+	$(PY) benchmarks/bench_jax.py --device cuda
 	$(PY) benchmarks/run.py --summary-only
 
 clean:

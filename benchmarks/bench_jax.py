@@ -1,25 +1,26 @@
-"""jax envs (brax, MuJoCo Playground): counted steps/s against the raw jitted step.
+"""jax envs (brax, MuJoCo Playground): neurorun's compiled evaluation against bare scans.
 
-    python benchmarks/bench_jax.py [--popsizes 64,256] [--device cpu] [--seconds 10]
+    python benchmarks/bench_jax.py [--device cpu|cuda] [--rounds 2] [--cases ...]
 
-Per case (env, popsize), in one process and one after the other:
+Per case (env, network, popsize, env slots), measured in one process, round by round:
 
-- ``raw``: the batched env neurorun steps (the same env object: episodes ended by brax's
-  EpisodeWrapper, no autoreset, no policy), ``jax.jit(env.step)`` on fixed random actions in
-  [-1, 1], ``popsize`` envs, every env stepped every time: the simulator's own speed (its
-  compile time covers both cache keys: the state from reset, then one from step);
-- ``neurorun``: counted interactions per second of ``Problem.evaluate`` (a linear policy, obs
-  normalization on, one episode per solution, random policies around zero as early in
-  training) over whole evaluate calls, after a first call that compiles;
-- ``envpool`` (where EnvPool has the same task: Ant-v5 for brax ant, CheetahRun-v1 for
-  Playground CheetahRun): EnvPool stepped raw with 2 threads, and neurorun on it (Ant-v5
-  only: EnvPool's DM Control tasks return Dict observations, which neurorun refuses).
+- ``bare``: the limit the issue set: the env's batched step (the batch neurorun steps: the
+  same env object, episodes ended but not reset) in a jitted ``lax.scan`` of ``BARE_STEPS``
+  steps with fixed random actions in [-1, 1]: no policy, no resets, no bookkeeping;
+- ``bare_policy``: the same scan, the actions computed from the observations by the case's
+  network with parameters drawn as for ``neurorun``: the physics of the same policies' actions
+  (MuJoCo's solver works harder on them: CheetahRun at 256 envs, 54k steps/s with fixed
+  actions, 28k with a linear policy's);
+- ``neurorun``: counted interactions per second of ``Problem.evaluate`` (one compiled
+  program per batch shape, obs normalization on, one episode per solution, parameters
+  ``0.1 * randn`` as early in training), after a first call that compiles; its ``counted ÷
+  simulated`` (interactions over the env steps the batches took: idle slots included).
 
-``vs_raw`` = neurorun / raw; ``vs_envpool_raw`` = neurorun on the jax env / EnvPool raw;
-``vs_envpool`` = neurorun on the jax env / neurorun on EnvPool.
-Episodes are cut at ``EPISODE_LENGTH`` steps. Compile seconds are reported for both (jax's
-persistent compilation cache starts empty here, so every figure is a cold compile). Writes
-benchmarks/results/jax_envs.json (``--device cuda``: jax_envs_gpu.json).
+Ratios are per round (``neurorun`` right after the two bare scans) with their min-max spread.
+Compile seconds: neurorun's programs (first env states, every stage it used) and the bare
+scan's, from an empty persistent cache at the start of the script (a later case of the same
+env may find programs an earlier one compiled). Writes benchmarks/results/jax_envs.json
+(``--device cuda``: jax_envs_gpu.json).
 """
 
 from __future__ import annotations
@@ -27,114 +28,134 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import torch
-from _report import write_report
-from bench_envpool import LINEAR, neurorun, raw_pool
+from harness import RESULTS, ratios, seconds, spread, write_result
 
 from neurorun.envs import parse_spec
 from neurorun.envs.jax_env import batched_jax_env
+from neurorun.nets.arrays import ArrayPolicy, jax_ops
 from neurorun.problems import make_problem
 
-RESULTS = Path(__file__).resolve().parent / "results"
-EPISODE_LENGTH = 200
-# the EnvPool twin of each env, and whether neurorun can run it (EnvPool's DM Control tasks
-# have Dict observations, which neurorun policies do not take: raw stepping only)
-ENVS = {"playground::CheetahRun": ("CheetahRun-v1", False), "brax::ant": ("Ant-v5", True)}
+NETWORKS = {"linear": "Linear(obs_length, act_length)",
+            "mlp64": "Linear(obs_length, 64) >> Tanh() >> Linear(64, act_length)"}
+EPISODE_LENGTH = 1000  # the tasks' own length (DM Control's and brax's default)
+# steps of a bare scan: Playground's DM Control tasks never end early, so the whole episode;
+# brax envs end theirs when the robot falls (most within 200 steps at the start of training)
+BARE_STEPS = {"brax": 200, "playground": EPISODE_LENGTH}
+MAX_SLOTS = 256  # popsize 1,024 runs on 256 env slots: 4 pairs per slot
+CPU_CASES = [(env, net, popsize) for env in ("playground::CheetahRun", "brax::ant")
+             for net in NETWORKS for popsize in (64, 256, 1024)] + [
+    ("playground::HumanoidWalk", "linear", 256), ("brax::humanoid", "linear", 256)]
+GPU_CASES = [(env, net, popsize) for env in ("playground::CheetahRun", "brax::ant",
+                                             "playground::HumanoidWalk", "brax::humanoid")
+             for net in NETWORKS for popsize in (1024, 4096, 16384)]
 
 
-def raw_jitted(spec: str, num_envs: int, seconds: float) -> dict[str, float]:
-    """Steps/s of the jitted batch step alone, and its compile seconds."""
-    env = batched_jax_env(*parse_spec(spec), num_envs, EPISODE_LENGTH)
-    step = jax.jit(env.step)
-    started = time.perf_counter()
-    state = jax.jit(env.reset)(jax.random.PRNGKey(0))
-    actions = jax.random.uniform(jax.random.PRNGKey(1), (num_envs, env.action_size),
-                                 minval=-1.0, maxval=1.0)
-    for _ in range(2):  # states from reset and from step have different jit cache keys
-        state = step(state, actions)
-    jax.block_until_ready(state.obs)
-    compile_s = time.perf_counter() - started
-    steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        state = step(state, actions)
-        steps += 1
-        if steps % 16 == 0:
-            jax.block_until_ready(state.obs)
-    jax.block_until_ready(state.obs)
-    return {"steps_per_s": steps * num_envs / (time.perf_counter() - started),
-            "compile_s": compile_s}
+class BareScan:
+    """``steps`` steps of a batch of ``slots`` envs in one jitted scan."""
+
+    def __init__(self, spec: str, slots: int, network: str, params: torch.Tensor | None):
+        backend, name = parse_spec(spec)
+        self.steps = BARE_STEPS[backend]
+        env = batched_jax_env(backend, name, slots, EPISODE_LENGTH)
+        self.state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+        if params is None:  # fixed random actions
+            self.inputs = jax.random.uniform(jax.random.PRNGKey(1), (slots, env.action_size),
+                                             minval=-1.0, maxval=1.0)
+
+            def act(obs: Any, actions: Any) -> Any:
+                return actions
+        else:  # the network's actions on the observations
+            from neurorun.nets import make_network
+
+            policy = ArrayPolicy(make_network(network, obs_length=env.observation_size,
+                                              act_length=env.action_size))
+            self.inputs = jnp.asarray(params.numpy())
+
+            def act(obs: Any, rows: Any) -> Any:
+                actions, _ = policy(jax_ops(), policy.rows(rows), obs)
+                return jnp.clip(actions, -1.0, 1.0)
+
+        def scan(state: Any, inputs: Any) -> Any:
+            def body(s: Any, _: Any) -> tuple[Any, None]:
+                return env.step(s, act(s.obs, inputs)), None
+
+            return jax.lax.scan(body, state, None, length=self.steps)[0].obs
+
+        self.compile_s, _ = seconds(lambda: jax.block_until_ready(
+            jax.jit(scan).lower(self.state, self.inputs).compile()))
+        self.program = jax.jit(scan)
+        jax.block_until_ready(self.program(self.state, self.inputs))
+        self.slots = slots
+
+    def steps_per_s(self) -> float:
+        elapsed, _ = seconds(lambda: jax.block_until_ready(self.program(self.state,
+                                                                          self.inputs)))
+        return self.steps * self.slots / elapsed
 
 
-def counted(spec: str, popsize: int, seconds: float, device: str) -> dict[str, float]:
-    """neurorun's counted interactions/s on ``spec`` (after a first, compiling evaluate)."""
-    problem = make_problem(env=spec, network=LINEAR, observation_normalization=True,
-                           episode_length=EPISODE_LENGTH, seed=0, device=device)
+def case(spec: str, network: str, popsize: int, rounds: int, device: str) -> dict[str, Any]:
+    slots = min(popsize, MAX_SLOTS) if device == "cpu" else popsize
+    problem = make_problem(env=spec, network=NETWORKS[network], episode_length=EPISODE_LENGTH,
+                           observation_normalization=True, seed=0, max_num_envs=slots,
+                           device=device)
     generator = torch.Generator().manual_seed(0)
 
     def population() -> torch.Tensor:
         return 0.1 * torch.randn(popsize, problem.solution_length, generator=generator)
 
-    started = time.perf_counter()
-    problem.evaluate(population())
-    compile_s = time.perf_counter() - started
-    count = simulated = 0
-    started = time.perf_counter()
-    while time.perf_counter() - started < seconds or count == 0:
-        problem.evaluate(population())
-        count += problem.last_stats["num_interactions"]
-        simulated += problem.last_stats["num_simulated_steps"]
-    elapsed = time.perf_counter() - started
+    first_s, _ = seconds(lambda: problem.evaluate(population()))
+    compile_s = problem._compiled.compile_seconds
+    bare = BareScan(spec, slots, NETWORKS[network], None)
+    with_policy = BareScan(spec, slots, NETWORKS[network], population()[:slots])
+    figures: dict[str, list[float]] = {"bare": [], "bare_policy": [], "neurorun": [],
+                                       "counted_fraction": []}
+    for _ in range(rounds):
+        figures["bare"].append(bare.steps_per_s())
+        figures["bare_policy"].append(with_policy.steps_per_s())
+        elapsed, _ = seconds(lambda: problem.evaluate(population()))
+        stats = problem.last_stats
+        figures["neurorun"].append(stats["num_interactions"] / elapsed)
+        figures["counted_fraction"].append(stats["num_interactions"]
+                                           / stats["num_simulated_steps"])
     problem.close()
-    return {"steps_per_s": count / elapsed, "counted_fraction": count / simulated,
-            "compile_s": compile_s}
-
-
-def case(spec: str, popsize: int, seconds: float, device: str) -> dict[str, Any]:
-    raw = raw_jitted(spec, popsize, seconds)
-    ours = counted(spec, popsize, seconds, device)
-    result: dict[str, Any] = {
-        "env": spec, "popsize": popsize, "raw": raw["steps_per_s"],
-        "raw_compile_s": raw["compile_s"], "neurorun": ours["steps_per_s"],
-        "neurorun_compile_s": ours["compile_s"], "counted_fraction": ours["counted_fraction"],
-        "vs_raw": ours["steps_per_s"] / raw["steps_per_s"]}
-    twin, runs_in_neurorun = ENVS.get(spec, (None, False))
-    if twin is not None and device == "cpu":
-        result["envpool_id"] = twin
-        result["envpool_raw_t2"] = raw_pool(twin, popsize, 2, seconds)
-        result["vs_envpool_raw"] = ours["steps_per_s"] / result["envpool_raw_t2"]
-        if runs_in_neurorun:
-            result["envpool_neurorun_t2"] = neurorun(f"envpool::{twin}", popsize, LINEAR,
-                                                     seconds, threads=2)["steps_per_s"]
-            result["vs_envpool"] = ours["steps_per_s"] / result["envpool_neurorun_t2"]
-    return result
+    return {"env": spec, "network": network, "popsize": popsize, "slots": slots,
+            "bare_steps": bare.steps, **{k: spread(v, 1 if k != "counted_fraction" else 3)
+                                        for k, v in figures.items()},
+            "vs_bare": ratios(figures["neurorun"], figures["bare"]),
+            "vs_bare_policy": ratios(figures["neurorun"], figures["bare_policy"]),
+            "neurorun_compile_s": round(compile_s, 1),
+            "neurorun_first_call_s": round(first_s, 1),
+            "bare_compile_s": round(bare.compile_s, 1)}
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--envs", default=",".join(ENVS))
-    parser.add_argument("--popsizes", default="64,256")
-    parser.add_argument("--device", default="cpu", help="torch device of the policies")
-    parser.add_argument("--seconds", type=float, default=10.0,
-                        help="timed seconds per measurement, after compiling")
+    parser.add_argument("--device", default="cpu", help="torch device (cuda: jax's GPU)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cases", default=None,
+                        help="env/network/popsize,... e.g. brax::ant/mlp64/1024 (default: the "
+                             "device's matrix)")
     args = parser.parse_args(argv)
-    # an empty persistent cache: every figure is a cold compile
+    cases = CPU_CASES if args.device == "cpu" else GPU_CASES
+    if args.cases:
+        cases = [(env, network, int(popsize)) for env, network, popsize in
+                 (case.rsplit("/", 2) for case in args.cases.split(","))]
+    # an empty persistent cache: compile figures are cold compiles
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="bench_jax_"))
-    results = []
-    for spec in args.envs.split(","):
-        for popsize in (int(p) for p in args.popsizes.split(",")):
-            result = {k: round(v, 3) if isinstance(v, float) else v
-                      for k, v in case(spec, popsize, args.seconds, args.device).items()}
-            print(json.dumps(result), flush=True)
-            results.append(result)
     name = "jax_envs.json" if args.device == "cpu" else "jax_envs_gpu.json"
-    return write_report(RESULTS / name, device=args.device, jax=jax.__version__,
-                        jax_backend=jax.default_backend(), episode_length=EPISODE_LENGTH,
-                        results=results)
+    results: list[dict[str, Any]] = []
+    for spec, network, popsize in cases:
+        results.append(case(spec, network, popsize, args.rounds, args.device))
+        print(json.dumps(results[-1]), flush=True)
+        report = write_result(RESULTS / name, device=args.device, jax=jax.__version__,
+                              jax_backend=jax.default_backend(), rounds=args.rounds,
+                              episode_length=EPISODE_LENGTH, results=results)
+    return report
 
 
 if __name__ == "__main__":

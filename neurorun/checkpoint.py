@@ -83,7 +83,7 @@ def _as_list(value: Any) -> Any:
 
 
 def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
-                meta: Mapping[str, Any]) -> None:
+                meta: Mapping[str, Any], obs_stats: Any = None) -> None:
     """Write `<stem>.pkl` (problem.save_solution), `<stem>.pt` and `<stem>.json`.
 
     Args:
@@ -91,11 +91,15 @@ def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
         solution: (D,) parameter vector.
         stem: path without suffix, e.g. `<run>/checkpoints/best`.
         meta: what the weights mean (env, architecture, network_args, generation, score...).
+        obs_stats: the observation statistics `solution` was evaluated with (a RunningNorm;
+            default: the problem's current ones).
     """
     stem = Path(stem)
     solution = solution.detach().to("cpu").clone()
-    atomic_write(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp))
-    stats = _obs_stats(problem)
+    atomic_write(stem.with_suffix(".pkl"),
+                 lambda tmp: problem.save_solution(solution, tmp, obs_stats))
+    norm = getattr(problem, "obs_stats", None) if obs_stats is None else obs_stats
+    stats = {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
     atomic_save_torch(weights, stem.with_suffix(".pt"))
     described = {**meta, "solution_length": int(solution.numel()),
@@ -114,11 +118,6 @@ def _strict(value: Any) -> Any:
         return [_strict(item) for item in value]
     return value
 
-
-def _obs_stats(problem: Any) -> dict[str, Any]:
-    """Observation statistics as the policy pickle stores them (None without obs-norm)."""
-    norm = getattr(problem, "obs_stats", None)
-    return {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
 
 
 def holds_run(folder: str | Path) -> bool:

@@ -157,6 +157,8 @@ class Runner:
                 "status": self.status, "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
+        from neurorun.problems import RunningNorm
+
         folder = self.run_dir / CHECKPOINT_DIR
         meta = {"env": self.problem.env_options.spec,  # with its backend: envpool::Id
                 "env_config": OmegaConf.to_container(self.cfg.env.env_config),
@@ -168,10 +170,11 @@ class Runner:
         checkpoint.save_policy(self.problem, center, folder / "last",
                                {**meta, "generation": self.generation,
                                 "center_eval": self.status.get("center_eval")})
-        best = self.best["solution"]
+        best, stats = self.best["solution"], self.best.get("obs_stats")
         checkpoint.save_policy(self.problem, center if best is None else best, folder / "best",
                                {**meta, "generation": self.best["generation"] or self.generation,
-                                "score": self.best["score"]})
+                                "score": self.best["score"]},
+                               None if stats is None else RunningNorm.from_state_dict(stats))
         self._save_state(self._state(elapsed))
 
     def _save_state(self, state: Mapping[str, Any]) -> None:
@@ -231,8 +234,10 @@ class Runner:
         nonfinite_centers = int(self.status.get("nonfinite_center_evals", 0)) + int(
             center_eval is not None and not finite_center)
         if finite_center and (self.best["score"] is None or center_eval > self.best["score"]):
+            norm = self.problem.obs_stats  # what the center was evaluated with
             self.best = {"solution": self.algorithm.center.detach().cpu().clone(),
-                         "score": center_eval, "generation": self.generation}
+                         "score": center_eval, "generation": self.generation,
+                         "obs_stats": None if norm is None else norm.state_dict()}
         interactions = self.evaluator.interaction_count - count_before
         self.status = {
             "generation": self.generation,

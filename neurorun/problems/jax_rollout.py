@@ -169,7 +169,7 @@ class JaxRollout:
             collect.update(totals.statistics(out["center"], collect))
         return RolloutResult(
             fitness=fitness, nonfinite=nonfinite, episode_returns=returns[kept],
-            episode_lengths=lengths[kept], interactions=int(out["lengths"].sum()),
+            episode_lengths=lengths[kept], lengths=lengths, interactions=int(out["lengths"].sum()),
             episodes=int(out["finished"].sum()), vector_steps=totals.steps,
             simulated_steps=totals.simulated, collected=collect)
 

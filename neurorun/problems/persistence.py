@@ -15,14 +15,18 @@ from neurorun.problems.running_norm import RunningNorm
 class ProblemState:
     """Mixin of ``Problem``: saving policies and state, syncing obs stats between copies."""
 
-    def save_solution(self, solution: Any, path: str | Path) -> dict[str, Any]:
+    def save_solution(self, solution: Any, path: str | Path,
+                      obs_stats: RunningNorm | None = None) -> dict[str, Any]:
         """Pickle the reference's dict: ``solution``, ``policy`` (raw observations in),
         ``obs_mean``, ``obs_stdev``, ``obs_sum``, ``obs_sum_of_squares`` (when normalizing),
-        ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``."""
+        ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``.
+        ``obs_stats``: the statistics the solution was evaluated with (default: the current)."""
+        stats = self.obs_stats if obs_stats is None else obs_stats
         vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
-        result: dict[str, Any] = {"solution": vector.clone(), "policy": self.to_policy(vector)}
-        if self.obs_stats is not None:  # the reference's keys: all but the count
-            result.update({k: v for k, v in self.obs_stats.export().items() if k != "obs_count"})
+        result: dict[str, Any] = {"solution": vector.clone(),
+                                  "policy": self.to_policy(vector, stats)}
+        if stats is not None:  # the reference's keys: all but the count
+            result.update({k: v for k, v in stats.export().items() if k != "obs_count"})
         result.update(interaction_count=self.interaction_count,
                       episode_count=self.episode_count, time=datetime.now(),
                       env=self.env_options.spec, architecture=self.architecture)

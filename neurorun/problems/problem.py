@@ -137,8 +137,11 @@ class Problem(ProblemState):
             return env
         self._drop_env(purpose)
         options = self.env_options
-        env = make_env(options.spec, num_envs, device=self.device,
-                       vectorization=options.vectorization,
+        # test episodes on gymnasium: a SyncVectorEnv seeds episode k with seed + k (a native
+        # vector env seeds the batch once), as neurorun-eval reports them
+        vectorization = ("sync" if purpose == "test" and options.backend == "gym"
+                         else options.vectorization)
+        env = make_env(options.spec, num_envs, device=self.device, vectorization=vectorization,
                        episode_length=options.episode_length, num_threads=options.num_threads,
                        **options.config)
         self._envs[purpose] = env
@@ -252,13 +255,19 @@ class Problem(ProblemState):
         self.last_stats = stats
 
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
-        """Returns ``(num_episodes,)`` of one solution: episode k runs in env slot k, seeded
-        ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed`` for native
-        vector envs and brax). No action noise, no reward shaping; counters and obs stats are
-        left alone."""
+        """Returns ``(num_episodes,)`` of one solution (see ``test_episodes``)."""
+        return self.test_episodes(solution, num_episodes, seed)[0]
+
+    def test_episodes(self, solution: Any, num_episodes: int,
+                      seed: int) -> tuple[Tensor, Tensor]:
+        """Returns and lengths ``(num_episodes,)`` of one solution: episode k runs in env slot
+        k, seeded ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed``
+        for native vector envs, brax and Playground). No action noise, no reward shaping;
+        counters and obs stats are left alone. The center evaluation and ``neurorun-eval``
+        both run this."""
         params = self._as_params(solution)[:1].expand(int(num_episodes), -1)
         result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None, int(num_episodes))
-        return result.fitness.to(params.dtype)
+        return result.fitness.to(params.dtype), result.lengths
 
     # ----- policies -----
     def make_net(self, solution: Any) -> nn.Module:
@@ -266,9 +275,10 @@ class Problem(ProblemState):
         vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
         return vector_to_module(self.network, vector)
 
-    def to_policy(self, solution: Any) -> EnvPolicy:
-        """The policy on raw observations: obs normalization and action clipping inside."""
-        stats = self.obs_stats
+    def to_policy(self, solution: Any, obs_stats: RunningNorm | None = None) -> EnvPolicy:
+        """The policy on raw observations: obs normalization (``obs_stats``, default: the
+        current statistics) and action clipping inside."""
+        stats = self.obs_stats if obs_stats is None else obs_stats
         space = self.env_action_space
         bounded = hasattr(space, "low") and bool(
             np.isfinite(space.low).any() or np.isfinite(space.high).any())

@@ -43,6 +43,7 @@ class RolloutResult:
     nonfinite: Tensor  # (n,) bool: a non-finite observation or reward was met
     episode_returns: Tensor  # (k,) float64, unshaped returns of finished episodes (finite ones)
     episode_lengths: Tensor  # (k,) int64
+    lengths: Tensor  # (n * num_episodes,) int64 counted steps of every (solution, episode) pair
     interactions: int
     episodes: int
     vector_steps: int  # env.step calls
@@ -303,7 +304,7 @@ def _summarize(
     steps = len(counted)
     return RolloutResult(
         fitness=fitness, nonfinite=nonfinite,
-        episode_returns=returns[kept], episode_lengths=lengths[kept],
+        episode_returns=returns[kept], episode_lengths=lengths[kept], lengths=lengths,
         interactions=len(ids), episodes=int(schedule.finished.sum()), vector_steps=steps,
         simulated_steps=steps * len(schedule.slot_pair) if simulated_all
         else int(np.count_nonzero(np.stack(stepped))),

@@ -127,6 +127,23 @@ class RunningNorm:
                                               dtype=torch.float64).to(self.device)
 
     @classmethod
+    def from_export(cls, exported: dict[str, Any]) -> RunningNorm:
+        """The statistics a saved policy holds (``export``): exactly from the sums and count,
+        or (a policy pickle has no count) as one observation with that mean and stdev."""
+        if exported.get("obs_count") is not None and exported.get("obs_sum") is not None:
+            total = torch.as_tensor(exported["obs_sum"], dtype=torch.float64)
+            return cls.from_state_dict({
+                "size": total.numel(), "min_variance": MIN_VARIANCE,
+                "count": torch.tensor(float(exported["obs_count"])), "sum": total,
+                "sum_of_squares": torch.as_tensor(exported["obs_sum_of_squares"],
+                                                  dtype=torch.float64)})
+        mean = torch.as_tensor(exported["obs_mean"], dtype=torch.float64)
+        stdev = torch.as_tensor(exported["obs_stdev"], dtype=torch.float64)
+        return cls.from_state_dict({"size": mean.numel(), "min_variance": 0.0,
+                                    "count": torch.tensor(1.0), "sum": mean,
+                                    "sum_of_squares": stdev * stdev + mean * mean})
+
+    @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RunningNorm:
         result = cls(int(state["size"]))
         result.load_state_dict(state)

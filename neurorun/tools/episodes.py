@@ -1,5 +1,7 @@
-"""Seeded episodes of one loaded policy: a plain gymnasium loop, or neurorun.envs for brax
-and env factories. Episode i is reset with seed `seed + i`."""
+"""Seeded episodes of one loaded policy: the run's own test episodes (``Problem.test_episodes``,
+what its center evaluation ran: the compiled program on brax and Playground), or, for frames
+to render, a plain gymnasium loop. Episode i is seeded `seed + i` (brax and Playground: one
+key from `seed` for the batch)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from neurorun.tools.loading import LoadedPolicy
 
@@ -32,13 +33,13 @@ def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
 
     backend, name = parse_spec(loaded.env)
     limit = step_limit(loaded, max_steps)
+    if not frames:
+        return _problem_episodes(loaded, episodes, seed, limit)
     # EnvPool cannot render: its envs are rendered with gymnasium's env of the same id
-    if backend == "gym" or (frames and backend == "envpool"):
-        return _gym_episodes(loaded, name, episodes, seed, limit, frames)
-    if frames:
+    if backend not in ("gym", "envpool"):
         raise ValueError(f"frames of {loaded.env!r}: only gymnasium (and EnvPool) envs render "
                          "frames here")
-    return _vec_episodes(loaded, episodes, seed, limit)
+    return _gym_episodes(loaded, name, episodes, seed, limit, frames)
 
 
 def make_gym_env(loaded: LoadedPolicy, name: str, render_mode: str | None) -> Any:
@@ -70,30 +71,16 @@ def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
     return results
 
 
-def _vec_episodes(loaded: LoadedPolicy, episodes: int, seed: int,
-                  limit: int | None) -> list[Episode]:
-    from neurorun.envs import make_env
-
-    env = make_env(loaded.env, 1, episode_length=limit, **loaded.env_config)
-    policy, results = loaded.policy, []
+def _problem_episodes(loaded: LoadedPolicy, episodes: int, seed: int,
+                      limit: int | None) -> list[Episode]:
+    problem = loaded.make_problem(limit)
     try:
-        for index in range(episodes):
-            obs = env.reset(seed=seed + index)  # (1, obs_length)
-            hidden, done = None, False
-            episode = Episode(seed + index, 0.0, 0)
-            while not done:
-                with torch.no_grad():
-                    out = policy(obs.float().cpu(), hidden)
-                if isinstance(out, tuple):
-                    out, hidden = out
-                obs, reward, finished = env.step(out)
-                episode.episode_return += float(reward[0])
-                episode.length += 1
-                done = bool(finished[0])
-            results.append(episode)
+        returns, lengths = problem.test_episodes(loaded.solution, episodes, seed)
     finally:
-        env.close()
-    return results
+        problem.close()
+    return [Episode(seed + index, float(value), int(length))
+            for index, (value, length) in enumerate(zip(returns.tolist(), lengths.tolist(),
+                                                        strict=True))]
 
 
 def _reset(policy: Any) -> None:

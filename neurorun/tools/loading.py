@@ -14,24 +14,54 @@ import pickle
 import pickletools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from omegaconf import OmegaConf
 
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
+from neurorun.problems.running_norm import RunningNorm
 from neurorun.tools.common import ToolError
+
+if TYPE_CHECKING:
+    from neurorun.problems import Problem
 
 
 @dataclass
 class LoadedPolicy:
-    """A policy on raw observations and what it needs to run."""
+    """A saved policy: its parameters, how to rebuild the problem that ran it, and the policy
+    module on raw observations (renders play it)."""
 
     policy: Any  # nn.Module with act(obs) -> env action, forward(obs) -> clipped outputs
     env: str  # env spec: "Id", "gym::Id", "brax::name" or "pkg.module:factory"
     source: Path
+    solution: torch.Tensor  # (D,) the parameter vector
+    architecture: str  # the network string (or pkg.module:Factory)
+    network_args: dict[str, Any] = field(default_factory=dict)
+    obs_stats: RunningNorm | None = None  # the run's observation statistics, when it had any
     env_config: dict[str, Any] = field(default_factory=dict)
     episode_length: int | None = None  # the run's training limit, when known
+
+    def make_problem(self, episode_length: int | None) -> Problem:
+        """The problem the run evaluated its center with: same env, network and observation
+        statistics; episodes cut at ``episode_length``."""
+        from neurorun.problems import make_problem
+
+        try:
+            problem = make_problem(self.env, self.architecture,
+                                   network_args=self.network_args or None,
+                                   env_config=self.env_config, episode_length=episode_length,
+                                   observation_normalization=self.obs_stats is not None)
+        except Exception as error:
+            raise _env_error(self, error) from error
+        if problem.solution_length != self.solution.numel():
+            problem.close()
+            raise ToolError(f"{str(self.source)!r}: {self.solution.numel()} weights, but the "
+                            f"network {self.architecture!r} on {self.env!r} has "
+                            f"{problem.solution_length}; pass the env it was trained on")
+        if self.obs_stats is not None:
+            problem.set_obs_stats(self.obs_stats)
+        return problem
 
 
 def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None = None,
@@ -127,10 +157,17 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
     if not isinstance(saved, dict) or not callable(getattr(saved.get("policy"), "act", None)):
         raise ToolError(f"{str(path)!r} is not a neurorun policy pickle: expected a dict whose "
                         "'policy' has an act(obs) method")
-    settings = {**_read_meta(path), **run_settings(path)}
+    meta = _read_meta(path)
+    settings = {**meta, **run_settings(path)}
     saved["policy"].eval()
-    loaded = LoadedPolicy(saved["policy"], env or str(saved.get("env")), path,
-                          dict(settings.get("env_config") or {}), settings.get("episode_length"))
+    stats = None
+    if saved.get("obs_mean") is not None:
+        stats = RunningNorm.from_export({**saved, "obs_count": meta.get("obs_count")})
+    loaded = LoadedPolicy(
+        saved["policy"], env or str(saved.get("env")), path,
+        torch.as_tensor(saved["solution"], dtype=torch.float32).reshape(-1),
+        str(saved.get("architecture")), dict(meta.get("network_args") or {}), stats,
+        dict(settings.get("env_config") or {}), settings.get("episode_length"))
     _check_env(loaded)
     return loaded
 
@@ -149,34 +186,18 @@ def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
         raise ToolError(f"{str(path)!r} needs {path.with_suffix('.json').name} beside it "
                         "with 'env' and 'architecture' to rebuild the network")
     settings = {**meta, **run_settings(path)}
-    loaded = LoadedPolicy(None, env or str(meta["env"]), path,
-                          dict(settings.get("env_config") or {}), settings.get("episode_length"))
-    loaded.policy = _rebuild(loaded, meta, weights)
-    return loaded
-
-
-def _rebuild(loaded: LoadedPolicy, meta: dict[str, Any], weights: dict[str, Any]) -> Any:
-    from neurorun.problems import make_problem
-
-    solution = torch.as_tensor(weights["solution"], dtype=torch.float32).reshape(-1)
+    stats = RunningNorm.from_export(weights) if weights.get("obs_mean") is not None else None
+    loaded = LoadedPolicy(
+        None, env or str(meta["env"]), path,
+        torch.as_tensor(weights["solution"], dtype=torch.float32).reshape(-1),
+        str(meta["architecture"]), dict(meta.get("network_args") or {}), stats,
+        dict(settings.get("env_config") or {}), settings.get("episode_length"))
+    problem = loaded.make_problem(loaded.episode_length)
     try:
-        problem = make_problem(loaded.env, meta["architecture"],
-                               network_args=meta.get("network_args") or None,
-                               env_config=loaded.env_config)
-    except Exception as error:
-        raise _env_error(loaded, error) from error
-    try:
-        if problem.solution_length != solution.numel():
-            raise ToolError(f"{str(loaded.source)!r}: {solution.numel()} weights, but the "
-                            f"network {meta['architecture']!r} on {loaded.env!r} has "
-                            f"{problem.solution_length}; pass the env it was trained on")
-        policy = problem.to_policy(solution)
+        loaded.policy = problem.to_policy(loaded.solution).eval()
     finally:
         problem.close()
-    if weights.get("obs_mean") is not None:
-        policy.obs_mean = torch.as_tensor(weights["obs_mean"], dtype=torch.float32)
-        policy.obs_stdev = torch.as_tensor(weights["obs_stdev"], dtype=torch.float32)
-    return policy.eval()
+    return loaded
 
 
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:

@@ -129,3 +129,52 @@ def test_a_torch_module_keeps_the_step_by_step_path_and_says_why(caplog):
     (record,) = [r for r in caplog.records if "no jax form" in r.getMessage()]
     assert "ResidualPolicy" in record.getMessage() and "step by step" in record.getMessage()
     assert problem.evaluate(_population(problem, 0)).shape == (POPSIZE,)
+
+
+def _jax_run(*overrides):
+    from neurorun.cli import compose_config
+
+    return compose_config(["env=brax::inverted_pendulum", "debug=default", "algo.popsize=6",
+                           "problem.observation_normalization=true",
+                           "logger.console.quiet=true", *overrides])
+
+
+def _metrics(run_dir):
+    import csv
+
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return [{k: v for k, v in row.items() if k not in ("elapsed_s", "steps_per_s")}
+                for row in csv.DictReader(file)]
+
+
+def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
+    """Three generations straight, the same again, and two then one more after a resume."""
+    from omegaconf import OmegaConf
+
+    from neurorun import checkpoint
+    from neurorun.layout import saved_config_path
+    from neurorun.runner import run
+
+    run(_jax_run("generations=3"), run_dir=tmp_path / "a")
+    run(_jax_run("generations=3"), run_dir=tmp_path / "b")
+    split = tmp_path / "split"
+    cfg = _jax_run("generations=2")
+    run(cfg, run_dir=split)
+    saved_config_path(split).parent.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(cfg, saved_config_path(split))
+    run(checkpoint.load_run_config(split, ["generations=3"]), run_dir=split)
+    assert _metrics(tmp_path / "a") == _metrics(tmp_path / "b") == _metrics(split)
+    assert len(_metrics(split)) == 3
+
+
+def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
+    import json
+
+    from neurorun.runner import run
+    from neurorun.seeding import derive_seed
+    from neurorun.tools.evaluate import evaluate
+
+    run(_jax_run("generations=2", "eval_episodes=3"), run_dir=tmp_path)
+    best = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
+    summary = evaluate(str(tmp_path), episodes=3, seed=derive_seed(0, "evaluation"))
+    assert summary["return_mean"] == pytest.approx(best["score"], rel=1e-6)

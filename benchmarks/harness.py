@@ -1,0 +1,59 @@
+"""What the benchmarks share: timed rounds, the spread of a figure, and the result file.
+
+These machines are noisy (other processes, turbo, caches), so a figure is measured over
+rounds and reported as its median with the min-max spread; a ratio of two things is taken
+per round, the two measured one right after the other, and its spread reported the same way.
+Every result file starts with the date, the machine, the versions and the load average.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def seconds(function: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall seconds of one call, and what it returned."""
+    started = time.perf_counter()
+    value = function()
+    return time.perf_counter() - started, value
+
+
+def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
+    """Median, min and max of per-round figures."""
+    return {"median": round(statistics.median(values), digits),
+            "min": round(min(values), digits), "max": round(max(values), digits)}
+
+
+def ratios(numerators: Sequence[float], denominators: Sequence[float],
+           digits: int = 3) -> dict[str, float]:
+    """The spread of per-round ratios (round i's numerator over round i's denominator)."""
+    return spread([a / b for a, b in zip(numerators, denominators, strict=True)], digits)
+
+
+def machine() -> dict[str, Any]:
+    """Date, machine, versions and the load average (1, 5, 15 minutes) at this moment."""
+    import torch
+
+    return {"date": dt.datetime.now().isoformat(timespec="seconds"),
+            "machine": platform.platform(), "cpus": os.cpu_count(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "python": sys.version.split()[0], "torch": torch.__version__}
+
+
+def write_result(path: Path, **fields: Any) -> dict[str, Any]:
+    """Writes ``fields`` after :func:`machine`'s header to ``path``; returns it all."""
+    report = {**machine(), **fields}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return report
