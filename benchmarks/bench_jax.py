@@ -11,12 +11,16 @@ Per case (env, network, popsize, env slots), measured in one process, round by r
   network with parameters drawn as for ``neurorun``: the physics of the same policies' actions
   (MuJoCo's solver works harder on them: CheetahRun at 256 envs, 54k steps/s with fixed
   actions, 28k with a linear policy's);
+- ``reset_s``: one reset of the batch (the env's own: Playground's DM Control tasks settle
+  the model for 200 physics steps in it), which every wave of episodes pays once;
+  ``bare_policy_with_resets`` adds it to ``bare_policy``'s time for ``BARE_STEPS`` steps;
 - ``neurorun``: counted interactions per second of ``Problem.evaluate`` (one compiled
-  program per batch shape, obs normalization on, one episode per solution, parameters
-  ``0.1 * randn`` as early in training), after a first call that compiles; its ``counted ÷
-  simulated`` (interactions over the env steps the batches took: idle slots included).
+  program per batch shape, one episode per solution, parameters ``0.1 * randn`` as early in
+  training, raw observations as in the bare scans), after a first call that compiles; its
+  ``counted ÷ simulated`` (interactions over the env steps the batches took: idle slots
+  included).
 
-Ratios are per round (``neurorun`` right after the two bare scans) with their min-max spread.
+Ratios are per round (``neurorun`` right after the bare scans) with their min-max spread.
 Compile seconds: neurorun's programs (first env states, every stage it used) and the bare
 scan's, from an empty persistent cache at the start of the script (a later case of the same
 env may find programs an earlier one compiled). Writes benchmarks/results/jax_envs.json
@@ -56,25 +60,26 @@ GPU_CASES = [(env, net, popsize) for env in ("playground::CheetahRun", "brax::an
 
 
 class BareScan:
-    """``steps`` steps of a batch of ``slots`` envs in one jitted scan."""
+    """``steps`` steps of a batch of ``slots`` envs in one jitted scan: fixed random actions,
+    or (``network``) the network's actions for parameter rows given per call."""
 
-    def __init__(self, spec: str, slots: int, network: str, params: torch.Tensor | None):
+    def __init__(self, spec: str, slots: int, network: str | None):
         backend, name = parse_spec(spec)
-        self.steps = BARE_STEPS[backend]
+        self.steps, self.slots = BARE_STEPS[backend], slots
         env = batched_jax_env(backend, name, slots, EPISODE_LENGTH)
-        self.state = jax.jit(env.reset)(jax.random.PRNGKey(0))
-        if params is None:  # fixed random actions
-            self.inputs = jax.random.uniform(jax.random.PRNGKey(1), (slots, env.action_size),
-                                             minval=-1.0, maxval=1.0)
 
+        def start(key: Any) -> Any:  # the first states of a rollout seeded with ``key``
+            return env.reset(jax.random.split(key)[1])
+
+        self.start = jax.jit(start)
+        if network is None:
             def act(obs: Any, actions: Any) -> Any:
                 return actions
-        else:  # the network's actions on the observations
+        else:
             from neurorun.nets import make_network
 
             policy = ArrayPolicy(make_network(network, obs_length=env.observation_size,
                                               act_length=env.action_size))
-            self.inputs = jnp.asarray(params.numpy())
 
             def act(obs: Any, rows: Any) -> Any:
                 actions, _ = policy(jax_ops(), policy.rows(rows), obs)
@@ -86,48 +91,61 @@ class BareScan:
 
             return jax.lax.scan(body, state, None, length=self.steps)[0].obs
 
-        self.compile_s, _ = seconds(lambda: jax.block_until_ready(
-            jax.jit(scan).lower(self.state, self.inputs).compile()))
         self.program = jax.jit(scan)
-        jax.block_until_ready(self.program(self.state, self.inputs))
-        self.slots = slots
+        self.fixed = jax.random.uniform(jax.random.PRNGKey(1), (slots, env.action_size),
+                                        minval=-1.0, maxval=1.0)
+        state = self.start(jax.random.PRNGKey(0))
+        inputs = self.fixed if network is None else jnp.zeros((slots, policy.solution_length))
+        self.compile_s, _ = seconds(lambda: jax.block_until_ready(self.program(state, inputs)))
 
-    def steps_per_s(self) -> float:
-        elapsed, _ = seconds(lambda: jax.block_until_ready(self.program(self.state,
-                                                                          self.inputs)))
-        return self.steps * self.slots / elapsed
+    def measure(self, seed: int, params: torch.Tensor | None = None) -> tuple[float, float]:
+        """(steps/s of the scan, seconds of the reset) from the states of ``seed``, with the
+        fixed actions or the actions of ``params``' first rows."""
+        reset_s, state = seconds(lambda: jax.block_until_ready(
+            self.start(jax.random.PRNGKey(seed))))
+        inputs = self.fixed if params is None else jnp.asarray(params[:self.slots].numpy())
+        elapsed, _ = seconds(lambda: jax.block_until_ready(self.program(state, inputs)))
+        return self.steps * self.slots / elapsed, reset_s
 
 
 def case(spec: str, network: str, popsize: int, rounds: int, device: str) -> dict[str, Any]:
     slots = min(popsize, MAX_SLOTS) if device == "cpu" else popsize
     problem = make_problem(env=spec, network=NETWORKS[network], episode_length=EPISODE_LENGTH,
-                           observation_normalization=True, seed=0, max_num_envs=slots,
-                           device=device)
+                           seed=0, max_num_envs=slots, device=device)
     generator = torch.Generator().manual_seed(0)
 
     def population() -> torch.Tensor:
         return 0.1 * torch.randn(popsize, problem.solution_length, generator=generator)
 
-    first_s, _ = seconds(lambda: problem.evaluate(population()))
+    first_s, _ = seconds(lambda: problem.evaluate(population(), seed=0))
     compile_s = problem._compiled.compile_seconds
-    bare = BareScan(spec, slots, NETWORKS[network], None)
-    with_policy = BareScan(spec, slots, NETWORKS[network], population()[:slots])
-    figures: dict[str, list[float]] = {"bare": [], "bare_policy": [], "neurorun": [],
-                                       "counted_fraction": []}
-    for _ in range(rounds):
-        figures["bare"].append(bare.steps_per_s())
-        figures["bare_policy"].append(with_policy.steps_per_s())
-        elapsed, _ = seconds(lambda: problem.evaluate(population()))
+    bare = BareScan(spec, slots, None)
+    with_policy = BareScan(spec, slots, NETWORKS[network])
+    figures: dict[str, list[float]] = {"bare": [], "bare_policy": [],
+                                       "bare_policy_with_resets": [], "neurorun": [],
+                                       "counted_fraction": [], "reset_s": []}
+    steps = with_policy.steps * slots
+    for round_ in range(1, rounds + 1):
+        params = population()  # the same solutions and first states on every side
+        figures["bare"].append(bare.measure(round_)[0])
+        rate, reset_s = with_policy.measure(round_, params)
+        figures["bare_policy"].append(rate)
+        figures["reset_s"].append(reset_s)
+        figures["bare_policy_with_resets"].append(steps / (steps / rate + reset_s))
+        elapsed, _ = seconds(lambda p=params, s=round_: problem.evaluate(p, seed=s))
         stats = problem.last_stats
         figures["neurorun"].append(stats["num_interactions"] / elapsed)
         figures["counted_fraction"].append(stats["num_interactions"]
                                            / stats["num_simulated_steps"])
     problem.close()
+    digits = {"counted_fraction": 3, "reset_s": 3}
     return {"env": spec, "network": network, "popsize": popsize, "slots": slots,
-            "bare_steps": bare.steps, **{k: spread(v, 1 if k != "counted_fraction" else 3)
-                                        for k, v in figures.items()},
+            "bare_steps": bare.steps,
+            **{k: spread(v, digits.get(k, 1)) for k, v in figures.items()},
             "vs_bare": ratios(figures["neurorun"], figures["bare"]),
             "vs_bare_policy": ratios(figures["neurorun"], figures["bare_policy"]),
+            "vs_bare_policy_with_resets": ratios(figures["neurorun"],
+                                                 figures["bare_policy_with_resets"]),
             "neurorun_compile_s": round(compile_s, 1),
             "neurorun_first_call_s": round(first_s, 1),
             "bare_compile_s": round(bare.compile_s, 1)}

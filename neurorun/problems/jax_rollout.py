@@ -64,6 +64,7 @@ class JaxRollout:
         use_compilation_cache()
         self.make_batch, self.spec, self.policy, self.device = make_batch, spec, policy, device
         self._batches: dict[int, Any] = {}
+        self._size: int | None = None
         self._compiled: dict[tuple[str, Any], Any] = {}
         self.shrinks = True  # move the last busy slots into smaller batches (stages; CPU)
         self.compile_seconds = 0.0  # spent compiling (or loading from jax's cache) so far
@@ -72,6 +73,13 @@ class JaxRollout:
         if slots not in self._batches:
             self._batches[slots] = self.make_batch(slots)
         return self._batches[slots]
+
+    def _observation_size(self, slots: int) -> int:
+        """An observation's length (Playground's ``observation_size`` traces the env's reset at
+        every call: seconds)."""
+        if self._size is None:
+            self._size = int(self._batch(slots).observation_size)
+        return self._size
 
     def __call__(self, params: Tensor, options: RolloutOptions, *, seed: int, streaming: bool,
                  slots: int, normalizer: RunningNorm | None = None,
@@ -94,7 +102,7 @@ class JaxRollout:
         shape = Shape(slots=slots, solutions=n, num_episodes=episodes, streaming=streaming,
                       normalize=normalizer is not None, collect=collect is not None,
                       noisy=stdev > 0)
-        size = self._batch(slots).observation_size
+        size = self._observation_size(slots)
         scale, shift = (normalizer.affine("cpu", torch.float32) if normalizer is not None
                         else (torch.ones(size), torch.zeros(size)))
         jax_params = self._to_jax(params)
