@@ -1,124 +1,230 @@
-"""Parallel evaluation on ray (``make bench``): speedup, dispatch overhead, bytes sent.
+"""Parallel evaluation on ray: the coordinator's cost and the speedup of actors.
 
-One local ray (2 CPUs) for all cases:
+    python benchmarks/bench_ray.py [--quick] [--cases coordinator,speedup]
 
-- ``humanoid``: Humanoid-v5, popsize 64, a linear policy: env steps per second (counted
-  interactions / evaluate wall time, median over generations) with 1 and 2 actors, and the
-  speedup (target >= 1.7 on 2 cores).
-- ``cartpole_dispatch``: CartPole-v1, popsize 256: ms per generation, local Problem vs 2
-  actors; ``overhead_ms`` = ray ms - local ms / 2 (what dispatch costs beyond a perfect split).
-- ``transfer``: bytes sent to / received from the actors per generation for a ~100k-parameter
-  policy (popsize 64, PGPE), non-distributed (the population goes out) vs distributed (the
-  distribution's parameters go out, gradients come back).
+- ``coordinator``: what the main process spends per generation when evaluation costs
+  nothing: ray actors whose "evaluation" is the sphere function (one multiply-add per
+  parameter, no env), for popsize P in (1,000, 10,000) x D in (1,000, 100,000) x actors in
+  (2, 16, 64) (fractions of this machine's 2 CPUs), plain (the main process samples the
+  population and sends it) and distributed (actors regenerate their shares from seeds, the
+  main process ranks and sends weights, actors send weighted sums), for ARS, OpenAI-ES, PGPE,
+  SNES, CEM and sep-CMA-ES. Per cell: ``main_cpu_s``, the main process's CPU seconds per
+  generation (``time.process_time``: its own work, not the wait for actors), ``wall_s``, and
+  ``megabytes`` sent plus received per generation (payload bytes: ray's object store sends an
+  object once per node). Median of ``--generations`` after one warm-up generation. Plain
+  cells that would hold more than 2 GB of samples are not run (reported as such).
+- ``noise``: seconds to make ``rows`` noise rows of length ``dim`` (an actor's share) from
+  per-row seeds and from the shared noise table (``algo.noise_source``), min-median-max of 5.
+- ``speedup``: HalfCheetah-v5 (its 1,000-step episodes) and Humanoid-v5 (200-step episodes,
+  no early termination: random policies fall within tens of steps), EnvPool, popsize 64, a
+  linear policy, PGPE: counted env steps per second of whole generations with 1 actor, 2
+  actors (plain: the main process samples) and 2 actors distributed, median over generations
+  2 onwards of 8; rounds alternate the three, ratios are taken per round (target for 2 over 1
+  actor: >= 1.7 on 2 cores; distributed over plain: >= 1 to make it the default).
 
 Writes benchmarks/results/ray.json.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import argparse
+import gc
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
-from _report import write_report
+from harness import RESULTS, ratios, spread, write_result
 
-RESULTS = Path(__file__).resolve().parent / "results" / "ray.json"
-BIG_NET = ("Linear(obs_length, 300) >> Tanh() >> Linear(300, 300) >> Tanh() >> "
-           "Linear(300, act_length)")
+from neurorun.parallel import worker as worker_module
 
-
-def _population(n: int, dim: int, scale: float, seed: int = 0) -> torch.Tensor:
-    return scale * torch.randn(n, dim, generator=torch.Generator().manual_seed(seed))
-
-
-def _steps_per_s(evaluator: Any, params: torch.Tensor, generations: int) -> float:
-    evaluator.evaluate(params)  # warm-up: envs built, first resets
-    rates = []
-    for _ in range(generations):
-        started = time.perf_counter()
-        evaluator.evaluate(params)
-        rates.append(evaluator.last_stats["num_interactions"] / (time.perf_counter() - started))
-    return statistics.median(rates)
+ALGORITHMS = {
+    "ars": {"step_size": 0.02, "noise": 0.03},
+    "openai_es": {"center_learning_rate": 0.01, "stdev_init": 0.02},
+    "pgpe": {"center_learning_rate": 0.1, "stdev_learning_rate": 0.1, "radius_init": 2.0},
+    "snes": {"stdev_init": 0.1},
+    "cem": {"parenthood_ratio": 0.1, "stdev_init": 0.1},
+    "sep_cmaes": {"stdev_init": 0.1},
+}
+PLAIN_LIMIT_BYTES = 2 << 30  # plain mode holds P x D samples in the main process
 
 
-def bench_humanoid(generations: int = 3) -> dict[str, Any]:
-    from neurorun.parallel import RayEvaluator
+class SphereProblem:
+    """Stands in for a Problem: fitness -|x|^2, one interaction and episode per solution."""
 
-    kwargs = {"env": "Humanoid-v5", "seed": 0, "vectorization": "sync"}
-    result: dict[str, Any] = {"env": "Humanoid-v5", "popsize": 64}
-    params = None
-    for actors in (1, 2):
-        with RayEvaluator(kwargs, num_actors=actors) as evaluator:
-            params = _population(64, evaluator.solution_length, 0.1) if params is None else params
-            result[f"steps_per_s_{actors}_actors"] = _steps_per_s(evaluator, params, generations)
-    result["speedup"] = result["steps_per_s_2_actors"] / result["steps_per_s_1_actors"]
-    return result
+    obs_stats = None
 
+    def __init__(self) -> None:
+        self.interaction_count = self.episode_count = 0
+        self.last_stats: dict[str, Any] = {}
+        self._seed = 0
 
-def _ms_per_generation(evaluator: Any, params: torch.Tensor, generations: int) -> float:
-    evaluator.evaluate(params)
-    times = []
-    for _ in range(generations):
-        started = time.perf_counter()
-        evaluator.evaluate(params)
-        times.append(1000 * (time.perf_counter() - started))
-    return statistics.median(times)
+    def evaluate(self, params: torch.Tensor, seed: int | None = None) -> torch.Tensor:
+        n = params.shape[0]
+        self.last_stats = {"num_interactions": n, "num_episodes": n, "nonfinite_count": 0,
+                           "num_vector_steps": 1, "num_simulated_steps": n,
+                           **{f"episode_{k}_{s}": 0.0 for k in ("return", "length")
+                              for s in ("min", "mean", "max")}}
+        self.interaction_count += n
+        self.episode_count += n
+        return -(params.double().square().sum(1)).float()
 
+    def draw_seed(self) -> int:
+        self._seed += 1
+        return self._seed
 
-def bench_cartpole_dispatch(generations: int = 10) -> dict[str, Any]:
-    from neurorun.parallel import RayEvaluator
-    from neurorun.problems import make_problem
+    def set_obs_stats(self, stats: Any) -> None: ...
 
-    kwargs = {"env": "CartPole-v1", "seed": 0, "observation_normalization": True}
-    local = make_problem(**kwargs)
-    params = _population(256, local.solution_length, 1.0)
-    local_ms = _ms_per_generation(local, params, generations)
-    local.close()
-    with RayEvaluator(kwargs, num_actors=2) as evaluator:
-        ray_ms = _ms_per_generation(evaluator, params, generations)
-    return {"env": "CartPole-v1", "popsize": 256, "local_ms": local_ms, "ray_2_actors_ms": ray_ms,
-            "overhead_ms": ray_ms - local_ms / 2}
+    def reseed_action_noise(self, seed: int) -> None: ...
+
+    def pop_obs_delta(self) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def close(self) -> None: ...
 
 
-def bench_transfer() -> dict[str, Any]:
+class SphereWorker(worker_module.EvaluationWorker):
+    """An actor whose problem is the sphere (what the evaluator's actors run here)."""
+
+    def __init__(self, problem_kwargs: dict[str, Any]):
+        self.problem, self.replica, self.noise = SphereProblem(), None, {}
+
+
+def coordinator_cell(evaluator: Any, algo_name: str, popsize: int, dim: int, mode: str,
+                     generations: int) -> dict[str, Any]:
+    from neurorun.algorithms import make_algorithm
+
+    algo = make_algorithm(algo_name, solution_length=dim, popsize=popsize, seed=0,
+                          **ALGORITHMS[algo_name])
+    cpu, wall, megabytes = [], [], []
+    for generation in range(generations + 1):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        if mode == "distributed":
+            evaluator.distributed_step(algo)
+        else:
+            algo.tell(evaluator.evaluate(algo.ask()))
+        if generation:  # the first one ships the replica and warms everything up
+            cpu.append(time.process_time() - started_cpu)
+            wall.append(time.perf_counter() - started)
+            megabytes.append(sum(evaluator.last_transfer.values()) / 1e6)
+    return {"main_cpu_s": spread(cpu, 3), "wall_s": spread(wall, 3),
+            "megabytes": round(statistics.median(megabytes), 3)}
+
+
+def bench_coordinator(sizes: list[tuple[int, int]], actor_counts: list[int],
+                      generations: int) -> list[dict[str, Any]]:
+    from neurorun.parallel import evaluator as evaluator_module
+
+    evaluator_module.EvaluationWorker = SphereWorker  # the actors run the sphere
+    results = []
+    for actors in actor_counts:
+        evaluator = evaluator_module.RayEvaluator(
+            {"env": "CartPole-v1"}, problem=SphereProblem(), num_actors=actors, num_cpus=2,
+            actor_config={"num_cpus": 2 / actors})
+        try:
+            for popsize, dim in sizes:
+                for algo_name in ALGORITHMS:
+                    for mode in ("plain", "distributed"):
+                        row = {"algo": algo_name, "popsize": popsize, "dim": dim,
+                               "actors": actors, "mode": mode}
+                        if mode == "plain" and 4 * popsize * dim > PLAIN_LIMIT_BYTES:
+                            row["not_run"] = (f"{4 * popsize * dim / 1e9:.0f} GB of samples in "
+                                              "the main process")
+                        else:
+                            row.update(coordinator_cell(evaluator, algo_name, popsize, dim,
+                                                        mode, generations))
+                        print(row, flush=True)
+                        results.append(row)
+                        gc.collect()
+        finally:
+            evaluator.close()
+    return results
+
+
+def bench_noise(rounds: int) -> list[dict[str, Any]]:
+    """Seconds to make a share's noise rows from per-row seeds and from a shared table."""
+    from neurorun.algorithms.noise import make_noise, sample_noise
+
+    results = []
+    for count, dim in ((1000, 1000), (100, 100000), (1000, 100000)):
+        seconds: dict[str, list[float]] = {"seeds": [], "table": []}
+        sources = {name: make_noise(name, seed=0, table_size=None, dim=dim)
+                   for name in seconds}
+        for draw in range(rounds):
+            for name, source in sources.items():
+                started = time.perf_counter()
+                sample_noise(source, draw, 0, count, dim, mirrored=False,
+                             device=torch.device("cpu"), dtype=torch.float32)
+                seconds[name].append(time.perf_counter() - started)
+        row = {"rows": count, "dim": dim, "seeds_s": spread(seconds["seeds"], 4),
+               "table_s": spread(seconds["table"], 4),
+               "seeds_over_table": ratios(seconds["seeds"], seconds["table"])}
+        print(row, flush=True)
+        results.append(row)
+    return results
+
+
+def bench_speedup(generations: int, rounds: int) -> list[dict[str, Any]]:
+    """Counted env steps per second of whole PGPE generations (ask, evaluate, tell): 1 actor,
+    2 actors plain, 2 actors distributed; rounds alternate the three."""
     from neurorun.algorithms import make_algorithm
     from neurorun.parallel import RayEvaluator
 
-    kwargs = {"env": "CartPole-v1", "network": BIG_NET, "seed": 0}
-    with RayEvaluator(kwargs, num_actors=2) as evaluator:
-        dim = evaluator.solution_length
-        algo = make_algorithm("pgpe", solution_length=dim, popsize=64, seed=0,
-                              center_learning_rate=0.01, stdev_learning_rate=0.1,
-                              stdev_init=0.05)
-        algo.tell(evaluator.evaluate(algo.ask()))
-        plain = dict(evaluator.last_transfer)
-        evaluator.distributed_step(algo)  # the first one also sends the algorithm copy
-        evaluator.distributed_step(algo)
-        distributed = dict(evaluator.last_transfer)
-    return {"solution_length": dim, "popsize": 64, "actors": 2,
-            "non_distributed": plain, "distributed": distributed,
-            "reduction": plain["bytes_sent"] / distributed["bytes_sent"]}
+    results = []
+    setups = {"HalfCheetah-v5": {}, "Humanoid-v5": {
+        "episode_length": 200, "env_config": {"terminate_when_unhealthy": False}}}
+    modes = (("1 actor", 1, False), ("2 actors", 2, False), ("2 actors distributed", 2, True))
+    for env, setup in setups.items():
+        kwargs = {"env": f"envpool::{env}", "seed": 0, **setup}
+        rates: dict[str, list[float]] = {name: [] for name, _, _ in modes}
+        for _ in range(rounds):
+            for name, actors, distributed in modes:
+                with RayEvaluator(kwargs, num_actors=actors, num_cpus=2) as evaluator:
+                    algo = make_algorithm("pgpe", solution_length=evaluator.solution_length,
+                                          popsize=64, seed=0, **ALGORITHMS["pgpe"])
+                    per_generation = []
+                    for _ in range(generations):
+                        started = time.perf_counter()
+                        if distributed:
+                            evaluator.distributed_step(algo)
+                        else:
+                            algo.tell(evaluator.evaluate(algo.ask()))
+                        per_generation.append(evaluator.last_stats["num_interactions"]
+                                              / (time.perf_counter() - started))
+                    rates[name].append(statistics.median(per_generation[1:]))
+        row = {"env": env, "popsize": 64, "generations": generations,
+               **{f"steps_per_s_{name.replace(' ', '_')}": spread(rates[name], 0)
+                  for name, _, _ in modes},
+               "speedup_2_actors": ratios(rates["2 actors"], rates["1 actor"]),
+               "distributed_over_plain": ratios(rates["2 actors distributed"],
+                                                rates["2 actors"])}
+        print(row, flush=True)
+        results.append(row)
+    return results
 
 
-def main() -> dict[str, Any]:
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    started = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        cases = {"humanoid": bench_humanoid(), "cartpole_dispatch": bench_cartpole_dispatch(),
-                 "transfer": bench_transfer()}
-    finally:
-        ray.shutdown()
-    report = write_report(RESULTS, ray=ray.__version__, **cases,
-                          wall_s=time.perf_counter() - started)
-    print(json.dumps(report, indent=2))
-    return report
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="noise,coordinator,speedup")
+    parser.add_argument("--quick", action="store_true",
+                        help="coordinator: popsize 1,000 x D 1,000 and 2 actors only")
+    parser.add_argument("--generations", type=int, default=3)
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {}
+    cases = args.cases.split(",")
+    if "coordinator" in cases:
+        sizes = [(1000, 1000)] if args.quick else [(p, d) for p in (1000, 10000)
+                                                   for d in (1000, 100000)]
+        actor_counts = [2] if args.quick else [2, 16, 64]
+        report["coordinator"] = bench_coordinator(sizes, actor_counts, args.generations)
+    if "noise" in cases:
+        report["noise"] = bench_noise(rounds=5)
+    if "speedup" in cases:
+        report["speedup"] = bench_speedup(generations=8, rounds=2)
+    return write_result(RESULTS / "ray.json", **report)
 
 
 if __name__ == "__main__":

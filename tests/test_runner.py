@@ -64,8 +64,8 @@ def no_problem(monkeypatch):
                                              "Fix:"]),  # debug=default: popsize 10, N = 5
     (["algo=ars", "algo.noise=0"], ["algo.noise=0", "> 0", "Fix:"]),
     (["algo=ars", "algo.step_size=-0.1"], ["algo.step_size=-0.1", "> 0", "Fix:"]),
-    (["algo=ars", "algo.distributed=true", "parallel=ray"],
-     ["algo.distributed=true with algo 'ars'", "whole population", "Fix:"]),
+    (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
+     ["algo.distributed=true with algo 'cmaes'", "D x D covariance", "algo=sep_cmaes", "Fix:"]),
     (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
                                             "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
@@ -201,7 +201,8 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["algo.distributed=true"], "Fix: add parallel=ray"),
-    (["algo=cmaes", "algo.distributed=true", "parallel=ray"], "algo .cmaes.: .*evolution paths"),
+    (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
+     "algo .cmaes.: its full D x D covariance"),
 ])
 def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypatch, overrides,
                                                              expected):

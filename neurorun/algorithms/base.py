@@ -1,9 +1,22 @@
-"""The ask/tell interface every algorithm shares.
+"""The ask/tell interface every algorithm shares, and its one seam: weighted noise sums.
 
-A generation is: `ask()` (any number of times: adaptive popsize adds samples from the same
-distribution), then one `tell(fitness)` with the fitness of every pending sample, in order.
-Subclasses implement `_sample(n)`, `_update(samples, fitness)` (fitness already turned so
-that higher is better), `stdev`, `center` and `_state()` / `_load_state()`.
+A generation is ``ask()`` (any number of times: adaptive popsize adds samples from the same
+distribution), then one ``tell(fitness)`` with the fitness of every pending sample, in order.
+Every sample is ``center + T(eps)`` for a row ``eps`` of the generation's noise
+(:mod:`neurorun.algorithms.noise`), and every update reads the noise only through weighted
+sums of it:
+
+    tell(fitness) = update(weighted_sums(noise, weights(fitness)), weights, fitness)
+
+``weights`` is the algorithm's rule over the *whole* generation (ranks, utilities, elites,
+top directions, recombination weights); the sums add up over any split of the population.
+A distributed run (``neurorun.parallel``) makes that split: actors regenerate their shares'
+noise, evaluate it and send fitness; the main process computes the weights of the whole
+generation and sends each actor its slice; the actors send back their sums; the main process
+adds them and updates: the local run's update, to float summation order.
+
+Subclasses set ``SUMS`` (which sums each weight vector needs) and implement ``samples``,
+``weights``, ``update``, ``center``, ``stdev``, ``sampling_state`` and ``_state``.
 """
 
 from __future__ import annotations
@@ -14,17 +27,23 @@ from typing import Any, ClassVar
 
 import torch
 
+from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
 
 OBJECTIVE_SENSES = ("max", "min")
+Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
+Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
 
 
 class SearchAlgorithm:
-    """Public ask/tell/state_dict; the search itself lives in the subclasses."""
+    """Public ask/tell/state_dict; each subclass file holds its whole update."""
 
     name: ClassVar[str]
     Options: ClassVar[type]  # the dataclass of this algorithm's options
     DEFAULTS: ClassVar[dict[str, Any]] = {}  # algorithm-specific option defaults
+    SUMS: ClassVar[dict[str, tuple[str, ...]]] = {}  # weight vector -> sums its update reads
+    NEEDS_NORMS: ClassVar[bool] = False  # weights read each sample's squared noise norm
+    mirrored: bool = False  # samples 2k and 2k+1 are center + T(eps_k) and center - T(eps_k)
 
     def __init__(self, solution_length: int, *, popsize: int | None = None,
                  seed: int | None = None, device: str | torch.device = "cpu",
@@ -45,13 +64,18 @@ class SearchAlgorithm:
         require_count("popsize", self.popsize, allow_none=False)
         require_count("num_interactions", self.num_interactions)
         require_count("popsize_max", self.popsize_max)
-        self.generator = torch.Generator(device=self.device)
+        self.generator = torch.Generator()
         if seed is None:
             self.generator.seed()
         else:
             self.generator.manual_seed(int(seed))
+        sampling = self.options.sampling
+        self.noise = make_noise(sampling.noise_source, table_size=sampling.noise_table_size,
+                                seed=int(torch.randint(2**62, (), generator=self.generator)),
+                                dim=solution_length)
         self.generation = 0
-        self._pending: list[torch.Tensor] = []
+        self._draw = 0  # the noise draw of the current generation
+        self._pending: list[torch.Tensor] = []  # noise of the samples asked this generation
         self._last: dict[str, float] = {}
 
     # -- what subclasses provide ------------------------------------------------------
@@ -69,11 +93,26 @@ class SearchAlgorithm:
     def stdev(self) -> torch.Tensor:
         raise NotImplementedError
 
-    def _sample(self, n: int) -> torch.Tensor:
+    def samples(self, noise: torch.Tensor) -> torch.Tensor:
+        """The solutions ``(n, D)`` of noise rows ``(n, D)``."""
         raise NotImplementedError
 
-    def _update(self, samples: torch.Tensor, fitness: torch.Tensor) -> None:
+    def weights(self, fitness: torch.Tensor, norms: torch.Tensor | None) -> Weights:
+        """The generation's weights (higher fitness is better); ``norms``: each sample's
+        squared noise norm, where ``NEEDS_NORMS``."""
         raise NotImplementedError
+
+    def update(self, sums: Sums, weights: Weights, fitness: torch.Tensor) -> None:
+        """The whole update from the generation's weighted noise sums."""
+        raise NotImplementedError
+
+    def sampling_state(self) -> dict[str, torch.Tensor]:
+        """What ``samples`` reads (a distributed actor loads it every generation)."""
+        raise NotImplementedError
+
+    def load_sampling_state(self, state: Mapping[str, torch.Tensor]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value.to(self.device))
 
     def _state(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -91,31 +130,64 @@ class SearchAlgorithm:
         return self.options.adaptive.popsize_max
 
     # -- ask / tell ---------------------------------------------------------------------
+    @property
+    def asked(self) -> int:
+        """Samples asked since the last tell."""
+        return sum(len(p) for p in self._pending)
+
+    def begin_generation(self) -> int:
+        """The noise draw of a new generation (ask does this at its first call)."""
+        self._draw = int(torch.randint(2**62, (), generator=self.generator))
+        self._pending = []
+        return self._draw
+
+    def noise_rows(self, draw: int, first: int, count: int) -> torch.Tensor:
+        """Noise of samples ``first .. first + count - 1`` of generation ``draw``."""
+        if self.mirrored and (first % 2 or count % 2):
+            raise ValueError(f"samples {first}..{first + count - 1} with mirrored sampling; "
+                             "expected whole pairs (an even popsize). Fix: use an even popsize")
+        return sample_noise(self.noise, draw, first, count, self.solution_length,
+                            mirrored=self.mirrored, device=self.device, dtype=self.dtype)
+
     def ask(self, n: int | None = None) -> torch.Tensor:
-        """Sample `n` (default: popsize) more solutions of the current generation, (n, D)."""
+        """Sample ``n`` (default: popsize) more solutions of the current generation, (n, D)."""
         n = self.popsize if n is None else n
         require_count("n", n, allow_none=False)
-        samples = self._sample(n)
-        self._pending.append(samples)
-        return samples
+        if not self._pending:
+            self.begin_generation()
+        noise = self.noise_rows(self._draw, self.asked, n)
+        self._pending.append(noise)
+        return self.samples(noise)
 
     def tell(self, fitness: torch.Tensor | Any) -> dict[str, float]:
         """Update the search from the fitness of all solutions asked since the last tell."""
         if not self._pending:
             raise ValueError("tell() called with no pending samples. Fix: call ask() first.")
-        fitness = self._check_fitness(fitness, sum(len(p) for p in self._pending))
-        samples = self._take_pending()
-        self._update(samples, fitness if self.objective_sense == "max" else -fitness)
+        noise = self._pending[0] if len(self._pending) == 1 else torch.cat(self._pending)
+        norms = noise.square().sum(1) if self.NEEDS_NORMS else None
+        weights, shaped = self.generation_weights(fitness, norms, len(noise))
+        self._pending = []  # only once the fitness was accepted
+        return self.conclude(weighted_sums(noise, weights, self.SUMS), weights, shaped, fitness)
+
+    def generation_weights(self, fitness: Any, norms: torch.Tensor | None,
+                           count: int) -> tuple[Weights, torch.Tensor]:
+        """``(weights, fitness as maximized)`` of a whole generation of ``count`` samples."""
+        fitness = self._check_fitness(fitness, count)
+        shaped = fitness if self.objective_sense == "max" else -fitness
+        if norms is not None:
+            norms = torch.as_tensor(norms, device=self.device, dtype=self.dtype)
+        return self.weights(shaped, norms), shaped
+
+    def conclude(self, sums: Sums, weights: Weights, shaped: torch.Tensor,
+                 fitness: Any) -> dict[str, float]:
+        """Apply the update from the generation's (added-up) sums; the generation ends."""
+        self.update({k: v.to(self.device, self.dtype) for k, v in sums.items()}, weights, shaped)
         self.generation += 1
-        self._last = population_stats(fitness, self.objective_sense)
+        self._last = population_stats(torch.as_tensor(fitness, dtype=self.dtype).reshape(-1),
+                                      self.objective_sense)
         return self.status
 
-    def _take_pending(self) -> torch.Tensor:
-        pending = self._pending
-        self._pending = []
-        return pending[0] if len(pending) == 1 else torch.cat(pending)
-
-    def _check_fitness(self, fitness, expected: int) -> torch.Tensor:
+    def _check_fitness(self, fitness: Any, expected: int) -> torch.Tensor:
         fitness = torch.as_tensor(fitness, device=self.device, dtype=self.dtype).reshape(-1)
         if len(fitness) != expected:
             raise ValueError(
@@ -141,30 +213,16 @@ class SearchAlgorithm:
             **{k: v for k, v in self._last.items() if k != "popsize"},
         }
 
-    # -- distributed halves (gradient-based algorithms override) --------------------------
-    def compute_gradients(self, samples, fitness) -> dict[str, torch.Tensor]:
-        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()} "
-                         "Fix: algo.distributed=false (evaluation still runs in parallel).")
-
-    def apply_gradients(self, gradients: Mapping[str, torch.Tensor]) -> None:
-        raise ValueError(f"{self.name} has no distributed mode: {self._no_gradients_reason()} "
-                         "Fix: algo.distributed=false (evaluation still runs in parallel).")
+    # -- distributed mode -----------------------------------------------------------------
+    distributable: ClassVar[bool] = True  # full CMA-ES is refused (see neurorun.parallel)
 
     def replica(self) -> SearchAlgorithm:
-        """A copy for a distributed actor, which samples and computes gradients: without the
-        optimizer (the center step happens here) and with nothing pending."""
+        """A copy for a distributed actor, which only samples and sums: the noise source and
+        the sampling code, without optimizer state or pending samples."""
         replica = copy.copy(self)
         replica.optimizer = None
         replica._pending = []
         return replica
-
-    def step_with_gradients(self, gradients: Mapping[str, torch.Tensor]) -> None:
-        """One generation of distributed mode: follow the actors' averaged gradients."""
-        self.apply_gradients({k: v.to(self.device, self.dtype) for k, v in gradients.items()})
-        self.generation += 1
-
-    def _no_gradients_reason(self) -> str:
-        return "its update is not an average of per-sample gradients."
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -174,6 +232,7 @@ class SearchAlgorithm:
             "solution_length": self.solution_length,
             "generation": self.generation,
             "rng": self.generator.get_state(),
+            "draw": self._draw,
             "pending": [p.clone() for p in self._pending],
             "last": dict(self._last),
             "search": self._state(),
@@ -188,6 +247,7 @@ class SearchAlgorithm:
             )
         self.generation = int(state["generation"])
         self.generator.set_state(state["rng"].cpu())
+        self._draw = int(state.get("draw", 0))
         self._pending = [p.to(self.device, self.dtype).clone() for p in state["pending"]]
         self._last = dict(state["last"])
         self._load_state(state["search"])

@@ -3,6 +3,14 @@
 Each generation the distribution moves to the mean and (unbiased) stdev of the best
 `parenthood_ratio` share of the population. Its stdev tends to collapse before the optimum;
 `stdev_min` keeps it searching.
+
+A generation: samples ``mu + sigma * eps_i``; weights ``1/m`` on the m best samples of the
+whole generation, 0 elsewhere; then
+
+    shift  = sigma * sum_i w_i eps_i              (the parents' mean - mu)
+    second = sigma^2 * sum_i w_i eps_i^2          (their mean squared distance from mu)
+    mu    <- mu + shift
+    sigma <- sqrt((second - shift^2) * m / (m - 1))   (within the limits)
 """
 
 from __future__ import annotations
@@ -12,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from neurorun.algorithms.distributions import weighted_moments
-from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
+from neurorun.algorithms.base import Sums, Weights
+from neurorun.algorithms.gaussian import SeparableSearch
 from neurorun.algorithms.options import SearchOptions, StdevLimits, group
 
 
@@ -23,9 +31,10 @@ class CEMOptions(SearchOptions):
     limits: StdevLimits = group(StdevLimits)
 
 
-class CEM(GaussianSearchAlgorithm):
+class CEM(SeparableSearch):
     name = "cem"
     Options = CEMOptions
+    SUMS = {"w": ("eps", "eps2")}
 
     def __init__(self, solution_length: int, **kwargs):
         super().__init__(solution_length, **kwargs)
@@ -45,13 +54,16 @@ class CEM(GaussianSearchAlgorithm):
     def _learning_rates(self) -> tuple[float, float]:
         return 1.0, 1.0  # the update jumps straight to the parents' statistics
 
-    def _gradients(self, samples: torch.Tensor, fitness: torch.Tensor) -> dict[str, torch.Tensor]:
-        n = len(fitness)
-        num_parents = max(2, math.floor(n * float(self.options.parenthood_ratio)))
+    def weights(self, fitness: torch.Tensor, norms: torch.Tensor | None) -> Weights:
+        parents = max(2, math.floor(len(fitness) * float(self.options.parenthood_ratio)))
         weights = torch.zeros_like(fitness)
-        weights[torch.topk(fitness, num_parents).indices] = 1.0 / num_parents
-        mu = self.distribution.mu
-        shift, second = weighted_moments(weights, samples, mu)  # parents' mean - mu, E(x-mu)^2
-        unbiased = num_parents / (num_parents - 1)
-        variance = (second - shift.square()).clamp(min=0) * unbiased
-        return {"mu": shift, "sigma": variance.sqrt() - self.distribution.sigma}
+        weights[torch.topk(fitness, parents).indices] = 1.0 / parents
+        return {"w": weights}
+
+    def update(self, sums: Sums, weights: Weights, fitness: torch.Tensor) -> None:
+        parents = int((weights["w"] > 0).sum())
+        shift = self.sigma * sums["w.eps"]
+        second = self.sigma.square() * sums["w.eps2"]
+        variance = (second - shift.square()).clamp(min=0) * (parents / (parents - 1))
+        self.mu = self.mu + shift
+        self.set_stdev(variance.sqrt())

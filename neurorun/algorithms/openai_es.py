@@ -1,9 +1,13 @@
 """OpenAI-ES: the evolution strategy of Salimans, Ho, Chen, Sidor & Sutskever 2017
 (arXiv:1703.03864).
 
-Mirrored samples x = center +/- sigma e, centered-rank fitness F, the search gradient
-g = 1/(n sigma) sum_i F_i e_i minus the L2 decay `l2coeff` x center, followed with Adam;
-sigma stays fixed (`stdev_init`, or `radius_init` / sqrt(D)).
+A generation: mirrored samples ``mu +/- sigma * eps_k``; weights ``w`` the centered ranks of the
+whole generation; then, over the n samples,
+
+    g  = sum_i w_i eps_i / (n * sigma) - l2coeff * mu
+    mu <- mu + Adam(g)
+
+sigma stays fixed (``stdev_init``, or ``radius_init`` / sqrt(D)).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from typing import Any
 
 import torch
 
-from neurorun.algorithms.distributions import weighted_moments
-from neurorun.algorithms.gaussian import GaussianSearchAlgorithm
+from neurorun.algorithms.base import Sums, Weights
+from neurorun.algorithms.gaussian import SeparableSearch
 from neurorun.algorithms.options import SearchOptions, group
 
 
@@ -36,9 +40,10 @@ class OpenAIESOptions(SearchOptions):
     symmetric: bool = True  # mirrored pairs; popsize must then be even
 
 
-class OpenAIES(GaussianSearchAlgorithm):
+class OpenAIES(SeparableSearch):
     name = "openai_es"
     Options = OpenAIESOptions
+    SUMS = {"w": ("eps",)}
 
     def __init__(self, solution_length: int, **kwargs: Any):
         super().__init__(solution_length, **kwargs)
@@ -50,10 +55,9 @@ class OpenAIES(GaussianSearchAlgorithm):
     def _learning_rates(self) -> tuple[float, float]:
         return self.options.step.center_learning_rate, 0.0
 
-    def _gradients(self, samples: torch.Tensor, fitness: torch.Tensor) -> dict[str, torch.Tensor]:
-        weights = self._weights(fitness)
-        sigma = self.distribution.sigma
-        first, _ = weighted_moments(weights, samples, self.center)  # sigma * sum_i F_i e_i
-        gradient = first / (len(weights) * sigma.square())
-        return {"mu": gradient - float(self.options.l2coeff) * self.center,
-                "sigma": torch.zeros_like(sigma)}
+    def weights(self, fitness: torch.Tensor, norms: torch.Tensor | None) -> Weights:
+        return {"w": self.ranked(fitness, baseline=False)}
+
+    def update(self, sums: Sums, weights: Weights, fitness: torch.Tensor) -> None:
+        gradient = sums["w.eps"] / (len(fitness) * self.sigma)
+        self.step_center(gradient - float(self.options.l2coeff) * self.mu)

@@ -56,6 +56,14 @@ class StepOptions:
     ranking_method: str | None = None  # see ranking.RANKINGS
 
 
+@dataclass(frozen=True)
+class NoiseOptions:
+    """Where the samples' noise comes from (see neurorun.algorithms.noise)."""
+
+    noise_source: str = "seeds"  # "seeds" (a generator per row) or "table" (a shared table)
+    noise_table_size: int | None = None  # numbers in the table (noise_source="table")
+
+
 def group(cls: type, **defaults: Any) -> Any:
     """A dataclass field holding the option group `cls`, with algorithm-specific defaults."""
     return field(default_factory=lambda: cls(**defaults), metadata={"group": cls})
@@ -67,6 +75,7 @@ class SearchOptions:
 
     start: StartOptions = group(StartOptions)
     adaptive: AdaptivePopsize = group(AdaptivePopsize)
+    sampling: NoiseOptions = group(NoiseOptions)
 
 
 def options_from_flat(options_cls: type, flat: Mapping[str, Any]) -> Any:

@@ -1,9 +1,20 @@
-"""Connecting to ray: start a local instance or join a cluster, quietly; and leaving it."""
+"""Connecting to ray: start a local instance or join a cluster, quietly; and leaving it.
+
+Joining a cluster fails in one line, within seconds, when nothing listens at the address, no
+cluster can be found for ``auto``, or the cluster runs another ray or Python version.
+"""
 
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any
+
+CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
+
+
+class ClusterError(ValueError):
+    """A ray cluster that cannot be joined; the message says why and what to do."""
 
 
 def connect(address: str | None = None, *, num_cpus: int | None = None,
@@ -22,13 +33,44 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         return False
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address:
-        ray.init(address=str(address), **quiet)
+        _join(ray, str(address), quiet)
         return True
     extra: dict[str, Any] = {"include_dashboard": bool(include_dashboard)}
     if include_dashboard:
         extra["dashboard_host"] = "127.0.0.1"
     ray.init(num_cpus=None if num_cpus is None else int(num_cpus), **extra, **quiet)
     return True
+
+
+def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
+    where = f"parallel.address={address!r}"
+    if address != "auto":
+        host, _, port = address.rpartition(":")
+        host = host.removeprefix("ray://") or "127.0.0.1"
+        if not port.isdigit():
+            raise ClusterError(f"{where}: expected host:port (e.g. 10.0.0.1:6379) or auto")
+        try:
+            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as error:
+            raise ClusterError(
+                f"{where}: nothing answers there ({error.strerror or error}). Fix: start a "
+                "cluster with `ray start --head` and give the address it prints, or leave "
+                "parallel.address empty for a ray on this machine") from None
+    try:
+        ray.init(address=address, **quiet)
+    except ConnectionError as error:
+        raise ClusterError(
+            f"{where}: no running ray cluster was found ({str(error).splitlines()[0]}). Fix: "
+            "start one with `ray start --head`, or set RAY_ADDRESS / parallel.address to its "
+            "host:port") from None
+    except RuntimeError as error:
+        if "Version mismatch" not in str(error):
+            raise
+        versions = " ".join(" ".join(str(error).split("\n")[1:]).split())
+        raise ClusterError(
+            f"{where}: the cluster runs another ray or Python than this process ({versions}). "
+            "Fix: install the cluster's versions here (pip install ray==<its version>), or "
+            "start the cluster from this environment") from None
 
 
 def disconnect() -> None:

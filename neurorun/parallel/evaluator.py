@@ -23,17 +23,23 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from neurorun.envs import parse_spec
 from neurorun.parallel import cluster
-from neurorun.parallel.distributed import plan_shares, require_distributable
+from neurorun.parallel.distributed import (
+    Share,
+    add_sums,
+    plan_round,
+    require_distributable,
+    weight_slices,
+)
 from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
-    average_gradients,
-    check_local_capacity,
+    check_capacity,
     local_cpu_share,
     merge_stats,
     mix_seed,
@@ -46,6 +52,8 @@ from neurorun.problems import EnvPolicy, Problem, RunningNorm, make_problem
 
 if TYPE_CHECKING:
     from neurorun.algorithms import SearchAlgorithm
+
+SHARE_BYTES = 48  # a share's job: six integers (draw, first, size and three seeds)
 
 
 class RayEvaluator:
@@ -88,7 +96,8 @@ class RayEvaluator:
         self.pool: ActorPool | None = None
         self._replica_slots: set[int] = set()
         self._replica_ref: Any = None
-        self._replica_of: int | None = None
+        self._table_ref: Any = None
+        self._replica_of: SearchAlgorithm | None = None  # held: an id could be reused
         self._owns_ray = cluster.connect(address, num_cpus=num_cpus,
                                          include_dashboard=include_dashboard)
         try:
@@ -110,16 +119,19 @@ class RayEvaluator:
             max(1, n) for n in split_workload(int(total_envs), count)]
         seed = self.problem_kwargs.get("seed")
         options = {"num_cpus": 1, "num_gpus": gpus_each, "max_restarts": 0, **actor_config}
-        if self._owns_ray:  # a joined cluster may grow; a local ray's resources are all there is
+        if self._owns_ray:
             share = local_cpu_share(count, cpus, actor_config)
             if share is not None:  # more actors than CPUs: they share them
                 options["num_cpus"] = share
                 print(f"neurorun: {count} ray actors share this machine's {cpus:g} CPUs "
                       f"({share:.3g} CPU each); parallel.num_actors=max gives one per CPU",
                       file=sys.stderr)
-            check_local_capacity(count, cpus_each=float(options["num_cpus"] or 0),
-                                 gpus_each=float(options["num_gpus"] or 0), num_cpus=cpus,
-                                 num_gpus=gpus)
+        else:  # a joined cluster: actors on every node, as ray's SPREAD places them
+            options.setdefault("scheduling_strategy", "SPREAD")
+        check_capacity(count, cpus_each=float(options["num_cpus"] or 0),
+                       gpus_each=float(options["num_gpus"] or 0), num_cpus=cpus,
+                       num_gpus=gpus, where="this local ray" if self._owns_ray else
+                       "the joined cluster")
         remote = ray.remote(EvaluationWorker)
 
         threads = self.problem_kwargs.get("num_threads")
@@ -215,10 +227,11 @@ class RayEvaluator:
         for result in results:
             if stats is not None and result["obs_delta"] is not None:
                 stats.update(RunningNorm.from_state_dict(result["obs_delta"]))
+        # the obs stats go through ray's object store once (ray.put), not once per job
         self.last_transfer = {
-            "bytes_sent": payload_bytes(obs_state) * len(jobs),
-            "bytes_received": sum(payload_bytes([r["fitness"], r["obs_delta"],
-                                                 r.get("gradients")]) for r in results)}
+            "bytes_sent": payload_bytes(obs_state),
+            "bytes_received": sum(payload_bytes([r["fitness"], r["obs_delta"], r.get("norms")])
+                                  for r in results)}
         return results
 
     def _record(self, results: list[dict[str, Any]], started: float) -> None:
@@ -229,49 +242,87 @@ class RayEvaluator:
         stats["num_subbatches"] = len(results)
         self.last_stats = stats
 
-    def distributed_step(self, algo: SearchAlgorithm, popsize: int | None = None,
-                         seed: int | None = None) -> Tensor:
-        """One generation of distributed mode: the actors sample their shares of ``algo``'s
-        distribution and return gradients, whose average updates ``algo`` here; returns the
-        fitness of all samples, share by share (see ``neurorun.parallel.distributed``).
-
-        ``seed``: the envs' base seed (None: the next draw, as in ``evaluate``)."""
+    def distributed_step(self, algo: SearchAlgorithm) -> Tensor:
+        """One generation of distributed mode (see ``neurorun.parallel.distributed``): actors
+        regenerate and evaluate their shares, the main process weighs the whole generation,
+        actors return weighted noise sums, ``algo`` updates here. Returns the fitness of every
+        sample of the generation, in order."""
         import ray
 
         require_distributable(algo)
         started = time.perf_counter()
-        popsize = int(algo.popsize if popsize is None else popsize)
-        if self._replica_of != id(algo):  # a new algorithm: every actor gets its replica again
-            self._replica_ref = ray.put(algo.replica())
-            self._replica_of, self._replica_slots = id(algo), set()
-        distribution = {k: v.detach().cpu() for k, v in algo.distribution.state_dict().items()}
-        dist_ref = ray.put(distribution)
-        obs_state = self._obs_state()
-        obs_ref = None if obs_state is None else ray.put(obs_state)
-        shares = plan_shares(algo, popsize, self.num_actors,
-                             self.draw_seed() if seed is None else int(seed))
-        replicas_sent = 0
+        sent = received = 0
+        if self._replica_of is not algo:  # a new algorithm: every actor gets its replica again
+            replica = algo.replica()
+            self._replica_ref = ray.put(replica)
+            table = getattr(algo.noise, "table", None)
+            self._table_ref = None if table is None else ray.put(table.numpy())
+            self._replica_of = algo
+            self._replica_slots.clear()  # the pool's on_replace holds this set
+            sent += payload_bytes(vars(replica)) + payload_bytes(table)
+        draw = algo.begin_generation()
+        state = {k: v.detach().cpu() for k, v in algo.sampling_state().items()}
+        state_ref = ray.put(state)
+        sent += payload_bytes(state)
+        shares: list[Share] = []
+        slots: list[int] = []
+        results: list[dict[str, Any]] = []
+        interactions = 0
+        while True:  # rounds of popsize samples (adaptive popsize: until enough interactions)
+            round_shares = plan_round(algo, len(shares) and shares[-1].stop,
+                                      num_actors=self.num_actors,
+                                      num_subbatches=self.num_subbatches,
+                                      subbatch_size=self.subbatch_size)
+            base = self.draw_seed()
+            first = round_shares[0].first
+            obs_state = self._obs_state()
+            obs_ref = None if obs_state is None else ray.put(obs_state)
 
-        def job(share: dict[str, Any]) -> Any:
-            def for_slot(slot: int) -> tuple[str, tuple[Any, ...]]:
-                nonlocal replicas_sent
-                replica = None
-                if slot not in self._replica_slots:  # sent once per actor
-                    self._replica_slots.add(slot)
-                    replicas_sent += 1
-                    replica = self._replica_ref
-                return "sample_and_evaluate", (replica, dist_ref, share, obs_ref)
-            return for_slot
+            def job(share: Share, base: int = base, first: int = first,
+                    obs_ref: Any = obs_ref) -> Any:
+                offset = share.first - first
+                return lambda slot: ("sample_and_evaluate", (
+                    *self._replica_for(slot), state_ref, draw, share.first, share.size,
+                    base + offset, mix_seed(base, offset), obs_ref))
 
-        results = self._run([job(share) for share in shares], obs_state)
-        weights = ([1.0] * len(results) if algo.num_interactions is not None
-                   else [len(r["fitness"]) for r in results])
-        algo.step_with_gradients(average_gradients([r["gradients"] for r in results], weights))
-        self.last_transfer["bytes_sent"] += (payload_bytes(distribution) * len(shares) +
-                                             payload_bytes(vars(algo.distribution)) *
-                                             replicas_sent)
+            results += self._run([job(share) for share in round_shares], obs_state)
+            slots += self.pool.last_slots
+            shares += round_shares
+            sent += self.last_transfer["bytes_sent"] + SHARE_BYTES * len(round_shares)
+            received += self.last_transfer["bytes_received"]
+            interactions += sum(int(r["stats"]["num_interactions"])
+                                for r in results[-len(round_shares):])
+            if (algo.num_interactions is None or interactions >= algo.num_interactions
+                    or (algo.popsize_max is not None and shares[-1].stop >= algo.popsize_max)):
+                break
+        fitness = torch.from_numpy(np.concatenate([r["fitness"] for r in results])).to(algo.dtype)
+        norms = (torch.from_numpy(np.concatenate([r["norms"] for r in results]))
+                 if algo.NEEDS_NORMS else None)
+        weights, shaped = algo.generation_weights(fitness, norms, len(fitness))
+        slices = weight_slices(weights, algo.SUMS, shares)
+        actors = sorted(set(slots))
+        mine = {slot: [i for i, s in enumerate(slots) if s == slot] for slot in actors}
+
+        def sums_job(slot: int) -> Any:
+            indices = mine[slot]
+            return lambda replacement: ("weighted_sums", (
+                *self._replica_for(replacement), draw,
+                [(shares[i].first, shares[i].size) for i in indices],
+                [slices[i] for i in indices]))
+
+        parts = self.pool.run([sums_job(slot) for slot in actors], on=actors)
+        algo.conclude(add_sums(parts), weights, shaped, fitness)
+        self.last_transfer = {"bytes_sent": sent + payload_bytes(slices),
+                              "bytes_received": received + payload_bytes(parts)}
         self._record(results, started)
-        return torch.cat([torch.tensor(r["fitness"]) for r in results]).to(algo.dtype)
+        return fitness
+
+    def _replica_for(self, slot: int) -> tuple[Any, Any]:
+        """(replica, noise table) refs the first time an actor slot gets a job, else Nones."""
+        if slot in self._replica_slots:
+            return None, None
+        self._replica_slots.add(slot)
+        return self._replica_ref, self._table_ref
 
     # ----- lifecycle -----
     def close(self) -> None:

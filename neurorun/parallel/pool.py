@@ -48,6 +48,7 @@ class ActorPool:
         self.restarts = 0
         self._on_replace = on_replace
         self.actors = [make_actor(slot) for slot in range(size)]
+        self.last_slots: list[int] = []
         try:
             self.pids = ray.get([actor.pid.remote() for actor in self.actors],
                                 timeout=START_TIMEOUT_S)
@@ -65,23 +66,30 @@ class ActorPool:
     def __len__(self) -> int:
         return len(self.actors)
 
-    def run(self, jobs: list[Job]) -> list[Any]:
-        """Results of ``jobs`` in their order, whichever actor ran each."""
+    def run(self, jobs: list[Job], on: list[int] | None = None) -> list[Any]:
+        """Results of ``jobs`` in their order, whichever actor ran each; ``on`` pins job i to
+        actor slot ``on[i]`` (its replacement, if that actor dies). ``last_slots`` says which
+        slot ran each job."""
         ray = self._ray
         queue = deque(range(len(jobs)))
         idle = deque(range(len(self.actors)))
         running: dict[Any, tuple[int, int]] = {}  # ref -> (slot, job index)
         results: list[Any] = [None] * len(jobs)
+        self.last_slots = [-1] * len(jobs)
         while queue or running:
-            while queue and idle:
-                slot, index = idle.popleft(), queue.popleft()
+            for slot in list(idle):
+                index = next((i for i in queue if on is None or on[i] == slot), None)
+                if index is None:
+                    continue
+                queue.remove(index)
+                idle.remove(slot)
                 method, args = jobs[index](slot)
-                ref = getattr(self.actors[slot], method).remote(*args)
-                running[ref] = (slot, index)
+                running[getattr(self.actors[slot], method).remote(*args)] = (slot, index)
             (ref,), _ = ray.wait(list(running), num_returns=1)
             slot, index = running.pop(ref)
             try:
                 results[index] = ray.get(ref)
+                self.last_slots[index] = slot
             except ray.exceptions.RayActorError as error:
                 self._replace(slot, error, running)
                 queue.appendleft(index)

@@ -6,8 +6,8 @@ tested without ray. Everything it receives and returns is tensors, arrays and sm
 
 from __future__ import annotations
 
-import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ class EvaluationWorker:
     def __init__(self, problem_kwargs: dict[str, Any]):
         self.problem = make_problem(**problem_kwargs)
         self.replica: Any = None  # the algorithm copy of distributed mode
+        self.noise: dict[tuple[int, int], torch.Tensor] = {}  # (draw, first) -> share noise
 
     def pid(self) -> int:
         return os.getpid()
@@ -50,44 +51,53 @@ class EvaluationWorker:
         fitness = self.problem.evaluate(torch.tensor(params), seed=int(seed))
         return self._finish(fitness, dict(self.problem.last_stats))
 
-    def sample_and_evaluate(self, replica: Any, distribution: dict[str, torch.Tensor],
-                            share: dict[str, Any],
-                            obs_state: dict[str, Any] | None) -> dict[str, Any]:
-        """Distributed mode: sample this share from ``distribution``, evaluate, return gradients.
-
-        ``share`` holds ``size``, ``sample_seed``, ``env_seed``, ``noise_seed``,
-        ``round_stride`` (seed offset between adaptive rounds) and, for adaptive popsize,
-        ``target_interactions`` and ``max_size``.
-        """
-        from neurorun.parallel.workload import merge_stats
-
+    def _set_replica(self, replica: Any, table: Any) -> Any:
         if replica is not None:
-            self.replica = replica
+            self.replica, self.noise = replica, {}
+            if table is not None:  # the shared noise table, from ray's object store
+                with warnings.catch_warnings():  # read-only shared memory; never written
+                    warnings.simplefilter("ignore", UserWarning)
+                    replica.noise.table = torch.from_numpy(table)
         if self.replica is None:
             raise RuntimeError("distributed share without an algorithm replica on this actor")
-        self.replica.distribution.load_state_dict(distribution)
-        self._prepare(obs_state, share["noise_seed"])
-        generator = torch.Generator(device=self.replica.device)
-        generator.manual_seed(int(share["sample_seed"]))
-        samples, fitness, stats = [], [], []
-        interactions, size = 0, int(share["size"])
-        target = share.get("target_interactions")
-        max_size = share.get("max_size") or math.inf
-        while True:
-            batch = self.replica.distribution.sample(size, generator)
-            seed = int(share["env_seed"]) + len(samples) * int(share["round_stride"])
-            fitness.append(self.problem.evaluate(batch, seed=seed).to(batch.dtype))
-            samples.append(batch)
-            stats.append(dict(self.problem.last_stats))
-            interactions += int(self.problem.last_stats["num_interactions"])
-            done = len(samples) * size
-            if target is None or interactions >= target or done >= max_size:
-                break
-        samples_all, fitness_all = torch.cat(samples), torch.cat(fitness)
-        gradients = self.replica.compute_gradients(samples_all, fitness_all)
-        result = self._finish(fitness_all, merge_stats(stats))
-        result["gradients"] = {k: v.detach().cpu() for k, v in gradients.items()}
+        return self.replica
+
+    def sample_and_evaluate(self, replica: Any, table: Any, state: dict[str, torch.Tensor],
+                            draw: int, first: int, size: int, env_seed: int, noise_seed: int,
+                            obs_state: dict[str, Any] | None) -> dict[str, Any]:
+        """Distributed mode, step 2: make samples ``first .. first + size - 1`` of generation
+        ``draw`` from the sampling state, evaluate them (envs seeded ``env_seed + j``); keep
+        their noise for ``weighted_sums``. ``replica`` (and the noise ``table``) come once."""
+        algo = self._set_replica(replica, table)
+        if any(key[0] != draw for key in self.noise):  # a new generation: drop the last one's
+            self.noise = {}
+        algo.load_sampling_state(state)
+        noise = algo.noise_rows(draw, first, size)
+        self.noise[(draw, first)] = noise
+        self._prepare(obs_state, noise_seed)
+        fitness = self.problem.evaluate(algo.samples(noise), seed=int(env_seed))
+        result = self._finish(fitness, dict(self.problem.last_stats))
+        result["norms"] = (noise.square().sum(1).cpu().numpy() if algo.NEEDS_NORMS else None)
         return result
+
+    def weighted_sums(self, replica: Any, table: Any, draw: int,
+                      shares: list[tuple[int, int]],
+                      weights: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
+        """Distributed mode, step 4: the weighted noise sums of these shares, added (noise
+        this actor did not keep, e.g. after it replaced a dead one, is made again)."""
+        from neurorun.algorithms.noise import weighted_sums
+
+        algo = self._set_replica(replica, table)
+        total: dict[str, torch.Tensor] = {}
+        for (first, size), share_weights in zip(shares, weights, strict=True):
+            noise = self.noise.get((draw, first))
+            if noise is None:
+                noise = algo.noise_rows(draw, first, size)
+            sums = weighted_sums(noise, {k: torch.from_numpy(v) for k, v in
+                                         share_weights.items()}, algo.SUMS)
+            total = sums if not total else {k: total[k] + sums[k] for k in total}
+        self.noise = {}
+        return {k: v.detach().cpu() for k, v in total.items()}
 
     def close(self) -> None:
         self.problem.close()

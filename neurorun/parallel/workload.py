@@ -96,16 +96,6 @@ def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def average_gradients(gradients: Sequence[Mapping[str, torch.Tensor]],
-                      weights: Sequence[float]) -> dict[str, torch.Tensor]:
-    """The weighted mean of gradient dicts (each the same keys and shapes)."""
-    if not gradients:
-        raise ValueError("no gradients to average; expected at least one actor's result")
-    total = float(sum(weights))
-    return {key: sum(float(w) * torch.as_tensor(g[key]) for g, w in
-                     zip(gradients, weights, strict=True)) / total for key in gradients[0]}
-
-
 def payload_bytes(value: Any) -> int:
     """Bytes of the tensors and arrays inside ``value`` (dicts, lists and tuples walked)."""
     if isinstance(value, torch.Tensor):
@@ -133,15 +123,15 @@ def local_cpu_share(count: int, num_cpus: float, actor_config: dict[str, Any]) -
     return num_cpus / count
 
 
-def check_local_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: float,
-                         num_gpus: float) -> None:
-    """Refuse actors a local ray could never place (it would wait for them, then time out)."""
+def check_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: float,
+                   num_gpus: float, where: str = "this local ray") -> None:
+    """Refuse actors the ray could never place (it would wait for them, then time out)."""
     for kind, each, total, fix in (
             ("CPU", cpus_each, num_cpus, "parallel.actor_config.num_cpus=<a fraction, e.g. 0.5>"),
             ("GPU", gpus_each, num_gpus, "parallel.num_gpus_per_actor=<a smaller fraction>")):
         if count * each > total + 1e-9:
             raise ValueError(
                 f"parallel.num_actors={count} actors x {each:g} {kind} each need "
-                f"{count * each:g} {kind}s, but this local ray has {total:g}; ray would wait "
-                f"for them forever. Fix: parallel.num_actors=max (one per CPU), or {fix}.")
+                f"{count * each:g} {kind}s, but {where} has {total:g}; ray would wait for "
+                f"them forever. Fix: parallel.num_actors=max (one per CPU), or {fix}.")
 

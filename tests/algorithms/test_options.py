@@ -38,7 +38,7 @@ def test_odd_popsize_with_symmetric_pgpe(build):
     with pytest.raises(ValueError, match=r"popsize=7 with symmetric=true.*even.*Fix"):
         build("pgpe", popsize=7)
     assert build("pgpe", popsize=7, symmetric=False).ask().shape == (7, 5)
-    with pytest.raises(ValueError, match=r"popsize=3 with symmetric sampling.*Fix"):
+    with pytest.raises(ValueError, match=r"samples 0..2 with mirrored sampling.*even popsize.*Fix"):
         build("pgpe").ask(3)
 
 

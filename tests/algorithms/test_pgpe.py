@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from neurorun.algorithms.distributions import SymmetricSeparableGaussian
 from neurorun.algorithms.optimizers import ClipUp
 
 from .conftest import evaluations_to_target, sphere
@@ -11,7 +10,7 @@ from .conftest import evaluations_to_target, sphere
 
 def test_defaults_follow_clipup_paper(build):
     algo = build("pgpe", center_learning_rate=0.15)
-    assert isinstance(algo.distribution, SymmetricSeparableGaussian)
+    assert algo.mirrored
     assert isinstance(algo.optimizer, ClipUp)
     assert algo.optimizer.max_speed == pytest.approx(0.3)
     assert algo.optimizer.momentum == pytest.approx(0.9)

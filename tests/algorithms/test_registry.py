@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
+from neurorun.algorithms.noise import weighted_sums
 
 from .conftest import sphere
 
@@ -122,33 +123,32 @@ def test_unknown_option_suggests_the_closest(name, build):
         build(name, stdev_inti=0.5)
 
 
-NO_DISTRIBUTED = ["ars", "cmaes", "sep_cmaes"]
-
-
-@pytest.mark.parametrize("name", sorted(set(NAMES) - set(NO_DISTRIBUTED)))
-def test_distributed_halves_equal_tell(name, build):
-    local, remote = build(name, seed=5), build(name, seed=5)
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("cuts", [[], [4], [2, 8]])
+def test_the_update_from_sums_of_any_split_equals_tell(name, cuts, build):
+    """What distributed mode does: regenerate each share's noise from (draw, first index),
+    weigh the whole generation, add the shares' weighted sums, update (a popsize of 10 cut
+    at ``cuts``: one, two or three actors)."""
+    local, split = build(name, seed=5, popsize=10), build(name, seed=5, popsize=10)
     samples = local.ask()
-    remote.ask()
     fitness = sphere(samples)
-    center_before = remote.center.clone()
-    gradients = remote.compute_gradients(samples, fitness)
-    assert torch.equal(remote.center, center_before)  # computing gradients changes nothing
-    remote._pending.clear()
-    remote.apply_gradients(gradients)
     local.tell(fitness)
-    assert torch.equal(remote.center, local.center)
-    assert torch.equal(remote.stdev, local.stdev)
+    draw = split.begin_generation()
+    bounds = list(zip([0, *cuts], [*cuts, 10], strict=True))
+    noise = [split.noise_rows(draw, first, stop - first) for first, stop in bounds]
+    assert torch.equal(torch.cat([split.samples(n) for n in noise]), samples)
+    norms = torch.cat([n.square().sum(1) for n in noise]) if split.NEEDS_NORMS else None
+    weights, shaped = split.generation_weights(fitness, norms, 10)
+    parts = [weighted_sums(n, {k: w[first:stop] for k, w in weights.items()}, split.SUMS)
+             for n, (first, stop) in zip(noise, bounds, strict=True)]
+    split.conclude({k: sum(p[k] for p in parts) for k in parts[0]}, weights, shaped, fitness)
+    torch.testing.assert_close(split.center, local.center, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(split.stdev, local.stdev, rtol=1e-5, atol=1e-6)
+    assert split.generation == local.generation == 1
 
 
-@pytest.mark.parametrize("name", NO_DISTRIBUTED)
-def test_whole_population_updates_refuse_distributed_mode(name, build):
-    algo = build(name)
-    samples = algo.ask()
-    with pytest.raises(ValueError, match="no distributed mode.*Fix"):
-        algo.compute_gradients(samples, sphere(samples))
-    with pytest.raises(ValueError, match="no distributed mode"):
-        algo.apply_gradients({})
+def test_only_full_cmaes_is_not_distributable():
+    assert [name for name, cls in ALGORITHMS.items() if not cls.distributable] == ["cmaes"]
 
 
 def test_unknown_algorithm_suggests_a_name():

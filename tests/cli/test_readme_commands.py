@@ -17,7 +17,6 @@ EXTRA_BUDGET = {
 }
 # what a test machine cannot have; such commands are listed here with the reason, not run
 NOT_RUNNABLE_HERE = {
-    "parallel.address=auto": "joins a ray cluster started beforehand with `ray start`",
     "hydra/launcher=submitit_slurm": "submits SLURM jobs",
 }
 
@@ -34,7 +33,9 @@ def readme_commands() -> list[str]:
     return commands
 
 
-COMMANDS = readme_commands()
+CLUSTER = "parallel.address=auto"  # these join a cluster: tests/parallel/test_cluster.py runs them
+COMMANDS = [c for c in readme_commands() if CLUSTER not in c]
+CLUSTER_COMMANDS = [c for c in readme_commands() if CLUSTER in c]
 
 
 def test_readme_has_the_commands_this_test_is_about():

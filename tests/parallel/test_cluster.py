@@ -1,70 +1,172 @@
-"""A two-node ray cluster on this machine (`ray start --head`, then a worker with
-`--address`), joined with address=host:port; closing the evaluator leaves the cluster up."""
+"""A real ray cluster, started the way users start one: `ray start --head` on loopback, then two
+worker nodes with `ray start --address` (one CPU each), in a temporary folder of its own and
+stopped by process id (``local_cluster.LocalCluster``). Drivers run in fresh processes, as a
+user's `neurorun` would: ray reads its auth mode when it is imported."""
 
+from __future__ import annotations
+
+import json
 import os
+import re
+import shlex
 import shutil
-import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-import ray
 
-RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+from tests.cli.test_readme_commands import BUDGET, CLUSTER_COMMANDS
+from tests.parallel.conftest import ROOT
+from tests.parallel.local_cluster import LocalCluster, free_port
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+NEURORUN = shutil.which("neurorun", path=str(Path(sys.executable).parent)) or "neurorun"
 
 
-def _ray_cli(*args: str) -> str:
-    # ray 2.60: `ray start --address` only finds the head's auth token in token mode
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
-    done = subprocess.run([RAY, *args], capture_output=True, text=True, env=env, timeout=180)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), head_cpus=1,
+                      worker_cpus=(1, 1)) as running:
+        yield running
+    assert not running.alive(), "the cluster's processes outlived the test"
 
 
-@pytest.fixture
-def two_nodes():
-    assert not ray.is_initialized()
-    address = f"127.0.0.1:{_free_port()}"
-    try:
-        _ray_cli("start", "--head", f"--port={address.split(':')[1]}", "--num-cpus=1",
-                 "--node-ip-address=127.0.0.1", "--include-dashboard=false")
-        _ray_cli("start", f"--address={address}", "--num-cpus=1",
-                 "--node-ip-address=127.0.0.1")
-        yield address
-    finally:
-        _ray_cli("stop", "--force")
+def node_of(cluster: LocalCluster, pid: int) -> int:
+    """The node (0: head) whose raylet started process ``pid`` (its parent)."""
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    return next(i for i, pids in enumerate(cluster.nodes) if parent in pids)
 
 
-DRIVER = """
-import sys, numpy as np, ray, torch
+def driver(cluster: LocalCluster, code: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, cluster.address, *args], cwd=ROOT,
+                            env={**cluster.env, "PYTHONPATH": ROOT}, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def finish(process: subprocess.Popen, timeout: float = 300) -> str:
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, out + err[-4000:]
+    return out
+
+
+SPREAD = """
+import json, sys, numpy as np, torch
+from neurorun.algorithms import make_algorithm
 from neurorun.parallel import RayEvaluator
 from neurorun.problems import make_problem
 kwargs = {"env": "CartPole-v1", "seed": 2, "vectorization": "sync"}
 local = make_problem(**kwargs)
 params = torch.randn(6, local.solution_length, generator=torch.Generator().manual_seed(1))
-with RayEvaluator(kwargs, num_actors="max", address=sys.argv[1]) as evaluator:
-    assert evaluator.num_actors == 2, evaluator.num_actors  # one per CPU over both nodes
-    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    np.testing.assert_array_equal(evaluator.evaluate(params).numpy(),
-                                  local.evaluate(params).numpy())
-assert not ray.is_initialized()
+options = dict(solution_length=local.solution_length, popsize=6, seed=3, stdev_init=0.3,
+               center_learning_rate=0.1)
+with RayEvaluator(kwargs, num_actors=3, address=sys.argv[1]) as evaluator:
+    print(json.dumps(evaluator.pool.pids), flush=True)
+    np.testing.assert_array_equal(evaluator.evaluate(params, seed=4).numpy(),
+                                  local.evaluate(params, seed=4).numpy())
+    algo, alone = make_algorithm("openai_es", **options), make_algorithm("openai_es", **options)
+    evaluator.draw_seed = lambda: 11
+    fitness = evaluator.distributed_step(algo)
+    expected = local.evaluate(alone.ask(), seed=11)
+    alone.tell(expected)
+    np.testing.assert_array_equal(fitness.numpy(), expected.numpy())
+    torch.testing.assert_close(algo.center, alone.center, rtol=1e-5, atol=1e-6)
 print("driver ok")
 """
 
 
-@pytest.mark.slow
-def test_joined_cluster_equals_local_and_stays_up(two_nodes):
-    # A fresh process: ray reads RAY_AUTH_MODE when it is imported.
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run([sys.executable, "-c", DRIVER, two_nodes], capture_output=True,
-                          text=True, env=env, timeout=240)
-    assert "driver ok" in done.stdout, done.stdout + done.stderr[-3000:]
-    status = _ray_cli("status", f"--address={two_nodes}")  # the cluster is still up
-    assert status.count("node_") == 2, status
+def test_actors_spread_over_the_nodes_and_equal_the_local_run(cluster):
+    process = driver(cluster, SPREAD)
+    pids = json.loads(process.stdout.readline() or "[]")
+    nodes = sorted(node_of(cluster, pid) for pid in pids)
+    assert "driver ok" in finish(process)
+    assert nodes == [0, 1, 2]  # one actor per node: SPREAD placement over the three CPUs
+    assert len(cluster.alive()) >= len(cluster.nodes[0])  # the driver left the cluster up
+
+
+@pytest.mark.parametrize("command", CLUSTER_COMMANDS)
+def test_readme_cluster_commands_run_as_printed(cluster, tmp_path, command):
+    """README's `parallel.address=auto` commands, with RAY_ADDRESS as a cluster's users set it
+    (or as `ray start --head` on this machine lets ray find by itself)."""
+    args = shlex.split(command, comments=True)[1:]
+    done = subprocess.run([NEURORUN, *args, *BUDGET], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300,
+                          env={**cluster.env, "RAY_ADDRESS": cluster.address})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert cluster.ray("status", f"--address={cluster.address}").count("node_") == 3
+
+
+def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([NEURORUN, "env=CartPole-v1", "parallel=ray", *args, *BUDGET],
+                          cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_an_address_where_nothing_listens_fails_in_seconds_in_one_line(tmp_path):
+    started = time.monotonic()
+    done = run_cli(f"parallel.address=127.0.0.1:{free_port()}", cwd=tmp_path,
+                   env=dict(os.environ))
+    assert done.returncode == 2 and time.monotonic() - started < 60
+    assert re.search(r"parallel.address='127.0.0.1:\d+': nothing answers there.*Fix: start a "
+                     r"cluster with `ray start --head`", done.stderr), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_auto_without_a_cluster_says_how_to_start_one(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    done = run_cli("parallel.address=auto", cwd=tmp_path,
+                   env={**env, "RAY_TMPDIR": str(tmp_path / "no-ray")})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "no running ray cluster was found" in done.stderr and "ray start --head" in (
+        done.stderr)
+    assert "Traceback" not in done.stderr
+
+
+MISMATCH = """
+import sys, ray
+ray.__version__ = "2.0.0"  # as a driver from another environment would report
+from neurorun.parallel import cluster
+try:
+    cluster.connect(sys.argv[1])
+except cluster.ClusterError as error:
+    print(error)
+"""
+
+
+def test_a_cluster_of_another_ray_version_is_refused_in_one_line(cluster):
+    out = finish(driver(cluster, MISMATCH))
+    assert "the cluster runs another ray or Python than this process" in out
+    assert "2.0.0" in out and "pip install ray==" in out
+
+
+LOST_NODE = """
+import json, sys, numpy as np, torch
+from neurorun.parallel import RayEvaluator
+from tests.parallel.toy_factory import SPEC, toy_fitness
+toy = {"env": SPEC, "seed": 5, "max_num_envs": 2,
+       "env_config": {"length": 4, "step_sleep": 0.05, "raise_seed": 999}}
+with RayEvaluator(toy, num_actors=2, address=sys.argv[1], max_actor_restarts=2) as evaluator:
+    print(json.dumps(evaluator.pool.pids), flush=True)
+    sys.stdin.readline()  # the test killed a node
+    params = torch.zeros(8, 3)
+    params[:, 2] = torch.linspace(-0.9, 0.9, 8)
+    for generation in range(3):
+        fitness = evaluator.evaluate(params, seed=100 + generation)
+        np.testing.assert_allclose(fitness.numpy(), toy_fitness(
+            params.numpy(), 100 + generation + np.arange(8), 4), rtol=1e-6)
+    print("restarts", evaluator.pool.restarts, flush=True)
+print("driver ok")
+"""
+
+
+def test_a_lost_worker_node_is_replaced_and_the_results_are_the_same(cluster):
+    """Last in this module: the cluster has one node fewer afterwards."""
+    process = driver(cluster, LOST_NODE)
+    pids = json.loads(process.stdout.readline() or "[]")
+    lost = max(node_of(cluster, pid) for pid in pids)  # a worker node holding an actor
+    assert lost > 0
+    cluster.kill_node(lost)
+    process.stdin.write("go\n")
+    process.stdin.flush()
+    out = finish(process)
+    assert "restarts 1" in out and "driver ok" in out

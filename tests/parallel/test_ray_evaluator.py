@@ -15,7 +15,6 @@ import torch
 
 from neurorun.algorithms import make_algorithm
 from neurorun.parallel import ActorRestartLimitError, RayEvaluator, RemoteEvaluationError
-from neurorun.parallel.workload import mix_seed
 from neurorun.problems import make_problem
 from tests.parallel.conftest import RAY_RUNTIME_ENV
 from tests.parallel.toy_factory import SPEC, toy_fitness
@@ -67,34 +66,97 @@ def test_toy_fitness_counters_and_obs_stats_by_hand(toy, options):
     toy.num_subbatches = toy.subbatch_size = None
 
 
-def test_distributed_step_equals_averaged_share_gradients_by_hand(toy):
-    algo = make_algorithm("pgpe", solution_length=3, popsize=10, seed=0,
-                          center_learning_rate=0.2, stdev_learning_rate=0.1, stdev_init=0.5,
-                          optimizer="clipup", optimizer_config={"max_speed": 0.4})
-    expected = copy.deepcopy(algo)
-    draw = int(torch.randint(2**62, (1,), generator=copy.deepcopy(algo.generator)))
-    norm = (toy.obs_stats.mean.numpy(), toy.obs_stats.stdev.numpy())  # frozen for the step
-    fitness = toy.distributed_step(algo, seed=50)
+ALGORITHM_OPTIONS = {  # one generation of each, on the toy's 3 parameters
+    "pgpe": {"center_learning_rate": 0.2, "stdev_learning_rate": 0.1, "stdev_init": 0.5},
+    "openai_es": {"center_learning_rate": 0.2, "stdev_init": 0.5},
+    "ars": {"step_size": 0.2, "noise": 0.5},
+    "cem": {"parenthood_ratio": 0.4, "stdev_init": 0.5},
+    "snes": {"stdev_init": 0.5},
+    "xnes": {"stdev_init": 0.5},
+    "sep_cmaes": {"stdev_init": 0.5},
+}
+
+
+def _local_generation(toy, algo, base: int, rounds: int = 1) -> np.ndarray:
+    """What a local run does: ask popsize samples per round, evaluate them by hand on the toy
+    (envs seeded base_r + j, obs normalized with the round's frozen statistics), tell."""
+    fitness, norm = [], (toy.obs_stats.mean.numpy(), toy.obs_stats.stdev.numpy())
+    for round_ in range(rounds):
+        samples = algo.ask().numpy().astype(np.float64)
+        seeds = base + round_ + np.arange(len(samples))  # each round draws base + round
+        fitness.append(toy_fitness(samples, seeds, LENGTH, *norm))
+    algo.tell(torch.tensor(np.concatenate(fitness)))
+    return np.concatenate(fitness)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHM_OPTIONS))
+@pytest.mark.parametrize("shares", [1, 2, 3])
+def test_distributed_step_equals_the_local_update(toy, name, shares, monkeypatch):
+    """Actors regenerate their shares, the main process weighs the whole generation, actors
+    send weighted noise sums: the local run's samples, fitness and update, split 1-3 ways."""
+    algo = make_algorithm(name, solution_length=3, popsize=10, seed=0, **ALGORITHM_OPTIONS[name])
+    local = copy.deepcopy(algo)
+    draws = iter(range(500, 600))
+    monkeypatch.setattr(toy, "draw_seed", lambda: next(draws))
+    toy.num_subbatches = shares
+    stats_before = toy.obs_stats.copy()
+    fitness = toy.distributed_step(algo)
+    toy.num_subbatches = None
+    toy.problem.obs_stats.load_state_dict(stats_before.state_dict())  # the local side's stats
+    expected = _local_generation(toy, local, 500)
+    np.testing.assert_allclose(fitness.numpy(), expected, rtol=1e-5)
+    torch.testing.assert_close(algo.center, local.center, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(algo.stdev, local.stdev, rtol=1e-5, atol=1e-6)
+    assert algo.generation == local.generation == 1
     assert toy.last_stats["num_episodes"] == 10
-    grads, all_fitness, offset = [], [], 0
-    for index, size in enumerate([6, 4]):  # 5 mirrored pairs over 2 actors
-        generator = torch.Generator().manual_seed(mix_seed(draw, index))
-        samples = expected.distribution.sample(size, generator)
-        seeds = 50 + offset + np.arange(size)
-        f = toy_fitness(samples.numpy().astype(np.float64), seeds, LENGTH, *norm)
-        all_fitness.append(f)
-        grads.append((size, expected.compute_gradients(samples, torch.tensor(f))))
-        offset += size
-    np.testing.assert_allclose(fitness.numpy(), np.concatenate(all_fitness), rtol=1e-5)
-    expected.apply_gradients({k: sum(n * g[k] for n, g in grads) / 10 for k in grads[0][1]})
-    np.testing.assert_allclose(algo.center.numpy(), expected.center.numpy(), rtol=1e-5)
-    np.testing.assert_allclose(algo.stdev.numpy(), expected.stdev.numpy(), rtol=1e-5)
-    assert algo.generation == 1
 
 
-def test_distributed_step_refuses_cmaes(toy):
+def test_adaptive_popsize_rounds_equal_the_local_run(toy, monkeypatch):
+    algo = make_algorithm("pgpe", solution_length=3, popsize=4, seed=1, num_interactions=45,
+                          **ALGORITHM_OPTIONS["pgpe"])
+    local = copy.deepcopy(algo)
+    draws = iter(range(700, 800))
+    monkeypatch.setattr(toy, "draw_seed", lambda: next(draws))
+    stats_before = toy.obs_stats.copy()
+    fitness = toy.distributed_step(algo)
+    assert len(fitness) == 12  # rounds of 4 episodes make 20, 41, then 60 >= 45 interactions
+    toy.problem.obs_stats.load_state_dict(stats_before.state_dict())
+    norm_rounds = []  # the local runner re-reads the stats before each round: same here
+    fitness_local, seeds_base = [], 700
+    for round_ in range(3):
+        norm_rounds.append((toy.obs_stats.mean.numpy(), toy.obs_stats.stdev.numpy()))
+        samples = local.ask().numpy().astype(np.float64)
+        seeds = seeds_base + round_ + np.arange(4)
+        fitness_local.append(toy_fitness(samples, seeds, LENGTH, *norm_rounds[-1]))
+        lengths = _lengths(seeds)
+        t = np.concatenate([np.arange(n) for n in lengths])
+        toy.problem.obs_stats.update(torch.tensor(np.stack(
+            [t, np.repeat(seeds, lengths)], axis=1), dtype=torch.float64))
+    local.tell(torch.tensor(np.concatenate(fitness_local)))
+    np.testing.assert_allclose(fitness.numpy(), np.concatenate(fitness_local), rtol=1e-5)
+    torch.testing.assert_close(algo.center, local.center, rtol=1e-5, atol=1e-6)
+
+
+def test_bytes_of_a_distributed_generation_follow_the_formula(toy, monkeypatch):
+    """Sent: the sampling state (mu, sigma: 2 D floats) and the obs statistics once, 48 bytes
+    per share, a weight per sample; received: a fitness per sample, each share's obs delta,
+    and two D-vectors of sums per actor."""
+    algo = make_algorithm("pgpe", solution_length=3, popsize=10, seed=2,
+                          **ALGORITHM_OPTIONS["pgpe"])
+    toy.distributed_step(algo)  # the first step also ships the replica
+    toy.distributed_step(algo)
+    transfer, dim, pop = toy.last_transfer, 3, 10
+    obs_state = 8 + 2 * 2 * 8  # count, sum and sum of squares (float64, observations of 2)
+    shares = len(toy.pool.last_slots)
+    assert transfer["bytes_sent"] == 2 * dim * 4 + obs_state + 48 * 2 + pop * 4
+    actors = len(set(toy.pool.last_slots))
+    assert transfer["bytes_received"] == pop * 4 + 2 * obs_state + actors * 2 * dim * 4
+    assert shares == actors == 2
+
+
+def test_distributed_step_refuses_full_cmaes(toy):
     algo = make_algorithm("cmaes", solution_length=3, popsize=6, seed=0, stdev_init=1.0)
-    with pytest.raises(ValueError, match="cmaes.*evolution paths"):
+    with pytest.raises(ValueError, match="cmaes.*Fix: algo=sep_cmaes"):
         toy.distributed_step(algo)
 
 
@@ -145,42 +207,50 @@ def test_runner_with_ray_equals_the_local_run(tmp_path):
     assert remote["total_episode_count"] == 3 * 10  # popsize 10, one episode each
 
 
-def test_runner_in_distributed_mode_equals_the_shares_replayed_here(tmp_path):
-    """`algo.distributed=true` from the command path: three generations replayed in this
-    process (each share sampled from its seed, evaluated on a local problem, the gradients
-    averaged by share size) end at the center and stdev the run checkpointed."""
-    from neurorun.build import build_parts
+@pytest.mark.parametrize("algo", ["pgpe", "ars"])
+def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo):
+    """`algo.distributed=true` from the command path: the local run's metrics, generation by
+    generation (sync vectorization: each solution's episodes seeded by its index)."""
     from neurorun.cli import compose_config
-    from neurorun.parallel.distributed import plan_shares
     from neurorun.runner import run
 
-    result = run(compose_config(RUNNER_COMMON + RAY_OPTIONS + ["algo.distributed=true"]),
-                 run_dir=tmp_path / "ray")
-    assert result["total_episode_count"] == 3 * 10
-    problem, algo = build_parts(compose_config(RUNNER_COMMON))
-    start = algo.center.clone()
-    for _ in range(3):
-        shares = plan_shares(algo, algo.popsize, 2, problem.draw_seed())
-        assert [share["size"] for share in shares] == [6, 4]  # 5 mirrored pairs on 2 actors
-        total, sizes_and_grads = 0, []
-        for share in shares:
-            generator = torch.Generator().manual_seed(share["sample_seed"])
-            samples = algo.distribution.sample(share["size"], generator)
-            fitness = problem.evaluate(samples, seed=share["env_seed"])
-            sizes_and_grads.append((share["size"], algo.compute_gradients(samples, fitness)))
-            total += share["size"]
-        algo.apply_gradients({key: sum(n * g[key] for n, g in sizes_and_grads) / total
-                              for key in sizes_and_grads[0][1]})
-    problem.close()
-    saved = torch.load(tmp_path / "ray" / "checkpoints" / "last.pt", weights_only=True)
-    torch.testing.assert_close(saved["solution"], algo.center.float(), rtol=1e-5, atol=1e-6)
-    assert not torch.allclose(saved["solution"], start.float())  # it moved
+    choice = [] if algo == "pgpe" else ["algo=ars", "algo.popsize=10"]
+    local = run(compose_config(RUNNER_COMMON + choice), run_dir=tmp_path / "local")
+    remote = run(compose_config(RUNNER_COMMON + choice + RAY_OPTIONS +
+                                ["algo.distributed=true"]), run_dir=tmp_path / "ray")
+    for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
+        assert remote[key] == pytest.approx(local[key], rel=1e-5), key
+    saved = [torch.load(tmp_path / side / "checkpoints" / "last.pt", weights_only=True)
+             for side in ("local", "ray")]
+    torch.testing.assert_close(saved[1]["solution"], saved[0]["solution"], rtol=1e-5,
+                               atol=1e-6)
 
 
 def _kill_soon(actor, delay: float) -> threading.Timer:
     timer = threading.Timer(delay, lambda: ray.kill(actor, no_restart=True))
     timer.start()
     return timer
+
+
+def test_a_killed_actor_in_a_distributed_step_is_replaced_and_the_update_is_the_same(
+        toy, monkeypatch):
+    algo = make_algorithm("snes", solution_length=3, popsize=12, seed=4,
+                          **ALGORITHM_OPTIONS["snes"])
+    local = copy.deepcopy(algo)
+    draws = iter(range(900, 1000))
+    monkeypatch.setattr(toy, "draw_seed", lambda: next(draws))
+    toy.num_subbatches = 12  # 12 jobs of ~6 steps x 5 ms: the kill lands mid-generation
+    restarts = toy.pool.restarts
+    stats_before = toy.obs_stats.copy()
+    killer = _kill_soon(toy.pool.actors[0], 0.1)
+    toy.distributed_step(algo)
+    killer.join()
+    toy.num_subbatches = None
+    assert toy.pool.restarts == restarts + 1
+    toy.problem.obs_stats.load_state_dict(stats_before.state_dict())
+    _local_generation(toy, local, 900)
+    torch.testing.assert_close(algo.center, local.center, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(algo.stdev, local.stdev, rtol=1e-5, atol=1e-6)
 
 
 def test_killed_actor_sub_batch_reruns_on_a_replacement(toy):

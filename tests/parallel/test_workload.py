@@ -1,4 +1,4 @@
-"""Splitting populations, merging results and distributed averaging, without ray."""
+"""Splitting populations, merging results and planning distributed shares, without ray."""
 
 import math
 import subprocess
@@ -9,10 +9,9 @@ import pytest
 import torch
 
 from neurorun.algorithms import make_algorithm
-from neurorun.parallel.distributed import require_distributable, share_sizes
+from neurorun.parallel.distributed import Share, add_sums, plan_round, require_distributable
 from neurorun.parallel.workload import (
-    average_gradients,
-    check_local_capacity,
+    check_capacity,
     local_cpu_share,
     merge_stats,
     resolve_num_actors,
@@ -79,48 +78,25 @@ def test_merge_stats_by_hand():
     assert all(math.isnan(empty[f"episode_return_{s}"]) for s in ("min", "mean", "max"))
 
 
-def test_average_gradients_weighted_by_hand():
-    grads = [{"mu": torch.tensor([1.0, 2.0])}, {"mu": torch.tensor([4.0, -1.0])}]
-    result = average_gradients(grads, [1, 2])
-    np.testing.assert_allclose(result["mu"].numpy(), [(1 + 8) / 3, (2 - 2) / 3])
+def test_added_sums_by_hand():
+    parts = [{"w.eps": torch.tensor([1.0, 2.0])}, {"w.eps": torch.tensor([4.0, -1.0])}]
+    np.testing.assert_allclose(add_sums(parts)["w.eps"].numpy(), [5.0, 1.0])
 
 
 def _pgpe(optimizer=None):
-    return make_algorithm("pgpe", solution_length=4, popsize=8, seed=0, center_learning_rate=0.3,
-                          stdev_learning_rate=0.2, stdev_init=0.5, ranking_method="raw",
-                          optimizer=optimizer, stdev_max_change=None)
-
-
-def test_distributed_update_equals_full_update_on_the_same_samples():
-    """Shares with the same fitness multiset (so the per-share baselines equal the global one):
-    averaging share gradients by share size gives the update of the whole population, and
-    that update is PGPE's formula evaluated with numpy."""
-    full, split = _pgpe(), _pgpe()
-    samples = full.ask()  # (8, 4): mirrored pairs
-    fitness = torch.tensor([1.0, 3.0, 2.0, 5.0, 3.0, 1.0, 5.0, 2.0])  # halves: same values
-    mu, sigma = full.center.numpy().copy(), full.stdev.numpy().copy()
-    full.tell(fitness)
-    grads = [split.compute_gradients(samples[:4], fitness[:4]),
-             split.compute_gradients(samples[4:], fitness[4:])]
-    split.apply_gradients(average_gradients(grads, [4, 4]))
-    np.testing.assert_allclose(split.center.numpy(), full.center.numpy(), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(split.stdev.numpy(), full.stdev.numpy(), rtol=1e-6, atol=1e-7)
-    x, f = samples.numpy().astype(np.float64), fitness.numpy().astype(np.float64)
-    w = f - f.mean()
-    grad_mu = (w[:, None] * (x - mu)).sum(0) / 8
-    grad_sigma = (w[:, None] * ((x - mu) ** 2 - sigma**2)).sum(0) / (sigma * 8)
-    np.testing.assert_allclose(full.center.numpy(), mu + 0.3 * grad_mu, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(full.stdev.numpy(), sigma + 0.2 * grad_sigma, rtol=1e-5, atol=1e-6)
+    return make_algorithm("pgpe", solution_length=4, popsize=10, seed=0,
+                          center_learning_rate=0.3, stdev_learning_rate=0.2, stdev_init=0.5,
+                          optimizer=optimizer)
 
 
 def test_actors_a_local_ray_cannot_place_are_refused_at_once():
-    check_local_capacity(2, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
-    check_local_capacity(4, cpus_each=0.5, gpus_each=0, num_cpus=2, num_gpus=0)  # 4 x 0.5 = 2
+    check_capacity(2, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
+    check_capacity(4, cpus_each=0.5, gpus_each=0, num_cpus=2, num_gpus=0)  # 4 x 0.5 = 2
     with pytest.raises(ValueError, match=r"num_actors=3 actors x 1 CPU each need 3 CPUs, but "
                                          r"this local ray has 2.*Fix: .*actor_config.num_cpus"):
-        check_local_capacity(3, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
+        check_capacity(3, cpus_each=1, gpus_each=0, num_cpus=2, num_gpus=0)
     with pytest.raises(ValueError, match=r"2 actors x 0.75 GPU each need 1.5 GPUs.*has 1.*Fix"):
-        check_local_capacity(2, cpus_each=0.5, gpus_each=0.75, num_cpus=2, num_gpus=1)
+        check_capacity(2, cpus_each=0.5, gpus_each=0.75, num_cpus=2, num_gpus=1)
 
 
 def test_more_actors_than_local_cpus_share_them_unless_cpus_were_given():
@@ -130,16 +106,22 @@ def test_more_actors_than_local_cpus_share_them_unless_cpus_were_given():
     assert local_cpu_share(8, 2, {"num_cpus": 1}) is None  # the user's choice is checked as is
 
 
-def test_cmaes_is_refused_and_gradient_algorithms_accepted():
-    with pytest.raises(ValueError, match="cmaes.*algo.distributed=false"):
+def test_full_cmaes_is_refused_and_every_other_algorithm_accepted():
+    with pytest.raises(ValueError, match="cmaes.*algo=sep_cmaes.*algo.distributed=false"):
         require_distributable(make_algorithm("cmaes", solution_length=4, popsize=6, seed=0,
-                                         stdev_init=1.0))
+                                             stdev_init=1.0))
     require_distributable(_pgpe("clipup"))
+    require_distributable(make_algorithm("ars", solution_length=4, num_directions=3,
+                                         step_size=0.1, noise=0.1))
 
 
 def test_shares_keep_mirrored_pairs_and_replica_drops_optimizer():
     algo = _pgpe("clipup")
-    assert share_sizes(algo, 10, 3) == [4, 4, 2]
+    assert plan_round(algo, 0, num_actors=3) == [Share(0, 4), Share(4, 4), Share(8, 2)]
+    assert plan_round(algo, 10, num_actors=2, subbatch_size=3) == [
+        Share(10, 4), Share(14, 4), Share(18, 2)]  # 3 rounds up to whole pairs
+    assert plan_round(algo, 0, num_actors=2, num_subbatches=5) == [
+        Share(2 * k, 2) for k in range(5)]
     assert algo.replica().optimizer is None and algo.optimizer is not None
 
 

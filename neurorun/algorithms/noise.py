@@ -1,0 +1,141 @@
+"""The noise of a generation's samples, by sample index, and the weighted sums of it.
+
+Every algorithm samples ``x_i = center + T(eps_i)`` with ``eps_i ~ N(0, I)`` (``T``: the
+algorithm's scaling, e.g. ``sigma * eps`` or ``A @ eps``). Row ``i`` of a generation's noise is
+a function of two numbers, the generation's draw and ``i``, so any process can make any row:
+a distributed run's actors sample their shares on exactly the rows a local run would use, and
+a share re-run elsewhere after an actor died gives the same rows. Mirrored sampling uses row
+``k`` for samples ``2k`` (``+eps_k``) and ``2k + 1`` (``-eps_k``).
+
+Two sources (``algo.noise_source``):
+
+- ``seeds``: row ``i`` drawn by a generator seeded from (draw, i): no memory, any D.
+- ``table``: row ``i`` is a window of D numbers of one table of N(0, 1) numbers made from the
+  run's seed, at an offset drawn from (draw, i) (the shared noise table of Salimans et al.
+  2017 and Mania et al. 2018): copying a window is cheaper than drawing normals; the table
+  takes memory (``algo.noise_table_size`` float32 numbers, ray shares one copy per node).
+  Overlapping windows of an i.i.d. table are uncorrelated, as independent rows would be.
+
+The algorithms' one seam between sampling and updating is :func:`weighted_sums`: an update
+reads only sums of weighted noise, which add up over any split of the population.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+NOISE_SOURCES = ("seeds", "table")
+SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
+_MASK = (1 << 63) - 1
+
+
+def row_seeds(draw: int, rows: np.ndarray) -> np.ndarray:
+    """One 63-bit seed per row of generation ``draw`` (SplitMix64's mixer on both numbers;
+    arithmetic modulo 2**64)."""
+    with np.errstate(over="ignore"):
+        z = (np.full(len(rows), int(draw) & _MASK, dtype=np.uint64)
+             * np.uint64(0x9E3779B97F4A7C15)
+             + np.asarray(rows).astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return ((z ^ (z >> np.uint64(31))) & np.uint64(_MASK)).astype(np.int64)
+
+
+class SeededNoise:
+    """Row ``i`` of generation ``draw``: normals from a generator seeded ``row_seeds(draw, i)``."""
+
+    name = "seeds"
+
+    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
+             dtype: torch.dtype) -> torch.Tensor:
+        out = torch.empty(len(rows), dim, dtype=dtype)
+        generator = torch.Generator()
+        for index, seed in enumerate(row_seeds(draw, rows).tolist()):
+            generator.manual_seed(seed)
+            out[index].normal_(generator=generator)
+        return out.to(device)
+
+
+class NoiseTable:
+    """Rows are windows of one table of ``size`` standard normals made from ``seed``."""
+
+    name = "table"
+
+    def __init__(self, seed: int, size: int, table: torch.Tensor | None = None):
+        self.seed, self.size = int(seed), int(size)
+        if table is None:
+            generator = torch.Generator().manual_seed(self.seed)
+            table = torch.empty(self.size).normal_(generator=generator)
+        self.table = table  # (size,) float32
+
+    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
+             dtype: torch.dtype) -> torch.Tensor:
+        if dim > self.size:
+            raise ValueError(f"noise_table_size={self.size} is smaller than the solution "
+                             f"length {dim}. Fix: algo.noise_table_size >= {64 * dim}")
+        offsets = torch.from_numpy(row_seeds(draw, rows) % (self.size - dim + 1))
+        windows = self.table.as_strided((self.size - dim + 1, dim), (1, 1))
+        return windows[offsets].to(device=device, dtype=dtype)
+
+    def __getstate__(self) -> dict:
+        # ray actors get the table through the object store once per node, not with every
+        # pickled replica of the algorithm (RayEvaluator attaches it)
+        return {"seed": self.seed, "size": self.size, "table": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+
+def make_noise(source: str, *, seed: int, table_size: int | None,
+               dim: int) -> SeededNoise | NoiseTable:
+    """The noise source ``algo.noise_source`` names; a table of ``table_size`` numbers
+    (None: max(2^24, 64 D))."""
+    if source == "seeds":
+        return SeededNoise()
+    if source == "table":
+        size = max(1 << 24, 64 * dim) if table_size is None else table_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < dim:
+            raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
+                             f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
+        return NoiseTable(seed, size)
+    raise ValueError(f"noise_source={source!r}; expected one of {list(NOISE_SOURCES)}")
+
+
+def sample_noise(source: SeededNoise | NoiseTable, draw: int, first: int, count: int, dim: int,
+                 *, mirrored: bool, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """Noise ``(count, D)`` of samples ``first .. first + count - 1`` of generation ``draw``;
+    mirrored: samples ``2k`` and ``2k + 1`` get ``+`` and ``-`` row ``k``."""
+    samples = np.arange(first, first + count)
+    if not mirrored:
+        return source.rows(draw, samples, dim, device=device, dtype=dtype)
+    pairs = samples // 2
+    unique, inverse = np.unique(pairs, return_inverse=True)
+    noise = source.rows(draw, unique, dim, device=device, dtype=dtype)[
+        torch.from_numpy(inverse).to(device)]
+    signs = torch.from_numpy(np.where(samples % 2 == 0, 1.0, -1.0)).to(device, dtype)
+    return noise.mul_(signs[:, None])
+
+
+def weighted_sums(noise: torch.Tensor, weights: Mapping[str, torch.Tensor],
+                  kinds: Mapping[str, Sequence[str]]) -> dict[str, torch.Tensor]:
+    """``{f"{name}.{kind}": sum}`` for each weight vector and each sum kind it needs: ``eps``
+    (sum_i w_i eps_i), ``eps2`` (sum_i w_i eps_i^2) or ``outer`` (sum_i w_i eps_i eps_i^T).
+    They add up over any split of the rows."""
+    sums = {}
+    squares = None
+    for name, needed in kinds.items():
+        w = weights[name].to(noise.dtype)
+        for kind in needed:
+            if kind == "eps":
+                sums[f"{name}.eps"] = noise.T @ w
+            elif kind == "eps2":
+                squares = noise.square() if squares is None else squares
+                sums[f"{name}.eps2"] = squares.T @ w
+            elif kind == "outer":
+                sums[f"{name}.outer"] = (noise.T * w) @ noise
+            else:
+                raise ValueError(f"sum kind {kind!r}; expected one of {SUM_KINDS}")
+    return sums

@@ -1,0 +1,112 @@
+"""A ray cluster started the way users start one (`ray start --head`, then `ray start
+--address` per worker node), on this machine's loopback, in its own temporary folder.
+
+Its processes are found by pid (every process a `ray start` call added) and stopped by pid,
+SIGTERM then SIGKILL: never `ray stop`, which would stop every ray on the machine. With
+``RAY_AUTH_MODE=token`` (ray 2.60) every node and client reads the token that
+`ray get-auth-token --generate` writes under ``$HOME/.ray``, so the cluster and its clients get
+a home of their own in the temporary folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pids() -> set[int]:
+    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class LocalCluster:
+    """A head with ``head_cpus`` CPUs and one worker node per entry of ``worker_cpus``."""
+
+    def __init__(self, folder: Path, head_cpus: int = 1, worker_cpus: tuple[int, ...] = (1,)):
+        self.folder = Path(folder)
+        self.temp = self.folder / "ray"  # ray's session folders: keep the path short
+        self.home = self.folder / "home"
+        self.address = f"127.0.0.1:{free_port()}"
+        self.head_cpus, self.worker_cpus = head_cpus, worker_cpus
+        self.nodes: list[set[int]] = []  # the pids each `ray start` added: head first
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of the cluster's processes and of their clients."""
+        return {**os.environ, "HOME": str(self.home), "RAY_AUTH_MODE": "token",
+                "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def ray(self, *args: str, timeout: float = 180) -> str:
+        done = subprocess.run([RAY, *args], capture_output=True, text=True, env=self.env,
+                              timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"ray {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def _start(self, *args: str) -> None:
+        before = _pids()
+        self.ray("start", "--node-ip-address=127.0.0.1", "--disable-usage-stats", *args)
+        time.sleep(1.0)  # the node's helper processes start right after `ray start` returns
+        self.nodes.append(_pids() - before)
+
+    def start(self) -> LocalCluster:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.ray("get-auth-token", "--generate")  # into $HOME/.ray, as a user's first start
+        self._start("--head", f"--port={self.address.split(':')[1]}",
+                    f"--num-cpus={self.head_cpus}", f"--temp-dir={self.temp}",
+                    "--include-dashboard=false")
+        for cpus in self.worker_cpus:
+            self._start(f"--address={self.address}", f"--num-cpus={cpus}")
+        return self
+
+    def kill_node(self, index: int) -> None:
+        """SIGKILL worker node ``index`` (1: the first worker), as a lost machine."""
+        for pid in self.nodes[index]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def alive(self) -> list[int]:
+        """The cluster's processes still running (started by its `ray start` calls, or naming
+        its temporary folder)."""
+        ours = set().union(*self.nodes) if self.nodes else set()
+        return sorted(pid for pid in _pids() if pid in ours or str(self.temp) in _cmdline(pid))
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+            for pid in self.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while self.alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def __enter__(self) -> LocalCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
