@@ -14,7 +14,9 @@ Torch runs one thread (``--threads``, as ray actors do), so that other processes
 machine do not slow the batched policy down several-fold. ``--jobs 2`` runs two seeds at a
 time in separate processes, one per core (each run still single-threaded). Quick mode:
 CartPole-v1 only (target: solved in < 10 s on 2 cores); ``--full`` adds Pendulum-v1 and
-LunarLanderContinuous-v3. The settings are in SETTINGS below. Run folders
+LunarLanderContinuous-v3; ``--envs playground::CartpoleBalance,playground::CartpoleSwingup,
+brax::inverted_pendulum --algos pgpe --jobs 1`` runs the jax presets (compiled evaluation,
+both cores). The settings are in SETTINGS below. Run folders
 go to runs/bench_learning/ (ignored by git); curves (center_eval against interactions and
 against time, drawn with neurorun.tools.plot) and benchmarks/results/learning.json go to
 benchmarks/results/.
@@ -69,8 +71,17 @@ SETTINGS: dict[str, tuple[float, float, list[str], dict[str, list[str]]]] = {
                 "algo.stdev_init=1.0", "algo.stdev_min=0.05"],
         "xnes": ["algo.popsize=50", "algo.radius_init=null", "algo.stdev_init=1.0"],
     }),
+    # jax envs (compiled evaluation; the experiment= presets, PGPE only): not in --full, run
+    # with --envs; episodes of 1000 steps, so the caps are minutes
+    "playground::CartpoleBalance": (950, 300, ["experiment=playground_cartpole_balance"],
+                                    {"pgpe": []}),
+    "playground::CartpoleSwingup": (800, 600, ["experiment=playground_cartpole_swingup"],
+                                    {"pgpe": []}),
+    "brax::inverted_pendulum": (1000, 300, ["experiment=brax_inverted_pendulum"],
+                                {"pgpe": []}),
 }
 QUICK_ENVS = ("CartPole-v1",)
+FULL_ENVS = ("CartPole-v1", "Pendulum-v1", "LunarLanderContinuous-v3")
 
 
 def overrides(env: str, algo: str, seed: int, extra: list[str]) -> list[str]:
@@ -184,7 +195,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="draw no curves into benchmarks/results/ (trying settings)")
     args = parser.parse_args(argv)
     _set_threads(args.threads)
-    envs = args.envs.split(",") if args.envs else list(SETTINGS if args.full else QUICK_ENVS)
+    envs = args.envs.split(",") if args.envs else list(FULL_ENVS if args.full else QUICK_ENVS)
     results, plots = [], []
     for env in envs:
         for algo in args.algos.split(","):

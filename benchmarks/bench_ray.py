@@ -8,11 +8,12 @@
   (2, 16, 64) (fractions of this machine's 2 CPUs), plain (the main process samples the
   population and sends it) and distributed (actors regenerate their shares from seeds, the
   main process ranks and sends weights, actors send weighted sums), for ARS, OpenAI-ES, PGPE,
-  SNES, CEM and sep-CMA-ES. Per cell: ``main_cpu_s``, the main process's CPU seconds per
-  generation (``time.process_time``: its own work, not the wait for actors), ``wall_s``, and
-  ``megabytes`` sent plus received per generation (payload bytes: ray's object store sends an
-  object once per node). Median of ``--generations`` after one warm-up generation. Plain
-  cells that would hold more than 2 GB of samples are not run (reported as such).
+  SNES, CEM and sep-CMA-ES. Cells that would hold more than 2 GB of samples in the main
+  process (plain) or of noise and samples in one actor (distributed) are not run. Per cell:
+  ``main_cpu_s``, the main process's CPU seconds per generation (``time.process_time``: its
+  own work, not the wait for actors), ``wall_s``, and ``megabytes`` sent plus received per
+  generation (payload bytes: ray's object store sends an object once per node). Median of
+  ``--generations`` after one warm-up generation.
 - ``noise``: seconds to make ``rows`` noise rows of length ``dim`` (an actor's share) from
   per-row seeds and from the shared noise table (``algo.noise_source``), min-median-max of 5.
 - ``speedup``: HalfCheetah-v5 (its 1,000-step episodes) and Humanoid-v5 (200-step episodes,
@@ -29,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import statistics
 import time
 from typing import Any
@@ -46,13 +49,16 @@ ALGORITHMS = {
     "cem": {"parenthood_ratio": 0.1, "stdev_init": 0.1},
     "sep_cmaes": {"stdev_init": 0.1},
 }
+CASES = ("noise", "speedup", "coordinator")
 PLAIN_LIMIT_BYTES = 2 << 30  # plain mode holds P x D samples in the main process
+ACTOR_LIMIT_BYTES = 2 << 30  # distributed mode: each actor holds its share's noise and samples
 
 
 class SphereProblem:
     """Stands in for a Problem: fitness -|x|^2, one interaction and episode per solution."""
 
     obs_stats = None
+    solution_length = 0  # set per cell
 
     def __init__(self) -> None:
         self.interaction_count = self.episode_count = 0
@@ -67,7 +73,7 @@ class SphereProblem:
                               for s in ("min", "mean", "max")}}
         self.interaction_count += n
         self.episode_count += n
-        return -(params.double().square().sum(1)).float()
+        return -torch.linalg.vector_norm(params, dim=1).square()  # no P x D temporaries
 
     def draw_seed(self) -> int:
         self._seed += 1
@@ -99,6 +105,7 @@ def coordinator_cell(evaluator: Any, algo_name: str, popsize: int, dim: int, mod
 
     algo = make_algorithm(algo_name, solution_length=dim, popsize=popsize, seed=0,
                           **ALGORITHMS[algo_name])
+    evaluator.problem.solution_length = dim  # what plain mode checks the samples against
     cpu, wall, megabytes = [], [], []
     for generation in range(generations + 1):
         started, started_cpu = time.perf_counter(), time.process_time()
@@ -130,9 +137,13 @@ def bench_coordinator(sizes: list[tuple[int, int]], actor_counts: list[int],
                     for mode in ("plain", "distributed"):
                         row = {"algo": algo_name, "popsize": popsize, "dim": dim,
                                "actors": actors, "mode": mode}
+                        share_bytes = 8 * popsize * dim / actors  # an actor's noise, samples
                         if mode == "plain" and 4 * popsize * dim > PLAIN_LIMIT_BYTES:
                             row["not_run"] = (f"{4 * popsize * dim / 1e9:.0f} GB of samples in "
                                               "the main process")
+                        elif mode == "distributed" and share_bytes > ACTOR_LIMIT_BYTES:
+                            row["not_run"] = (f"{share_bytes / 1e9:.0f} GB of noise and samples "
+                                              "per actor")
                         else:
                             row.update(coordinator_cell(evaluator, algo_name, popsize, dim,
                                                         mode, generations))
@@ -212,19 +223,31 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true",
                         help="coordinator: popsize 1,000 x D 1,000 and 2 actors only")
     parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--actors", default="2,16,64", help="coordinator: actor counts")
+    parser.add_argument("--sizes", default="1000x1000,10000x1000,1000x100000,10000x100000",
+                        help="coordinator: popsize x D cells")
     args = parser.parse_args(argv)
-    report: dict[str, Any] = {}
+    path = RESULTS / "ray.json"  # cases not run now keep their last results
+    old = json.loads(path.read_text()) if path.exists() else {}
+    report: dict[str, Any] = {key: old[key] for key in (*CASES, "case_load_average")
+                              if key in old}
     cases = args.cases.split(",")
-    if "coordinator" in cases:
-        sizes = [(1000, 1000)] if args.quick else [(p, d) for p in (1000, 10000)
-                                                   for d in (1000, 100000)]
-        actor_counts = [2] if args.quick else [2, 16, 64]
-        report["coordinator"] = bench_coordinator(sizes, actor_counts, args.generations)
-    if "noise" in cases:
-        report["noise"] = bench_noise(rounds=5)
-    if "speedup" in cases:
-        report["speedup"] = bench_speedup(generations=8, rounds=2)
-    return write_result(RESULTS / "ray.json", **report)
+    sizes = [(1000, 1000)] if args.quick else [
+        tuple(int(n) for n in cell.split("x")) for cell in args.sizes.split(",")]
+    actor_counts = [2] if args.quick else [int(n) for n in args.actors.split(",")]
+    runs = {"noise": lambda: bench_noise(rounds=5),
+            "speedup": lambda: bench_speedup(generations=8, rounds=2),
+            "coordinator": lambda: bench_coordinator(sizes, actor_counts, args.generations)}
+    loads = report.setdefault("case_load_average", {})  # the load as each case starts
+    for case, run in runs.items():  # the file is rewritten after each case
+        if case in cases:
+            loads[case] = [round(x, 2) for x in os.getloadavg()]
+            rows = run()
+            if case == "coordinator":  # rows of other actor counts stay
+                rows = [r for r in report.get(case, []) if r["actors"] not in actor_counts] + rows
+            report[case] = rows
+            write_result(path, **report)
+    return report
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Run every benchmark, then write benchmarks/results/SUMMARY.md and its table into README.md.
+"""Run every benchmark, then write benchmarks/results/SUMMARY.md and its tables into
+docs/benchmarks.md.
 
     python benchmarks/run.py [--full]
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-README = HERE.parent / "README.md"
+DOCS = HERE.parent / "docs" / "benchmarks.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
@@ -70,21 +71,21 @@ def nets_table(r: dict) -> list[str]:
 
 def eval_table(report: dict) -> list[str]:
     lines = ["| env | network | popsize | raw env steps/s | counted steps/s in evaluation | "
-             "counted ÷ raw | per vector step ÷ raw (*) | neurorun µs per vector step (*) | "
-             "2 ray actors: counted steps/s (÷ raw) |", "|---|---|---|---|---|---|---|---|---|"]
+             "counted ÷ raw | per vector step ÷ raw (*) | 2 ray actors: counted steps/s "
+             "(÷ raw) |", "|---|---|---|---|---|---|---|---|"]
     for r in report["cases"]:
         network = r.get("network", report.get("network", ""))
         ray = (f"{r['ray2_interactions_per_s']:,} ({r['ray2_ratio']})"
                if "ray2_interactions_per_s" in r else "–")
-        per_vector_step = ([r["ratio"], r["overhead_us_per_vector_step"]]
-                           if r.get("steps_finished_envs", True) else ["–", "–"])
+        per_vector_step = r["ratio"] if r.get("steps_finished_envs", True) else "–"
         lines.append(f"| {r['env']} | `{network}` | {r['popsize']} | "
                      f"{r['raw_env_steps_per_s']:,} | {r['eval_interactions_per_s']:,} | "
-                     f"{r.get('interaction_ratio', '–')} | {per_vector_step[0]} | "
-                     f"{per_vector_step[1]} | {ray} |")
-    return lines + ["", "(*) where the whole batch is stepped until its longest episode ends "
-                    "(CartPole's native vector env, brax); a plain SyncVectorEnv steps only the "
-                    "envs still running, so per-vector-step figures mean nothing there: '–'."]
+                     f"{r.get('interaction_ratio', '–')} | {per_vector_step} | {ray} |")
+    return lines + ["", "*raw*: the same vector env stepped alone with uniform random actions "
+                    "(no policy, no bookkeeping). (*) where the whole batch is stepped until its "
+                    "longest episode ends (CartPole's native vector env, brax's step-by-step "
+                    "path); a SyncVectorEnv steps only the envs still running, so there the "
+                    "per-vector-step figure means nothing: '–'."]
 
 
 def envpool_table(report: dict) -> list[str]:
@@ -146,7 +147,7 @@ def evotorch_table(report: dict) -> list[str]:
 def curve_links(report: dict) -> list[str]:
     """A line linking the report's curve images (none when it has none)."""
     plots = report.get("plots", [])
-    return ["", "Curves: " + ", ".join(f"[{p}](benchmarks/results/{p})" for p in plots)] \
+    return ["", "Curves: " + ", ".join(f"[{p}](../benchmarks/results/{p})" for p in plots)] \
         if plots else []
 
 
@@ -183,56 +184,104 @@ def locomotion_table(report: dict) -> list[str]:
     return lines + evotorch_locomotion_lines(report.get("evotorch", [])) + curve_links(report)
 
 
+THRESHOLDS = {"swimmer": 325, "hopper": 3120, "halfcheetah": 3430}  # the ARS paper's
+
+
 def evotorch_locomotion_lines(rows: list[dict]) -> list[str]:
-    """`pgpe` against EvoTorch running the same setup: seconds to the same center score."""
+    """`pgpe` against EvoTorch running the same setup: seconds to the same center score, where
+    that score is at least a tenth of the threshold (below it, a side did not learn)."""
     if not rows:
         return []
     lines = ["", "The `pgpe` setup on EvoTorch 0.6.1 (`evotorch_pgpe`: GymNE, one process), "
              "seed by seed: wall seconds to the lower of the two sides' best center scores "
-             "(the threshold when both solved).", "",
+             "(the threshold when both solved), compared only where that score is at least "
+             "a tenth of the threshold.", "",
              "| task | seed | score | neurorun s | EvoTorch s | × faster | best: neurorun / "
              "EvoTorch |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        speedup = "–" if r["speedup"] is None else f"**{r['speedup']}×**"
-        lines.append(f"| {r['task']} | {r['seed']} | {r['score']:,.0f} | {r['neurorun_s']} | "
-                     f"{r['evotorch_s']} | {speedup} | {r['neurorun_best']:,.0f} / "
-                     f"{r['evotorch_best']:,.0f} |")
+        learned = r["score"] >= 0.1 * THRESHOLDS.get(r["task"], 0)
+        if not learned:
+            side = "EvoTorch" if r["evotorch_best"] <= r["neurorun_best"] else "neurorun"
+            compared = f"– | – | – ({side} did not learn)"
+        else:
+            speedup = "–" if r["speedup"] is None else f"**{r['speedup']}×**"
+            compared = f"{r['neurorun_s']} | {r['evotorch_s']} | {speedup}"
+        lines.append(f"| {r['task']} | {r['seed']} | {r['score']:,.0f} | {compared} | "
+                     f"{r['neurorun_best']:,.0f} / {r['evotorch_best']:,.0f} |")
     return lines
 
 
+def _spread(value: dict, digits: int = 2, thousands: bool = False) -> str:
+    """A harness spread as "median (min–max)"."""
+    form = "{:,.0f}" if thousands else f"{{:.{digits}f}}"
+    return (f"{form.format(value['median'])} ({form.format(value['min'])}–"
+            f"{form.format(value['max'])})")
+
+
 def ray_table(r: dict) -> list[str]:
-    h, c, t = r["humanoid"], r["cartpole_dispatch"], r["transfer"]
-    return [
-        "| case | figure |", "|---|---|",
-        f"| {h['env']} popsize {h['popsize']}: steps/s with 1 → 2 actors | "
-        f"{h['steps_per_s_1_actors']:,.0f} → {h['steps_per_s_2_actors']:,.0f} "
-        f"({h['speedup']:.2f}×) |",
-        f"| {c['env']} popsize {c['popsize']}: ms per generation, local → 2 actors | "
-        f"{c['local_ms']:.0f} → {c['ray_2_actors_ms']:.0f} (dispatch overhead "
-        f"{c['overhead_ms']:.0f} ms) |",
-        f"| bytes sent per generation, {t['solution_length']:,}-parameter policy, popsize "
-        f"{t['popsize']}: plain → distributed | {t['non_distributed']['bytes_sent']:,} → "
-        f"{t['distributed']['bytes_sent']:,} ({t['reduction']:.0f}× less) |",
-    ]
+    lines = []
+    loads = r.get("case_load_average", {})
+    if loads:
+        lines += ["Load average (1 min) as each case started: " + ", ".join(
+            f"{case} {load[0]}" for case, load in loads.items()) + ".", ""]
+    if r.get("speedup"):
+        lines += ["PGPE, popsize 64, linear policy, EnvPool: counted env steps per second of "
+                  "whole generations (ask, evaluate, tell), median (min–max) over rounds.", "",
+                  "| env | 1 actor | 2 actors | 2 actors distributed | 2 ÷ 1 actor | "
+                  "distributed ÷ plain |", "|---|---|---|---|---|---|"]
+        for row in r["speedup"]:
+            lines.append(
+                f"| {row['env']} | {_spread(row['steps_per_s_1_actor'], thousands=True)} | "
+                f"{_spread(row['steps_per_s_2_actors'], thousands=True)} | "
+                f"{_spread(row['steps_per_s_2_actors_distributed'], thousands=True)} | "
+                f"{_spread(row['speedup_2_actors'])} | "
+                f"{_spread(row['distributed_over_plain'])} |")
+    if r.get("noise"):
+        lines += ["", "Seconds to make an actor's share of noise rows (`algo.noise_source`).",
+                  "", "| rows × D | seeds s | table s | seeds ÷ table |", "|---|---|---|---|"]
+        for row in r["noise"]:
+            lines.append(f"| {row['rows']:,} × {row['dim']:,} | {_spread(row['seeds_s'], 4)} | "
+                         f"{_spread(row['table_s'], 4)} | {_spread(row['seeds_over_table'])} |")
+    if r.get("coordinator"):
+        lines += ["", "The main process per generation when evaluation costs nothing (actors "
+                  "evaluate the sphere): CPU seconds of the main process (`main_cpu_s`) and "
+                  "megabytes sent plus received.", "",
+                  "| algorithm | popsize × D | actors | plain: main CPU s / MB | distributed: "
+                  "main CPU s / MB |", "|---|---|---|---|---|"]
+        cells: dict[tuple, dict] = {}
+        for row in r["coordinator"]:
+            cells.setdefault((row["algo"], row["popsize"], row["dim"], row["actors"]),
+                             {})[row["mode"]] = row
+        for (algo, popsize, dim, actors), modes in cells.items():
+            shown = []
+            for mode in ("plain", "distributed"):
+                row = modes.get(mode, {})
+                shown.append(f"not run: {row['not_run']}" if "not_run" in row else
+                             f"{row['main_cpu_s']['median']:.3f} / {row['megabytes']:,.1f}"
+                             if row else "–")
+            lines.append(f"| {algo} | {popsize:,} × {dim:,} | {actors} | {shown[0]} | "
+                         f"{shown[1]} |")
+    return lines
 
 
 def jax_table(report: dict) -> list[str]:
     lines = [f"Device: {report['device']} (jax {report['jax']} on {report['jax_backend']}), "
-             f"episodes cut at {report['episode_length']} steps, linear policy, one episode "
-             "per solution.", "",
-             "| env | popsize | raw jitted steps/s | neurorun steps/s | ÷ raw | counted ÷ "
-             "simulated | compile s: raw / neurorun | EnvPool twin: raw 2 threads / neurorun "
-             "| jax ÷ EnvPool in neurorun |", "|---|---|---|---|---|---|---|---|---|"]
+             f"episodes of {report['episode_length']} steps (Playground) or cut there (brax), "
+             "one episode per solution; steps per second, median (min–max) over "
+             f"{report['rounds']} rounds. *bare*: the env stepped by a jitted `lax.scan` with "
+             "fixed random actions; *bare + policy*: the same scan with the same policies' "
+             "actions and one reset per wave of episodes; *neurorun*: counted steps of the "
+             "compiled evaluation.", "",
+             "| env | network | popsize → slots | bare | bare + policy | neurorun | ÷ bare | "
+             "÷ bare + policy | counted ÷ simulated | compile s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
-        ours = (f"{r['envpool_neurorun_t2']:,.0f}" if "envpool_neurorun_t2" in r else
-                "– (Dict observations)")
-        twin = (f"{r['envpool_id']}: {r['envpool_raw_t2']:,.0f} / {ours}" if "envpool_id" in r
-                else "–")
-        versus = f"{r['vs_envpool']:.2f}" if "vs_envpool" in r else "–"
-        lines.append(f"| {r['env']} | {r['popsize']:,} | {r['raw']:,.0f} | "
-                     f"{r['neurorun']:,.0f} | {r['vs_raw']:.2f} | {r['counted_fraction']:.2f} | "
-                     f"{r['raw_compile_s']:.0f} / {r['neurorun_compile_s']:.0f} | {twin} | "
-                     f"{versus} |")
+        lines.append(
+            f"| {r['env']} | {r['network']} | {r['popsize']:,} → {r['slots']:,} | "
+            f"{r['bare']['median']:,.0f} | {r['bare_policy_with_resets']['median']:,.0f} | "
+            f"{r['neurorun']['median']:,.0f} | {_spread(r['vs_bare'])} | "
+            f"{_spread(r['vs_bare_policy_with_resets'])} | {_spread(r['counted_fraction'])} | "
+            f"{r['neurorun_compile_s']:.0f} |")
     return lines
 
 
@@ -285,7 +334,12 @@ def summary() -> str:
     ]:
         report = _load(name)
         if report is not None:
-            parts += [f"**{title}**", "", *table(report), ""]
+            when = ""
+            if "date" in report:  # ray.json: the load of each case, in its table
+                load = None if "case_load_average" in report else report.get("load_average")
+                when = f" (measured {report['date'][:10]}" + (
+                    f", load average {load[0]}" if load else "") + ")"
+            parts += [f"**{title}**{when}", "", *table(report), ""]
     if _load("gpu.json") is None:
         parts += [GPU_PENDING, ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -298,11 +352,11 @@ def _cores() -> int:
 def write_summary() -> None:
     text = summary()
     (RESULTS / "SUMMARY.md").write_text(text)
-    readme = README.read_text()
-    if START in readme and END in readme:
-        head, rest = readme.split(START, 1)
+    page = DOCS.read_text()
+    if START in page and END in page:
+        head, rest = page.split(START, 1)
         tail = rest.split(END, 1)[1]
-        README.write_text(f"{head}{START}\n{text}{END}{tail}")
+        DOCS.write_text(f"{head}{START}\n{text}{END}{tail}")
     print(text)
 
 
@@ -310,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the longer benchmark set")
     parser.add_argument("--summary-only", action="store_true",
-                        help="only rebuild SUMMARY.md and README from existing results")
+                        help="only rebuild SUMMARY.md and docs/benchmarks.md from existing results")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:

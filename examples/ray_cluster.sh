@@ -23,7 +23,7 @@ case "${1:-}" in
   run)
     address="${2:?usage: ray_cluster.sh run HEAD_IP [overrides...]}:${PORT}"
     shift 2
-    neurorun parallel=ray parallel.address="${address}" algo.distributed=true "$@" ;;
+    neurorun parallel=ray parallel.address="${address}" "$@" ;;
   stop)
     ray stop ;;  # every ray of this machine: run it only where the cluster is all there is
   *)

@@ -30,6 +30,10 @@ class ConfigError(ValueError):
     """An invalid config: the message names the key, the value and the fix."""
 
 
+class FolderInUseError(ConfigError):
+    """The run folder belongs to another running process (its files are not ours to touch)."""
+
+
 def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool) -> None:
     value = OmegaConf.select(cfg, key)
     if value is None and optional:
@@ -62,6 +66,22 @@ def _algo_options(cfg: DictConfig) -> dict[str, Any]:
     options = OmegaConf.to_container(cfg.algo, resolve=True)
     for key in ("name", "popsize", "distributed"):  # not options of the algorithm itself
         options.pop(key, None)
+    return options
+
+
+PER_PARAMETER = ("center_init", "stdev_init", "stdev_min", "stdev_max", "stdev_max_change")
+
+
+def _probe_options(cfg: DictConfig) -> dict[str, Any]:
+    """`algo.*` for the probe algorithm, which does not know D yet: a list of numbers for a
+    per-parameter option stands in as its first number (its length is checked when the
+    algorithm is built for the sized problem)."""
+    options = _algo_options(cfg)
+    for key in PER_PARAMETER:
+        value = options.get(key)
+        if isinstance(value, list) and value and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            options[key] = value[0]
     return options
 
 
@@ -148,19 +168,32 @@ def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
                           "install 'jax[cuda12]'), or problem.device=cpu.")
 
 
-def check_distributed_config(cfg: DictConfig, algorithm: SearchAlgorithm) -> None:
-    """ConfigError unless this run can do `algo.distributed=true` (when it is set)."""
-    if not cfg.algo.get("distributed", False):
-        return
-    if cfg.parallel.get("name") != "ray":
-        raise ConfigError("algo.distributed=true: actors sample and return gradients, so it "
-                          "needs ray. Fix: add parallel=ray (or algo.distributed=false).")
-    from neurorun.parallel import require_distributable  # ray stays unloaded
+def distributed_mode(cfg: DictConfig, algorithm: SearchAlgorithm) -> bool:
+    """Whether this run uses distributed mode: ``algo.distributed`` true or false, or ``auto``
+    (the default): on ray when the algorithm distributes (all but full CMA-ES), since its
+    update equals the local one and it was never slower (docs/ray.md).
 
-    try:
-        require_distributable(algorithm)
-    except ValueError as error:
-        raise ConfigError(str(error)) from error
+    Raises:
+        ConfigError: ``true`` where it cannot run (no ray, full CMA-ES), or another value.
+    """
+    value = cfg.algo.get("distributed", "auto")
+    on_ray = cfg.parallel.get("name") == "ray"
+    if value == "auto":
+        return on_ray and algorithm.distributable
+    if not isinstance(value, bool):
+        raise ConfigError(f"algo.distributed={value!r}: expected true, false or auto. Fix: "
+                          "algo.distributed=auto (distributed on ray where the algorithm can).")
+    if value and not on_ray:
+        raise ConfigError("algo.distributed=true: actors sample and return weighted sums, so "
+                          "it needs ray. Fix: add parallel=ray (or algo.distributed=false).")
+    if value:
+        from neurorun.parallel import require_distributable  # ray stays unloaded
+
+        try:
+            require_distributable(algorithm)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+    return value
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -199,10 +232,10 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "algo.popsize", minimum=1, optional=True)
     try:  # the algorithm checks its own options; a small probe length keeps this instant
         probe = make_algorithm(name, solution_length=_PROBE_LENGTH, popsize=cfg.algo.popsize,
-                               seed=0, **_algo_options(cfg))
+                               seed=0, **_probe_options(cfg))
     except (ValueError, TypeError) as error:
         raise _algo_error(cfg, error) from error
-    check_distributed_config(cfg, probe)
+    distributed_mode(cfg, probe)
 
 
 def resolve_env_backend(cfg: DictConfig) -> str | None:

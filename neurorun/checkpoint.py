@@ -13,9 +13,11 @@ checkpoint whole.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
+import socket
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,7 +27,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
+from neurorun.build import FolderInUseError
+from neurorun.layout import CHECKPOINT_DIR, LOCK_FILE, STATE_FILE, saved_config_path
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
@@ -139,9 +142,50 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
             "folder.")
 
 
+def lock_run(run_dir: str | Path) -> int:
+    """Take the run folder's lock (creating the folder); returns the lock's file descriptor,
+    held until it is closed (``os.close``) or the process ends, however it ends: the kernel
+    releases a ``flock`` with its process, so a killed run leaves no stale lock.
+
+    Raises:
+        FolderInUseError: another process holds it (the message names its pid and host).
+    """
+    folder = Path(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 256).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise FolderInUseError(
+            f"run folder {str(folder)!r} is in use by {holder}: two runs in one folder would "
+            "interleave its metrics and checkpoints. Fix: wait for that run to end (or stop "
+            "it), or use another folder.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"neurorun pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+    return fd
+
+
+def remove_if_only_lock(run_dir: str | Path) -> None:
+    """Remove ``run_dir`` when it holds nothing but its (released) lock file."""
+    folder = Path(run_dir)
+    if folder.is_dir() and [p.name for p in folder.iterdir()] == [LOCK_FILE]:
+        (folder / LOCK_FILE).unlink()
+        folder.rmdir()
+
+
+def require_free(run_dir: str | Path) -> None:
+    """FolderInUseError when another process holds ``run_dir`` (checked before Hydra writes its
+    files into a folder; the run takes the lock itself when it starts)."""
+    if (Path(run_dir) / LOCK_FILE).is_file():
+        os.close(lock_run(run_dir))
+
+
 def remove_partial_writes(run_dir: str | Path) -> list[Path]:
     """Delete the temporary files (`.<name>.*.tmp`) that a write killed mid-way left in
-    `<run>/checkpoints/`; returns what was deleted."""
+    `<run>/checkpoints/`; returns what was deleted. Only under the folder's lock
+    (:func:`lock_run`): another run's live temporary files look the same."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     removed = sorted(folder.glob(".*.tmp")) if folder.is_dir() else []
     for path in removed:

@@ -25,10 +25,15 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from neurorun.build import ConfigError
-from neurorun.checkpoint import load_run_config, refuse_existing_run, require_saved_config
+from neurorun.build import ConfigError, FolderInUseError
+from neurorun.checkpoint import (
+    load_run_config,
+    refuse_existing_run,
+    require_free,
+    require_saved_config,
+)
 from neurorun.config_source import register_hydra_extensions
-from neurorun.layout import HYDRA_DIR
+from neurorun.layout import HYDRA_DIR, LOCK_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
 from neurorun.signals import exit_status
@@ -61,7 +66,8 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(error)) from error
 
 
-HYDRA_FILES = {HYDRA_DIR, "neurorun.log"}  # what Hydra writes into a run folder before the task
+# what Hydra (and the run's lock) put into a run folder before the task
+HYDRA_FILES = {HYDRA_DIR, "neurorun.log", LOCK_FILE}
 _failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
 
 
@@ -98,7 +104,7 @@ def _app(cfg: DictConfig) -> float | None:
             cfg = _resumed_config(cfg)
         result = run(cfg, run_dir=run_dir)
     except ConfigError as error:
-        if not cfg.resume:
+        if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
             _remove_stub(run_dir)
         if hydra_cfg.mode == RunMode.MULTIRUN:  # the other jobs still run; main() lists these
             job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
@@ -131,7 +137,9 @@ def _folder_error(argv: Sequence[str]) -> str | None:
     try:
         if "resume" in given:
             require_saved_config(given["resume"])
+            require_free(given["resume"])
         elif "hydra.run.dir" in given:
+            require_free(given["hydra.run.dir"])
             refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
     except (FileNotFoundError, ValueError) as error:
         return str(error)

@@ -3,6 +3,7 @@
     <run>/.hydra/config.yaml        the composed config (what resume= starts from)
     <run>/.hydra/overrides.yaml     the command line's overrides
     <run>/checkpoints/              best.* and last.* policies, state.pt (the resume state)
+    <run>/.neurorun.lock            held (flock) by the process running in the folder
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"  # in CHECKPOINT_DIR
+LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
 
 
 def saved_config_path(run_dir: str | Path) -> Path:

@@ -13,6 +13,7 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from neurorun.algorithms.base import population_stats
 from neurorun.build import (
     ConfigError,
     build_parts,
+    distributed_mode,
     make_evaluator,
     resolve_env_backend,
     validate_config,
@@ -94,6 +96,25 @@ class Runner:
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
+        # the folder's owner from here on (FolderInUseError if another process is): nothing
+        # is read or cleaned before
+        created = not self.run_dir.exists()
+        self._lock: int | None = checkpoint.lock_run(self.run_dir)
+        try:
+            self._build(cfg)
+        except BaseException:
+            self._release()
+            if created:  # a run that never started leaves no folder behind
+                checkpoint.remove_if_only_lock(self.run_dir)
+            raise
+
+    def _release(self) -> None:
+        """Give up the run folder (the lock) once."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def _build(self, cfg: DictConfig) -> None:
         if not cfg.resume:
             try:
                 checkpoint.refuse_existing_run(self.run_dir, "run folder")
@@ -114,11 +135,11 @@ class Runner:
         seed_everything(int(cfg.seed))
         self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
                                  cfg.target_score)
-        self.distributed = bool(cfg.algo.get("distributed", False))  # checked above
         self.summary: dict[str, Any] = {}  # what the loggers are closed with
         with ExitStack() as parts:  # what was built is closed if a later part fails
             self.problem, self.algorithm = build_parts(cfg)
             parts.callback(self.problem.close)
+            self.distributed = distributed_mode(cfg, self.algorithm)
             try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
@@ -301,8 +322,8 @@ class Runner:
                 self.save_checkpoint(self.status.get("elapsed_s", elapsed))
             folder = self.run_dir / CHECKPOINT_DIR
             result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
-                      "best_policy": str(folder / "best.pkl"),
-                      "last_policy": str(folder / "last.pkl"),
+                      "best_policy": str(folder / "best.pt"),
+                      "last_policy": str(folder / "last.pt"),
                       "best_center_eval": self.best["score"]}
         except BaseException:  # an error or Ctrl-C: keep what the finished generations did
             if snapshot is not None:
@@ -313,6 +334,7 @@ class Runner:
         finally:
             self.summary = result
             self._close()  # the evaluator (ray actors), the loggers, the problem
+            self._release()
         result["objective"] = objective_value(cfg.objective, self.run_dir, cfg.target_score)
         self.callbacks.on_run_end(self, result)
         return result

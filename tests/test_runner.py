@@ -66,6 +66,7 @@ def no_problem(monkeypatch):
     (["algo=ars", "algo.step_size=-0.1"], ["algo.step_size=-0.1", "> 0", "Fix:"]),
     (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
      ["algo.distributed=true with algo 'cmaes'", "D x D covariance", "algo=sep_cmaes", "Fix:"]),
+    (["algo.distributed=maybe"], ["algo.distributed='maybe'", "true, false or auto", "Fix:"]),
     (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
                                             "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
@@ -200,6 +201,18 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
+    ([], False), (["parallel=ray"], True), (["parallel=ray", "algo=ars"], True),
+    (["parallel=ray", "algo=cmaes"], False), (["parallel=ray", "algo.distributed=false"], False),
+    (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
+def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.build import distributed_mode
+
+    cfg = tiny(*overrides)
+    assert distributed_mode(cfg, ALGORITHMS[cfg.algo.name]) is expected
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
     (["algo.distributed=true"], "Fix: add parallel=ray"),
     (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
      "algo .cmaes.: its full D x D covariance"),
@@ -235,3 +248,17 @@ def test_population_stats_by_hand():
                                                 "median_eval": 3.5, "pop_best_eval": 10.0}
     assert population_stats(fitness, "min")["pop_best_eval"] == -1.0
     assert population_stats(torch.tensor([2.0, 7.0, 5.0]), "max")["median_eval"] == 5.0
+
+
+def test_a_per_parameter_center_init_is_checked_against_the_sized_problem(tmp_path):
+    """CartPole-v1's linear policy has 4 x 2 weights + 2 biases = 10 parameters; the config
+    check cannot know that, the built run can."""
+    center = [0.01 * i for i in range(10)]
+    runner = Runner(tiny("env=CartPole-v1", "network=linear", "generations=1",
+                         f"algo.center_init=[{','.join(map(str, center))}]"),
+                    run_dir=tmp_path / "ten")
+    assert runner.algorithm.center.tolist() == pytest.approx(center)
+    assert runner.run()["generation"] == 1
+    with pytest.raises(ConfigError, match=r"center_init has shape \(9,\).*shape \(10,\)"):
+        Runner(tiny("env=CartPole-v1", "network=linear", "algo.center_init=[0,0,0,0,0,0,0,0,0]"),
+               run_dir=tmp_path / "nine")

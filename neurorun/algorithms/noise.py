@@ -30,6 +30,7 @@ import torch
 NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
 _MASK = (1 << 63) - 1
+SQUARE_ROWS = 1024  # rows squared at a time by weighted_sums
 
 
 def row_seeds(draw: int, rows: np.ndarray) -> np.ndarray:
@@ -125,15 +126,15 @@ def weighted_sums(noise: torch.Tensor, weights: Mapping[str, torch.Tensor],
     (sum_i w_i eps_i), ``eps2`` (sum_i w_i eps_i^2) or ``outer`` (sum_i w_i eps_i eps_i^T).
     They add up over any split of the rows."""
     sums = {}
-    squares = None
     for name, needed in kinds.items():
         w = weights[name].to(noise.dtype)
         for kind in needed:
             if kind == "eps":
                 sums[f"{name}.eps"] = noise.T @ w
-            elif kind == "eps2":
-                squares = noise.square() if squares is None else squares
-                sums[f"{name}.eps2"] = squares.T @ w
+            elif kind == "eps2":  # by blocks of rows: no second copy of a large share
+                sums[f"{name}.eps2"] = sum(
+                    noise[i:i + SQUARE_ROWS].square().T @ w[i:i + SQUARE_ROWS]
+                    for i in range(0, len(noise), SQUARE_ROWS))
             elif kind == "outer":
                 sums[f"{name}.outer"] = (noise.T * w) @ noise
             else:

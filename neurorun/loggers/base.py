@@ -11,7 +11,7 @@ class Logger:
     """A sink for the status dict of each generation.
 
     `start` receives the run's resolved config (a plain dict) once, `log` every generation's
-    status (the keys listed in DESIGN.md plus episode statistics), `close` the final summary.
+    status (the keys listed in docs/architecture.md), `close` the final summary.
     `offsets` returns what a resumed run needs to append exactly where the checkpoint was.
     """
 

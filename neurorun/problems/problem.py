@@ -263,11 +263,13 @@ class Problem(ProblemState):
         """Returns and lengths ``(num_episodes,)`` of one solution: episode k runs in env slot
         k, seeded ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed``
         for native vector envs, brax and Playground). No action noise, no reward shaping;
-        counters and obs stats are left alone. The center evaluation and ``neurorun-eval``
-        both run this."""
+        counters and obs stats are left alone. An episode that met a non-finite observation
+        or reward returns NaN (its return so far would look like a real one). The center
+        evaluation and ``neurorun-eval`` both run this."""
         params = self._as_params(solution)[:1].expand(int(num_episodes), -1)
         result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None, int(num_episodes))
-        return result.fitness.to(params.dtype), result.lengths
+        returns = torch.where(result.nonfinite, float("nan"), result.fitness)
+        return returns.to(params.dtype), result.lengths
 
     # ----- policies -----
     def make_net(self, solution: Any) -> nn.Module:

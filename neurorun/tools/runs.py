@@ -125,6 +125,10 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
     for folder in dict.fromkeys(f for path in paths for f in find_run_folders(path)):
         metrics = read_metrics(folder)
         if metrics:
+            generations = metrics.get("generation", np.array([]))
+            if np.any(np.diff(generations) <= 0):
+                warnings.warn(f"{folder}: its metrics' generations do not increase (two runs "
+                              "wrote into this folder?); its curve may be wrong", stacklevel=2)
             runs.append(Run(folder, metrics, read_overrides(folder), read_env(folder)))
         else:
             empty.append(folder)

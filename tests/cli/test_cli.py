@@ -57,6 +57,7 @@ def test_every_algorithm_runs_in_one_multirun(tmp_path):
         assert int(table[0]["popsize"]) == 10
         assert (sweep / job / "checkpoints" / "best.pkl").is_file()
     assert result.stdout.count("best policy:") == len(ALGORITHMS)
+    assert result.stdout.count("checkpoints/best.pt") == len(ALGORITHMS)  # the safe file
 
 
 def test_config_error_exits_2_with_one_message(tmp_path):

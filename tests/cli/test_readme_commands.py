@@ -1,5 +1,5 @@
-"""Every `neurorun ...` command printed in README runs as printed (split by the shell's rules),
-with a small budget appended so that long runs stop after two generations."""
+"""Every `neurorun ...` command printed in README and docs/ runs as printed (split by the shell's
+rules), with a small budget appended so that long runs stop after two generations."""
 
 import shlex
 
@@ -21,16 +21,21 @@ NOT_RUNNABLE_HERE = {
 }
 
 
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def readme_commands() -> list[str]:
-    """The `neurorun` command lines of README's code blocks (backslash continuations joined)."""
-    commands, in_block = [], False
-    lines = (ROOT / "README.md").read_text().replace("\\\n", " ").splitlines()
-    for line in lines:
-        if line.startswith("```"):
-            in_block = not in_block
-        elif in_block and (line.startswith("neurorun ") or line.strip() == "neurorun"):
-            commands.append(line.strip())
-    return commands
+    """The `neurorun` command lines of the code blocks of README and docs/ (backslash
+    continuations joined), each once (a command printed twice runs once)."""
+    commands: dict[str, str] = {}
+    for page in PAGES:
+        in_block = False
+        for line in page.read_text().replace("\\\n", " ").splitlines():
+            if line.startswith("```"):
+                in_block = not in_block
+            elif in_block and (line.startswith("neurorun ") or line.strip() == "neurorun"):
+                commands.setdefault(shlex.join(shlex.split(line, comments=True)), line.strip())
+    return list(commands.values())
 
 
 CLUSTER = "parallel.address=auto"  # these join a cluster: tests/parallel/test_cluster.py runs them
@@ -39,7 +44,7 @@ CLUSTER_COMMANDS = [c for c in readme_commands() if CLUSTER in c]
 
 
 def test_readme_has_the_commands_this_test_is_about():
-    assert len(COMMANDS) >= 20
+    assert len(COMMANDS) >= 20 and len(CLUSTER_COMMANDS) >= 1
     assert any("network.spec=" in c for c in COMMANDS)
 
 

@@ -87,8 +87,8 @@ def test_actors_spread_over_the_nodes_and_equal_the_local_run(cluster):
 
 @pytest.mark.parametrize("command", CLUSTER_COMMANDS)
 def test_readme_cluster_commands_run_as_printed(cluster, tmp_path, command):
-    """README's `parallel.address=auto` commands, with RAY_ADDRESS as a cluster's users set it
-    (or as `ray start --head` on this machine lets ray find by itself)."""
+    """The `parallel.address=auto` commands of README and docs/, with RAY_ADDRESS as a
+    cluster's users set it (or as `ray start --head` on this machine lets ray find itself)."""
     args = shlex.split(command, comments=True)[1:]
     done = subprocess.run([NEURORUN, *args, *BUDGET], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300,

@@ -200,24 +200,26 @@ def test_runner_with_ray_equals_the_local_run(tmp_path):
     from neurorun.runner import run
 
     local = run(compose_config(RUNNER_COMMON), run_dir=tmp_path / "local")
-    remote = run(compose_config(RUNNER_COMMON + RAY_OPTIONS), run_dir=tmp_path / "ray")
+    remote = run(compose_config(RUNNER_COMMON + RAY_OPTIONS + ["algo.distributed=false"]),
+                 run_dir=tmp_path / "ray")
     assert remote["generation"] == 3
     for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
         assert remote[key] == local[key], key
     assert remote["total_episode_count"] == 3 * 10  # popsize 10, one episode each
 
 
-@pytest.mark.parametrize("algo", ["pgpe", "ars"])
-def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo):
-    """`algo.distributed=true` from the command path: the local run's metrics, generation by
-    generation (sync vectorization: each solution's episodes seeded by its index)."""
+@pytest.mark.parametrize(("algo", "mode"), [("pgpe", "auto"), ("ars", "true")])
+def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode):
+    """Distributed mode from the command path (`auto`, the default, picks it on ray): the
+    local run's metrics, generation by generation (sync vectorization: each solution's
+    episodes seeded by its index)."""
     from neurorun.cli import compose_config
     from neurorun.runner import run
 
     choice = [] if algo == "pgpe" else ["algo=ars", "algo.popsize=10"]
     local = run(compose_config(RUNNER_COMMON + choice), run_dir=tmp_path / "local")
     remote = run(compose_config(RUNNER_COMMON + choice + RAY_OPTIONS +
-                                ["algo.distributed=true"]), run_dir=tmp_path / "ray")
+                                [f"algo.distributed={mode}"]), run_dir=tmp_path / "ray")
     for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
         assert remote[key] == pytest.approx(local[key], rel=1e-5), key
     saved = [torch.load(tmp_path / side / "checkpoints" / "last.pt", weights_only=True)

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from neurorun.cli import compose_config
 from neurorun.runner import run
@@ -20,7 +21,7 @@ def strict(text):
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.mark.parametrize("option", ["inf_reward_seed", "nan_reward_seed"])
+@pytest.mark.parametrize("option", ["inf_reward_seed", "nan_reward_seed", "nan_obs_seed"])
 def test_a_nonfinite_center_is_never_solved_or_best(tmp_path, option):
     register_toy_env()
     cfg = compose_config([
@@ -35,3 +36,16 @@ def test_a_nonfinite_center_is_never_solved_or_best(tmp_path, option):
     assert [r["nonfinite_center_evals"] for r in rows] == [1, 2, 3]
     for name in ("best.json", "last.json"):
         strict((tmp_path / "checkpoints" / name).read_text())
+
+
+def test_a_test_episode_that_met_a_nan_observation_returns_nan():
+    """The toy's episode seeded TEST_SEED returns 1 per step (action 0) and NaN observations
+    after step 2: its return so far (2) must not pass for a finished episode's."""
+    from neurorun.problems import make_problem
+
+    register_toy_env()
+    problem = make_problem(TOY_ID, env_config={"nan_obs_seed": TEST_SEED, "length": 4},
+                           vectorization="sync")
+    returns, _ = problem.test_episodes(torch.zeros(problem.solution_length), 2, TEST_SEED)
+    assert returns[0].isnan() and returns[1] == 4 + (TEST_SEED + 1) % 3  # the next seed: fine
+    problem.close()

@@ -77,3 +77,18 @@ def test_runs_of_different_envs_are_grouped_apart_with_a_warning(tmp_path, capsy
     assert groups["env=Pendulum-v1, algo=pgpe"]["final_mean"] == -300
     assert compare_tool.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     assert "grouped apart" in capsys.readouterr().err  # the command line shows the warning too
+
+
+def test_metrics_whose_generations_do_not_increase_are_flagged(tmp_path, capsys):
+    """Two processes that both wrote one metrics file interleave generations 1, 2, 1, 3, 2."""
+    write_run(tmp_path / "run", [{"generation": g, "mean_eval": 1.0,
+                                  "total_interaction_count": 10, "elapsed_s": 1}
+                                 for g in (1, 2, 1, 3, 2)], ["algo=pgpe"])
+    write_run(tmp_path / "fine", [{"generation": g, "mean_eval": 1.0,
+                                   "total_interaction_count": 10, "elapsed_s": 1}
+                                  for g in (1, 2, 3)], ["algo=snes"])
+    with pytest.warns(UserWarning, match=r"run: its metrics' generations do not increase") as seen:
+        compare_tool.compare([tmp_path / "run", tmp_path / "fine"], "mean_eval")
+    assert not any("fine" in str(w.message) for w in seen)
+    assert compare_tool.main([str(tmp_path / "run")]) == 0
+    assert "generations do not increase" in capsys.readouterr().err
