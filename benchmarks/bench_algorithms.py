@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import torch
-from _report import write_report
+from harness import write_result
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         results[name] = time_algorithm(name, dim, args.popsize, args.repeats)
         print(f"{name:10s} D={dim:>7d} popsize={args.popsize}: " + ", ".join(
             f"{key} {value}" for key, value in results[name].items() if key.endswith("ms")))
-    write_report(args.output, threads=1, processor=platform.processor(), results=results)
+    write_result(args.output, threads=1, processor=platform.processor(), results=results)
     return results
 
 

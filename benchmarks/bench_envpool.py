@@ -38,7 +38,7 @@ import envpool
 import gymnasium as gym
 import numpy as np
 import torch
-from _report import write_report
+from harness import write_result
 
 from neurorun.problems import make_problem
 
@@ -172,12 +172,12 @@ def main() -> None:
                 cases.append(throughput_case(env_id, popsize, network, args.seconds, args.full))
                 print({k: round(v, 2) if isinstance(v, float) else v
                        for k, v in cases[-1].items()}, flush=True)
-                write_report(RESULTS, episode_length=EPISODE_LENGTH, cases=cases,
+                write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases,
                              streaming=streams)
     for spec in ("gym::CartPole-v1",):
         streams.append(streaming_case(spec, args.seconds))
         print(streams[-1], flush=True)
-    write_report(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams)
+    write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams)
 
 
 if __name__ == "__main__":

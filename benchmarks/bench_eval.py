@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from _report import write_report
+from harness import write_result
 
 from neurorun.envs.gym_env import gym_env_spec, make_gym_vector_env
 from neurorun.problems import make_problem
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
     finally:
         if use_ray:
             ray.shutdown()
-    return write_report(args.out, numpy=np.__version__, cases=results)
+    return write_result(args.out, numpy=np.__version__, cases=results)
 
 
 if __name__ == "__main__":

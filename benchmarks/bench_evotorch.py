@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from _report import write_report
+from harness import write_result
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv-evotorch"
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> dict:
             results.append(result)
     finally:
         side.close()
-    return write_report(args.out, evotorch_side=side.versions, full=args.full,
+    return write_result(args.out, evotorch_side=side.versions, full=args.full,
                         torch_threads=args.threads, cases=results)
 
 

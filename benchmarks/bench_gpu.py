@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _report import write_report
+from harness import write_result
 
 HERE = Path(__file__).resolve().parent
 RUNS = HERE.parent / "runs" / "bench_gpu"
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
         results.append(result)
     device = "cpu (smoke)" if args.smoke else torch.cuda.get_device_name()
     out = RUNS / "smoke.json" if args.smoke else HERE / "results" / "gpu.json"
-    return write_report(out, device=device, results=results,
+    return write_result(out, device=device, results=results,
                         evojax_reference={"case": "ant_evojax", "seconds": 505, "score": 5609})
 
 

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _report import write_report
+from harness import write_result
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -79,6 +79,9 @@ SETTINGS: dict[str, tuple[float, float, list[str], dict[str, list[str]]]] = {
                                     {"pgpe": []}),
     "brax::inverted_pendulum": (1000, 300, ["experiment=brax_inverted_pendulum"],
                                 {"pgpe": []}),
+    # the same task on EnvPool (MuJoCo's InvertedPendulum-v5: reward 1 per step, 1000 steps),
+    # with the same PGPE settings, to compare time to target across backends
+    "InvertedPendulum-v5": (1000, 300, ["network=linear", "algo.popsize=20"], {"pgpe": []}),
 }
 QUICK_ENVS = ("CartPole-v1",)
 FULL_ENVS = ("CartPole-v1", "Pendulum-v1", "LunarLanderContinuous-v3")
@@ -167,7 +170,7 @@ def plot_curves(name: str, folder: Path, target: float) -> list[str]:
 
     names = []
     for x in ("interactions", "time"):
-        out = RESULTS / f"learning_{name}_{x}.png"
+        out = RESULTS / f"learning_{name.replace('::', '_')}_{x}.png"
         figure = plot_runs([folder], x=x, y="center_eval", band="runs")
         figure.axes[0].axhline(target, color="grey", linestyle=":", linewidth=1)
         figure.suptitle(f"{name}: center_eval (target {target})")
@@ -203,9 +206,11 @@ def main(argv: list[str] | None = None) -> dict:
             summary = summarize(env, algo, runs, args.override)
             print(json.dumps(summary), flush=True)
             results.append(summary)
+            write_result(args.out, full=args.full, torch_threads=args.threads,  # so far
+                         jobs=args.jobs, plots=plots, results=results)
         if not args.no_plots:
             plots += plot_curves(env, args.runs_dir / env, SETTINGS[env][0])
-    return write_report(args.out, full=args.full, torch_threads=args.threads, jobs=args.jobs,
+    return write_result(args.out, full=args.full, torch_threads=args.threads, jobs=args.jobs,
                         plots=plots, results=results)
 
 

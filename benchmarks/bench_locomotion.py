@@ -41,9 +41,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _report import write_report
 from bench_evotorch import EvoTorchSide, ensure_venv
 from bench_learning import RESULTS, plot_curves, run_folder
+from harness import write_result
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "bench_locomotion"
 LOG = RESULTS / "locomotion_runs.jsonl"
@@ -218,7 +218,7 @@ def report() -> dict[str, Any]:
     for task in dict.fromkeys(r["task"] for r in records):
         env, threshold = TASKS[task][:2]
         plots += plot_curves(env, RUNS / env, threshold)
-    return write_report(RESULTS / "locomotion.json", results=summarize(records),
+    return write_result(RESULTS / "locomotion.json", results=summarize(records),
                         evotorch=compare_evotorch(records), plots=plots)
 
 

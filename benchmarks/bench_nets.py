@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from _report import write_report
+from harness import write_result
 
 from neurorun.nets import BatchedPolicy, parameter_count, parse_network, vector_to_module
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     result = measure(popsize=args.popsize, device=args.device, repeats=args.repeats)
-    write_report(args.output, **result)
+    write_result(args.output, **result)
     print(json.dumps(result, indent=2))
     return result
 

@@ -321,6 +321,8 @@ def summary() -> str:
          "evotorch.json", evotorch_table),
         ("Learning: time and interactions to solve, over seeds (center evaluation each "
          "generation included in the time)", "learning.json", learning_table),
+        ("Learning on brax and MuJoCo Playground (the compiled evaluation), and the same "
+         "task on EnvPool, alone on the machine", "learning_jax.json", learning_table),
         ("MuJoCo locomotion against the ARS paper (`make bench-learning`): episodes, env "
          "steps and wall time to the threshold, medians over solved runs", "locomotion.json",
          locomotion_table),

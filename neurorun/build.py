@@ -196,6 +196,23 @@ def distributed_mode(cfg: DictConfig, algorithm: SearchAlgorithm) -> bool:
     return value
 
 
+def _check_parallel(cfg: DictConfig) -> None:
+    """parallel=ray's counts, before ray starts (it takes seconds)."""
+    if cfg.parallel.get("name") != "ray":
+        return
+    from neurorun.parallel.workload import NUM_ACTORS_WORDS  # ray stays unloaded
+
+    actors = cfg.parallel.get("num_actors")
+    if not (actors in NUM_ACTORS_WORDS or (isinstance(actors, int)
+                                           and not isinstance(actors, bool) and actors >= 1)):
+        raise ConfigError(f"parallel.num_actors={actors!r}: expected an integer >= 1 or one of "
+                          f"{list(NUM_ACTORS_WORDS)}. Fix: parallel.num_actors=max (one per "
+                          "CPU) or a count.")
+    for key in ("parallel.num_subbatches", "parallel.subbatch_size"):
+        _count(cfg, key, minimum=1, optional=True)
+    _count(cfg, "parallel.max_actor_restarts", minimum=0, optional=False)
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check the config without building any environment.
 
@@ -216,6 +233,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "env.num_threads", minimum=1, optional=True)
     _number(cfg, "max_time", positive=True)
     _number(cfg, "target_score", positive=False)
+    _check_parallel(cfg)
     if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):
         raise ConfigError("generations, max_interactions and max_time are all null: the run "
                           "would never stop. Fix: set one, e.g. generations=100.")
@@ -308,6 +326,11 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     except (ValueError, TypeError) as error:
         problem.close()
         raise _algo_error(cfg, error) from error
+    try:
+        problem.check_capacity(algorithm.popsize)
+    except ValueError as error:
+        problem.close()
+        raise ConfigError(str(error)) from error
     return problem, algorithm
 
 

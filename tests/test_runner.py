@@ -43,12 +43,12 @@ def no_problem(monkeypatch):
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["+algo.foo=1"], ["algo.foo=1", "no such key", "Fix:"]),
-    # typos in added keys (#14 item 12): refused with the closest key of that section
+    # typos in added keys: refused with the closest key of that section
     (["+generation=3"], ["generation=3", "did you mean generations?", "Fix:"]),
     (["+algo.popsiz=10"], ["algo.popsiz=10", "did you mean algo.popsize?", "Fix:"]),
     (["+problem.num_episode=2"], ["did you mean problem.num_episodes?", "Fix:"]),
     (["+env.backnd=envpool"], ["env.backnd='envpool'", "did you mean env.backend?", "Fix:"]),
-    # values that failed deep inside torch or the env (#14 item 10)
+    # values that failed deep inside torch or the env
     (["problem.device=cuda"], ["problem.device='cuda'", "no CUDA", "Fix: problem.device=cpu"]),
     (["problem.device=gpu"], ["problem.device='gpu'", "not a torch device", "Fix:"]),
     (["problem.vectorization=bogus"], ["problem.vectorization='bogus'", "auto, native", "Fix:"]),
@@ -59,7 +59,7 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
-    # ARS and OpenAI-ES (#13 bad input)
+    # ARS and OpenAI-ES options
     (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
                                              "Fix:"]),  # debug=default: popsize 10, N = 5
     (["algo=ars", "algo.noise=0"], ["algo.noise=0", "> 0", "Fix:"]),
@@ -67,6 +67,11 @@ def no_problem(monkeypatch):
     (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
      ["algo.distributed=true with algo 'cmaes'", "D x D covariance", "algo=sep_cmaes", "Fix:"]),
     (["algo.distributed=maybe"], ["algo.distributed='maybe'", "true, false or auto", "Fix:"]),
+    # ray's counts, checked before ray starts
+    *[(["parallel=ray", f"parallel.num_actors={bad}"],
+       [f"parallel.num_actors={shown}", "expected an integer >= 1", "Fix:"])
+      for bad, shown in (("0", "0"), ("-2", "-2"), ("abc", "'abc'"), ("1.5", "1.5"))],
+    (["parallel=ray", "parallel.subbatch_size=0"], ["parallel.subbatch_size=0", "Fix:"]),
     (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
                                             "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
@@ -262,3 +267,16 @@ def test_a_per_parameter_center_init_is_checked_against_the_sized_problem(tmp_pa
     with pytest.raises(ConfigError, match=r"center_init has shape \(9,\).*shape \(10,\)"):
         Runner(tiny("env=CartPole-v1", "network=linear", "algo.center_init=[0,0,0,0,0,0,0,0,0]"),
                run_dir=tmp_path / "nine")
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("Linear(obs_length, act_length + 3)", "the network gives 5 numbers per step, but "
+     "CartPole-v1 takes actions of 2"),
+    ("Linear(obs_length + 1, act_length)", "cannot take CartPole-v1's observations of 4 numbers"),
+])
+def test_a_network_of_the_wrong_widths_is_refused_before_generation_one(tmp_path, spec,
+                                                                        expected):
+    with pytest.raises(ConfigError, match=expected) as caught:
+        Runner(tiny("env=CartPole-v1", f"network.spec='{spec}'"), run_dir=tmp_path / "run")
+    assert "\n" not in str(caught.value) and "Fix:" in str(caught.value)
+    assert not (tmp_path / "run").exists()

@@ -81,6 +81,21 @@ class JaxRollout:
             self._size = int(self._batch(slots).observation_size)
         return self._size
 
+    def memory_bytes(self, solutions: int, slots: int, dim: int) -> int:
+        """About the memory of one evaluation of ``solutions`` parameter rows of length ``dim``
+        on ``slots`` env slots, from the shapes of the env states (traced, nothing compiled
+        or allocated): three copies of the states in flight (the loop's carry, the step's
+        output, XLA's temporaries), every solution's and slot's parameters, the per-slot
+        observation statistics."""
+        import jax
+
+        batch = self._batch(slots)
+        state = jax.eval_shape(batch.reset, jax.random.PRNGKey(0))
+        state_bytes = sum(leaf.size * leaf.dtype.itemsize
+                          for leaf in jax.tree_util.tree_leaves(state))
+        size = self._observation_size(slots)
+        return 3 * state_bytes + 4 * dim * (solutions + slots) + 4 * 5 * slots * size
+
     def __call__(self, params: Tensor, options: RolloutOptions, *, seed: int, streaming: bool,
                  slots: int, normalizer: RunningNorm | None = None,
                  collect: RunningNorm | None = None, noise_seed: int = 0) -> RolloutResult:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 import warnings
 from typing import Any
@@ -81,6 +82,7 @@ class Problem(ProblemState):
                                     network_args=network_args)
         self.solution_length = parameter_count(self.network)
         self.policy = BatchedPolicy(self.network)
+        self._check_widths(env.spec)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
         self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
         self._obs_synced = self.obs_stats.copy() if self.obs_stats is not None else None
@@ -93,6 +95,26 @@ class Problem(ProblemState):
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
         self._envs: dict[str, TorchVecEnv] = {}
         self._compiled = self._compiled_rollout() if jit else None
+
+    def _check_widths(self, spec: str) -> None:
+        """ValueError unless the network takes an observation and gives an action of the env's
+        sizes (one forward pass on zeros, before any env is stepped)."""
+        probe = BatchedPolicy(self.network)
+        probe.set_parameters(torch.zeros(1, self.solution_length))
+        try:
+            out = probe(torch.zeros(1, self.obs_length))
+        except (RuntimeError, ValueError) as error:
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(
+                f"the network cannot take {spec}'s observations of {self.obs_length} numbers "
+                f"({first}). Fix: start it with obs_length inputs, e.g. Linear(obs_length, "
+                "...)") from None
+        width = int(np.prod(out.shape[1:]))
+        if width != self.act_length:
+            raise ValueError(
+                f"the network gives {width} numbers per step, but {spec} takes actions of "
+                f"{self.act_length}. Fix: end it with act_length outputs, e.g. "
+                "Linear(..., act_length)")
 
     def _compiled_rollout(self) -> JaxRollout | None:
         """The compiled evaluation, for jax envs and networks with a jax form."""
@@ -110,6 +132,26 @@ class Problem(ProblemState):
                                        episode_length=self.env_options.episode_length,
                                        **self.env_options.config)
         return JaxRollout(make_batch, self.env_options.spec, form, self.device)
+
+    def check_capacity(self, popsize: int) -> None:
+        """ValueError, before anything compiles, when the compiled evaluation of a generation
+        of ``popsize`` would not fit the device's free memory (jax envs; elsewhere a no-op)."""
+        if self._compiled is None:
+            return
+        limit = self.env_options.max_num_envs or popsize
+        episodes = self.rollout_options.num_episodes
+        slots = (min(limit, popsize * episodes) if self.env_options.streaming
+                 else min(limit, popsize))
+        need = self._compiled.memory_bytes(popsize, slots, self.solution_length)
+        free = device_free_bytes(self.device)
+        if need > MEMORY_SHARE * free:
+            fits = max(1, int(slots * MEMORY_SHARE * free / need))
+            raise ValueError(
+                f"algo.popsize={popsize} on {slots:,} env slots needs about {need / 1e9:.1f} GB "
+                f"for the compiled evaluation of {self.env_options.spec}, and the "
+                f"{self.device.type} has {free / 1e9:.1f} GB free. Fix: "
+                f"problem.max_num_envs={fits:,} (slots take the solutions in turn), or a "
+                "smaller algo.popsize")
 
     @property
     def compiled(self) -> bool:
@@ -299,6 +341,24 @@ class Problem(ProblemState):
         low, high = self.initial_bounds
         values = torch.rand(int(num), self.solution_length, generator=generator)
         return (low + (high - low) * values).to(self.device)
+
+
+MEMORY_SHARE = 0.8  # of the device's free memory, the most a compiled evaluation may plan for
+
+
+def device_free_bytes(device: torch.device) -> int:
+    """Free memory of the device the compiled evaluation runs on: a GPU's (as jax sees it),
+    else the machine's available memory (MemAvailable)."""
+    if device.type == "cuda":
+        import jax
+
+        stats = jax.devices("gpu")[device.index or 0].memory_stats() or {}
+        return int(stats.get("bytes_limit", 0) - stats.get("bytes_in_use", 0))
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:

@@ -6,6 +6,7 @@ Tests that change the shared evaluator's actors (kill, restart limit, close) com
 """
 
 import copy
+import json
 import threading
 
 import numpy as np
@@ -287,3 +288,33 @@ def test_close_ends_actors_and_refuses_work(toy):
         ray.get(actors[0].pid.remote(), timeout=30)
     with pytest.raises(RuntimeError, match="closed"):
         toy.evaluate(_biases(2))
+
+
+def test_a_distributed_run_resumes_exactly(tmp_path):
+    """2 + 2 generations in distributed mode equal 4 (metrics and the last center)."""
+    from omegaconf import OmegaConf
+
+    from neurorun import checkpoint
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+
+    common = [*RUNNER_COMMON, *RAY_OPTIONS, "algo=ars", "algo.popsize=10",
+              "algo.distributed=true"]
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    run(compose_config([*common, "generations=4"]), run_dir=whole)
+    cfg = compose_config([*common, "generations=2"])
+    run(cfg, run_dir=split)
+    OmegaConf.save(cfg, checkpoint.saved_config_path(split))  # what Hydra does for the command
+    resumed = run(checkpoint.load_run_config(split, ["generations=4"]), run_dir=split)
+    assert resumed["generation"] == 4
+
+    def rows(folder):
+        lines = (folder / "metrics.jsonl").read_text().splitlines()
+        return [{k: v for k, v in json.loads(line).items() if k not in ("elapsed_s",
+                                                                       "steps_per_s")}
+                for line in lines]
+
+    assert rows(split) == rows(whole)
+    saved = [torch.load(folder / "checkpoints" / "last.pt", weights_only=True)["solution"]
+             for folder in (whole, split)]
+    assert torch.equal(saved[0], saved[1])

@@ -12,6 +12,7 @@ to a minute to compile on a CPU); the other networks and lock-step are marked sl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -178,3 +179,31 @@ def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
     best = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
     summary = evaluate(str(tmp_path), episodes=3, seed=derive_seed(0, "evaluation"))
     assert summary["return_mean"] == pytest.approx(best["score"], rel=1e-6)
+
+
+def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles(tmp_path,
+                                                                                monkeypatch):
+    from neurorun.build import ConfigError
+    from neurorun.cli import compose_config
+    from neurorun.problems import problem as problem_module
+    from neurorun.runner import Runner
+
+    def compile_nothing(*args, **kwargs):
+        raise AssertionError("a program was compiled before the memory was checked")
+
+    monkeypatch.setattr(problem_module.JaxRollout, "__call__", compile_nothing)
+    base = ["debug=default", "env=brax::inverted_pendulum", "logger.console.quiet=true"]
+    # 100 million env states: far beyond this machine's memory
+    with pytest.raises(ConfigError, match=r"algo.popsize=100000000 on 100,000,000 env slots "
+                       r"needs about [\d.]+ GB .* Fix: problem.max_num_envs=[\d,]+ "):
+        Runner(compose_config([*base, "algo.popsize=100000000"]), run_dir=tmp_path / "big")
+    # a device with 20 kB free refuses popsize 64, and names a number of slots that fits
+    monkeypatch.setattr(problem_module, "device_free_bytes", lambda device: 20_000)
+    problem = make_problem("brax::inverted_pendulum", episode_length=20)
+    with pytest.raises(ValueError, match=r"algo.popsize=64 on 64 env slots") as caught:
+        problem.check_capacity(64)
+    fits = int(str(caught.value).split("problem.max_num_envs=")[1].split()[0].replace(",", ""))
+    assert 1 <= fits < 64
+    problem.env_options = dataclasses.replace(problem.env_options, max_num_envs=fits)
+    problem.check_capacity(64)  # the suggested number of slots fits
+    problem.close()
