@@ -115,6 +115,8 @@ class Runner:
             self._lock = None
 
     def _build(self, cfg: DictConfig) -> None:
+        """Restore or guard the folder, then build every part (under the folder's lock, held
+        until ``run`` ends)."""
         if not cfg.resume:
             try:
                 checkpoint.refuse_existing_run(self.run_dir, "run folder")
