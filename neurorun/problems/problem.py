@@ -99,10 +99,9 @@ class Problem(ProblemState):
     def _check_widths(self, spec: str) -> None:
         """ValueError unless the network takes an observation and gives an action of the env's
         sizes (one forward pass on zeros, before any env is stepped)."""
-        probe = BatchedPolicy(self.network)
-        probe.set_parameters(torch.zeros(1, self.solution_length))
+        self.policy.set_parameters(torch.zeros(1, self.solution_length))  # evaluations reset it
         try:
-            out = probe(torch.zeros(1, self.obs_length))
+            out = self.policy(torch.zeros(1, self.obs_length))
         except (RuntimeError, ValueError) as error:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(
@@ -133,15 +132,21 @@ class Problem(ProblemState):
                                        **self.env_options.config)
         return JaxRollout(make_batch, self.env_options.spec, form, self.device)
 
+    def _slots(self, total: int) -> int:
+        """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
+        (solution, episode) pair over at most ``max_num_envs`` slots; lock-step, sub-batches
+        of at most ``max_num_envs`` solutions, one slot each."""
+        limit = self.env_options.max_num_envs or total
+        if self.env_options.streaming:
+            return min(limit, total * self.rollout_options.num_episodes)
+        return min(limit, total)
+
     def check_capacity(self, popsize: int) -> None:
         """ValueError, before anything compiles, when the compiled evaluation of a generation
         of ``popsize`` would not fit the device's free memory (jax envs; elsewhere a no-op)."""
         if self._compiled is None:
             return
-        limit = self.env_options.max_num_envs or popsize
-        episodes = self.rollout_options.num_episodes
-        slots = (min(limit, popsize * episodes) if self.env_options.streaming
-                 else min(limit, popsize))
+        slots = self._slots(popsize)
         need = self._compiled.memory_bytes(popsize, slots, self.solution_length)
         free = device_free_bytes(self.device)
         if need > MEMORY_SHARE * free:
@@ -256,11 +261,8 @@ class Problem(ProblemState):
         params = self._as_params(params)
         total = params.shape[0]
         base = self.draw_seed() if seed is None else int(seed)
-        limit = self.env_options.max_num_envs or total
-        if self.env_options.streaming:  # one queue of every (solution, episode) pair
-            chunk, slots = total, min(limit, total * self.rollout_options.num_episodes)
-        else:  # lock-step sub-batches, one slot per solution
-            chunk = slots = min(total, limit)
+        slots = self._slots(total)
+        chunk = total if self.env_options.streaming else slots
         results = []
         collected = RunningNorm(self.obs_length) if self.obs_stats is not None else None
         for first in range(0, total, chunk):
