@@ -66,7 +66,7 @@ ALGO_SETTINGS: dict[str, list[str]] = {
     "ars_v1": ["problem.observation_normalization=false"],  # the preset, raw observations
     "ars_v2": ["problem.observation_normalization=true"],  # the preset, normalized ones
     "env_only": [],
-    # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the conf/algo defaults)
+    # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the neurorun/conf/algo defaults)
     "openai_es": ["algo=openai_es", "algo.popsize=40", "eval_every=1"],
     # ClipUp's MuJoCo setup (experiment=humanoid) without the adaptive popsize
     "pgpe": ["algo=pgpe", "algo.popsize=40", "algo.center_learning_rate=0.01125",

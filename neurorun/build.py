@@ -14,7 +14,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import torch
+from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import ConfigKeyError
 
 from neurorun.objective import objective_error
 from neurorun.seeding import derive_seed
@@ -85,38 +87,64 @@ def _probe_options(cfg: DictConfig) -> dict[str, Any]:
     return options
 
 
+# Mappings whose keys are passed on as they are (to gymnasium.make / envpool.make, the network
+# string, ray's .options(), the center optimizer), so the schema leaves them open.
+OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
+                 "algo.optimizer_config")
+
+
 @cache
-def _known_keys() -> dict[str, frozenset[str]]:
-    """The keys the packaged configs define: top level (with the group names), env, problem."""
+def _packaged_schema() -> DictConfig:
+    """The config's schema: every key the packaged configs define (config.yaml and every option
+    of the env, problem, network, parallel and logger groups). `algo` is added per algorithm
+    (its Options dataclass) by `_check_known_keys`."""
     conf = resources.files("neurorun.conf")
+
+    def keys_of(group: str) -> DictConfig:
+        union = OmegaConf.create()
+        for option in sorted(conf.joinpath(group).iterdir(), key=lambda f: f.name):
+            if option.name.endswith(".yaml"):
+                text = option.read_text(encoding="utf-8")
+                node = OmegaConf.create(text)
+                if ConfigSource._get_header_dict(text).get("package") == "_global_":
+                    node = node.get(group, OmegaConf.create())
+                union = OmegaConf.merge(union, {k: v for k, v in node.items() if k != "defaults"})
+        return union
+
     primary = OmegaConf.load(conf.joinpath("config.yaml"))
-    groups = {next(iter(entry)) for entry in primary.defaults if not isinstance(entry, str)}
-    problem = OmegaConf.load(conf.joinpath("problem", "default.yaml"))
-    return {"": frozenset(set(primary) - {"defaults", "hydra"} | groups),
-            "env": frozenset(set(primary.env) | {"id", "env_config", "target_score"}),
-            "problem": frozenset(problem)}
+    primary = {k: v for k, v in primary.items() if k not in ("defaults", "hydra")}
+    return OmegaConf.merge(primary, {group: keys_of(group) for group in
+                                     ("env", "problem", "network", "parallel", "logger")})
 
 
 def _check_known_keys(cfg: DictConfig) -> None:
-    """Refuse keys no config defines (`+generation=3` would be silently ignored)."""
+    """Refuse keys the schema does not declare (`+logger.console.plian=true` would be silently
+    ignored), by merging the config into the schema in OmegaConf's struct mode."""
     from neurorun.algorithms import ALGORITHMS
     from neurorun.algorithms.options import option_names
 
-    known = dict(_known_keys())
-    if cfg.algo.get("name") in ALGORITHMS:
-        known["algo"] = frozenset({"name", "popsize", "distributed",
-                                   *option_names(ALGORITHMS[cfg.algo.name].Options)})
-    for section, keys in known.items():
-        node = cfg if not section else cfg.get(section)
-        for key in (node or {}):
-            if key in keys:
-                continue
-            name = f"{section}.{key}" if section else str(key)
-            close = difflib.get_close_matches(str(key), keys, n=1)
-            hint = f"did you mean {f'{section}.' if section else ''}{close[0]}? " if close else ""
-            value = OmegaConf.select(node, str(key)) if OmegaConf.is_config(node) else None
-            raise ConfigError(f"{name}={value!r}: no such key, so it would be ignored; {hint}"
-                              "Fix: check the spelling (`neurorun --cfg job` shows every key).")
+    schema = _packaged_schema().copy()
+    name = cfg.get("algo", {}).get("name")
+    schema.algo = ({key: None for key in ("name", "popsize", "distributed",
+                                          *option_names(ALGORITHMS[name].Options))}
+                   if name in ALGORITHMS else {})  # an unknown name is refused on its own
+    OmegaConf.set_struct(schema, True)
+    for path in OPEN_MAPPINGS + (() if name in ALGORITHMS else ("algo",)):
+        node = OmegaConf.select(schema, path)
+        if node is not None:
+            OmegaConf.set_struct(node, False)
+    try:
+        OmegaConf.merge(schema, cfg)
+    except ConfigKeyError as error:
+        path = str(error.full_key)
+        section, _, key = path.rpartition(".")
+        parent = OmegaConf.select(schema, section) if section else schema
+        close = difflib.get_close_matches(key, list(parent or ()), n=1)
+        hint = f"did you mean {f'{section}.' if section else ''}{close[0]}? " if close else ""
+        value = OmegaConf.select(cfg, path, throw_on_missing=False)
+        raise ConfigError(f"{path}={value!r}: no such key, so it would be ignored; {hint}"
+                          "Fix: check the spelling (`neurorun --cfg job` shows every key)."
+                          ) from None
 
 
 def _check_problem(cfg: DictConfig) -> None:

@@ -1,6 +1,6 @@
 """The `neurorun` command: a Hydra app that composes the config and hands it to `run`.
 
-    neurorun                                  # PGPE on CartPole-v1 (conf/config.yaml)
+    neurorun                                  # PGPE on CartPole-v1 (neurorun/conf/config.yaml)
     neurorun algo=snes env=brax::humanoid     # any gymnasium id or brax name
     neurorun -m algo=pgpe,snes seed=0,1,2     # a sweep, one folder per job
     neurorun resume=runs/CartPole-v1/pgpe/<run> generations=200

@@ -1,7 +1,7 @@
 """The Runner: builds problem, algorithm and loggers from a config and runs generations.
 
     from neurorun.runner import run
-    metrics = run(cfg)            # cfg: the composed config (see conf/config.yaml)
+    metrics = run(cfg)            # cfg: the composed config (see neurorun/conf/config.yaml)
 
 One generation: ask, evaluate (asking for more while `algo.num_interactions` is not reached,
 up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes every

@@ -1,18 +1,25 @@
-"""The package list in pyproject.toml must name every subpackage, or `pip install .` drops it."""
+"""`pip install .` installs every subpackage and every config file (setuptools' own discovery
+with pyproject.toml's settings, against what is on disk)."""
 
 import tomllib
 from pathlib import Path
 
+from setuptools import find_packages
+
 ROOT = Path(__file__).resolve().parents[1]
+SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
 
 
-def test_every_subpackage_is_listed_in_pyproject():
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    listed = set(pyproject["tool"]["setuptools"]["packages"])
-    on_disk = {
-        ".".join(init.parent.relative_to(ROOT).parts)
-        for init in (ROOT / "neurorun").rglob("__init__.py")
-    }
-    missing = on_disk - listed
-    assert not missing, f"add {sorted(missing)} to [tool.setuptools] packages in pyproject.toml"
-    assert "neurorun.conf" in listed
+def test_every_subpackage_is_found():
+    found = set(find_packages(str(ROOT), **SETUPTOOLS["packages"]["find"]))
+    on_disk = {".".join(init.parent.relative_to(ROOT).parts)
+               for init in (ROOT / "neurorun").rglob("__init__.py")}
+    assert on_disk <= found and "neurorun.conf" in found
+    assert not {name for name in found if not name.startswith("neurorun")}  # tests, benchmarks
+
+
+def test_every_config_file_is_package_data():
+    conf = ROOT / "neurorun" / "conf"
+    patterns = SETUPTOOLS["package-data"]["neurorun.conf"]
+    shipped = {path for pattern in patterns for path in conf.glob(pattern)}
+    assert set(conf.rglob("*.yaml")) == shipped

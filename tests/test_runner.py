@@ -48,6 +48,12 @@ def no_problem(monkeypatch):
     (["+algo.popsiz=10"], ["algo.popsiz=10", "did you mean algo.popsize?", "Fix:"]),
     (["+problem.num_episode=2"], ["did you mean problem.num_episodes?", "Fix:"]),
     (["+env.backnd=envpool"], ["env.backnd='envpool'", "did you mean env.backend?", "Fix:"]),
+    # every section is declared, nested ones too
+    (["+logger.console.plian=true"], ["logger.console.plian=True",
+                                      "did you mean logger.console.plain?", "Fix:"]),
+    (["+logger.wandb.projct=x"], ["did you mean logger.wandb.project?", "Fix:"]),
+    (["+parallel.num_actor=2"], ["did you mean parallel.num_actors?", "Fix:"]),
+    (["+network.netwrk_args.hidden=3"], ["did you mean network.network_args?", "Fix:"]),
     # values that failed deep inside torch or the env
     (["problem.device=cuda"], ["problem.device='cuda'", "no CUDA", "Fix: problem.device=cpu"]),
     (["problem.device=gpu"], ["problem.device='gpu'", "not a torch device", "Fix:"]),
