@@ -12,9 +12,9 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 
 from __future__ import annotations
 
+import logging
 import math
 import os
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -36,10 +36,13 @@ from neurorun.build import (
 )
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
+from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from neurorun.parallel import RayEvaluator
@@ -89,17 +92,22 @@ class Runner:
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
         validate_config(cfg)
+        self._hide_messages = show_library_messages(quiet=bool(cfg.logger.console.quiet))
         self.backend_chosen = chosen = resolve_env_backend(cfg)
         if chosen is not None:  # once per run; the saved config keeps the choice for resume
-            print(f"neurorun: env {cfg.env.id} runs on {chosen} (env.backend=auto picked it; "
-                  f"set env.backend=gymnasium or envpool to choose)", file=sys.stderr)
+            log.info("env %s runs on %s (env.backend=auto picked it; set env.backend=gymnasium "
+                     "or envpool to choose)", cfg.env.id, chosen)
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
         # the folder's owner from here on (FolderInUseError if another process is): nothing
         # is read or cleaned before
         created = not self.run_dir.exists()
-        self._lock: int | None = checkpoint.lock_run(self.run_dir)
+        try:
+            self._lock: int | None = checkpoint.lock_run(self.run_dir)
+        except BaseException:
+            self._hide_messages()
+            raise
         try:
             self._build(cfg)
         except BaseException:
@@ -113,6 +121,7 @@ class Runner:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+            self._hide_messages()
 
     def _build(self, cfg: DictConfig) -> None:
         """Restore or guard the folder, then build every part (under the folder's lock, held
@@ -330,8 +339,8 @@ class Runner:
         except BaseException:  # an error or Ctrl-C: keep what the finished generations did
             if snapshot is not None:
                 self._save_state(snapshot)
-                print(f"run stopped in generation {snapshot['generation'] + 1}; continue it with "
-                      f"`neurorun resume={self.run_dir}`", file=sys.stderr)
+                log.warning("run stopped in generation %d; continue it with "
+                            "`neurorun resume=%s`", snapshot["generation"] + 1, self.run_dir)
             raise
         finally:
             self.summary = result

@@ -15,8 +15,8 @@ torch goes through dlpack (no copy); torch -> jax copies (arrays made from torch
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +28,8 @@ from gymnasium import spaces
 from torch import Tensor
 
 from neurorun.envs.base import TorchVecEnv
+
+log = logging.getLogger(__name__)
 
 JAX_BACKENDS = ("brax", "playground")  # spec prefixes served by JaxVecEnv
 
@@ -63,12 +65,11 @@ class JaxVecEnv(TorchVecEnv):
         self.env_action_space = self.single_action_space
         self._key = jax.random.PRNGKey(_seed_or_random(seed))
         # compiling takes from seconds to minutes on a CPU, with nothing else to show for it
-        print(f"neurorun: compiling {spec} for {self.num_envs} envs on jax's "
-              f"{jax.default_backend()} (once per env batch)...", file=sys.stderr, flush=True)
+        log.info("compiling %s for %d envs on jax's %s (once per env batch)...", spec,
+                 self.num_envs, jax.default_backend())
         start = time.perf_counter()
         self._warm_up()
-        print(f"neurorun: compiled {spec} in {time.perf_counter() - start:.0f} s",
-              file=sys.stderr, flush=True)
+        log.info("compiled %s in %.0f s", spec, time.perf_counter() - start)
 
     def _warm_up(self) -> None:
         zeros = torch.zeros(self.num_envs, self.single_action_space.shape[0])

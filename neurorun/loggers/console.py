@@ -4,7 +4,9 @@ config tree at start), a plain one-line-per-generation mode for logs, and a quie
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -15,6 +17,25 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.tree import Tree
 
 from neurorun.loggers.base import Logger
+
+LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.getLogger(__name__))
+
+
+def show_library_messages(*, quiet: bool) -> Callable[[], None]:
+    """Print neurorun's log records (backend chosen, compiles, actor placement) to stderr as
+    `neurorun: <message>` while a run lives: INFO and up, or warnings only when `quiet`.
+    Returns the function that takes the handler off again. Under Hydra the records also reach
+    the run's neurorun.log (config.yaml's hydra.job_logging routes them there, not to Hydra's
+    console handler, so nothing prints twice)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("neurorun: %(message)s"))
+    handler.setLevel(logging.WARNING if quiet else logging.INFO)
+    library = logging.getLogger(LIBRARY_LOGGER)
+    library.addHandler(handler)
+    if library.level == logging.NOTSET or library.level > logging.INFO:
+        library.setLevel(logging.INFO)
+    return lambda: library.removeHandler(handler)
+
 
 # (status key, header, width, format)
 COLUMNS = (

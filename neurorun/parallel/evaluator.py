@@ -18,7 +18,7 @@ of its sub-batch (locally: of the whole call); action noise is drawn per sub-bat
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,8 @@ from neurorun.parallel.workload import (
     subbatch_bounds,
 )
 from neurorun.problems import EnvPolicy, Problem, RunningNorm, make_problem
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from neurorun.algorithms import SearchAlgorithm
@@ -123,9 +125,8 @@ class RayEvaluator:
             share = local_cpu_share(count, cpus, actor_config)
             if share is not None:  # more actors than CPUs: they share them
                 options["num_cpus"] = share
-                print(f"neurorun: {count} ray actors share this machine's {cpus:g} CPUs "
-                      f"({share:.3g} CPU each); parallel.num_actors=max gives one per CPU",
-                      file=sys.stderr)
+                log.warning("%d ray actors share this machine's %g CPUs (%.3g CPU each); "
+                            "parallel.num_actors=max gives one per CPU", count, cpus, share)
         else:  # a joined cluster: actors on every node, as ray's SPREAD places them
             options.setdefault("scheduling_strategy", "SPREAD")
         check_capacity(count, cpus_each=float(options["num_cpus"] or 0),

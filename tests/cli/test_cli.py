@@ -34,6 +34,23 @@ def test_help_lists_every_group_and_its_options(tmp_path):
         assert line in result.stdout
     assert "env: Ant-v5, BipedalWalker-v3, CartPole-v1," in result.stdout
     assert "brax::ant" in result.stdout
+    groups = {line.split(":")[0] for line in result.stdout.split("Configuration (this run)")[0]
+              .splitlines() if ": " in line and not line.startswith(" ")}
+    assert {"algo", "env", "network", "problem", "parallel", "logger", "experiment", "debug",
+            "hparams_search"} <= groups and "algo_common" not in result.stdout
+
+
+def test_library_messages_print_once_and_reach_the_run_log_quiet_keeps_warnings(tmp_path):
+    picked = "env Hopper-v5 runs on envpool (env.backend=auto picked it"
+    loud = neurorun("debug=default", "env=Hopper-v5", "generations=1", "hydra.run.dir=loud",
+                    cwd=tmp_path)
+    assert loud.returncode == 0, loud.stderr[-3000:]
+    assert (loud.stdout + loud.stderr).count(picked) == 1
+    assert f"neurorun: {picked}" in loud.stderr
+    assert picked in (tmp_path / "loud" / "neurorun.log").read_text()
+    quiet = neurorun("debug=default", "env=Hopper-v5", "generations=1", "hydra.run.dir=quiet",
+                     "logger.console.quiet=true", cwd=tmp_path)
+    assert quiet.returncode == 0 and picked not in quiet.stderr + quiet.stdout
 
 
 def test_info_searchpath_shows_the_packaged_configs(tmp_path):
