@@ -2,6 +2,7 @@
 
 import builtins
 import csv
+import logging
 
 import envpool
 import numpy as np
@@ -148,12 +149,13 @@ def rows(run_dir):
                 for row in csv.DictReader(file)]
 
 
-def test_auto_run_is_saved_with_its_backend_and_resumes_bit_for_bit(tmp_path, capsys):
+def test_auto_run_is_saved_with_its_backend_and_resumes_bit_for_bit(tmp_path, caplog):
     common = ["env=Pendulum-v1", "problem.observation_normalization=true",
               "problem.num_episodes=2", "problem.max_num_envs=3", "checkpoint_every=2"]
     straight = tmp_path / "straight"
-    run(tiny(*common, "generations=4"), run_dir=straight)
-    assert "env Pendulum-v1 runs on envpool" in capsys.readouterr().err
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        run(tiny(*common, "generations=4"), run_dir=straight)
+    assert "env Pendulum-v1 runs on envpool" in caplog.text
     saved = (straight / ".hydra" / "config.yaml").read_text()
     assert "backend: envpool" in saved
     cut = tmp_path / "cut"
