@@ -39,8 +39,7 @@ import jax.numpy as jnp
 import torch
 from harness import RESULTS, ratios, seconds, spread, write_result
 
-from neurorun.envs import parse_spec
-from neurorun.envs.jax_env import batched_jax_env
+from neurorun.envs import batched_jax_env, parse_spec
 from neurorun.nets.arrays import ArrayPolicy, jax_ops
 from neurorun.problems import make_problem
 
@@ -64,9 +63,9 @@ class BareScan:
     or (``network``) the network's actions for parameter rows given per call."""
 
     def __init__(self, spec: str, slots: int, network: str | None):
-        backend, name = parse_spec(spec)
+        backend = parse_spec(spec)[0]
         self.steps, self.slots = BARE_STEPS[backend], slots
-        env = batched_jax_env(backend, name, slots, EPISODE_LENGTH)
+        env = batched_jax_env(spec, slots, EPISODE_LENGTH)
 
         def start(key: Any) -> Any:  # the first states of a rollout seeded with ``key``
             return env.reset(jax.random.split(key)[1])

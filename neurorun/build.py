@@ -178,14 +178,13 @@ def _check_problem(cfg: DictConfig) -> None:
 
 def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
     """A jax env (brax, Playground) on a CUDA device needs a jax that runs on the GPU."""
-    from neurorun.envs import parse_spec
-    from neurorun.envs.jax_env import JAX_BACKENDS
+    from neurorun.envs import backend_of
 
     try:
-        backend = parse_spec(str(cfg.env.id))[0]
+        backend = backend_of(str(cfg.env.id))
     except ValueError:
         return  # a malformed env id is reported where the env is resolved
-    if backend not in JAX_BACKENDS:
+    if backend.jax_batch is None:
         return
     import jax
 
@@ -293,25 +292,25 @@ def resolve_env_backend(cfg: DictConfig) -> str | None:
         ConfigError: an unknown backend, one that contradicts env.id, or EnvPool asked for
             but not installed.
     """
-    from neurorun.envs import parse_spec, resolve_backend
+    from neurorun.envs import backend_of, parse_spec, resolve_backend
 
     backend = OmegaConf.select(cfg, "env.backend", default="auto")
     try:
         spec = resolve_backend(cfg.env.id, backend)
     except (ValueError, ImportError) as error:
         raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
-    kind = parse_spec(spec)[0]
+    kind, chosen = parse_spec(spec)[0], backend_of(spec)
     threads = OmegaConf.select(cfg, "env.num_threads", default=None)
-    if threads is not None and kind != "envpool":
+    if threads is not None and not chosen.takes_threads:
         raise ConfigError(f"env.num_threads={threads} sets EnvPool's threads, but env "
                           f"{spec!r} runs on {kind}. Fix: env.num_threads=null, or "
                           "env.backend=envpool.")
-    if backend != "auto" or kind not in ("gym", "envpool") or "::" in str(cfg.env.id):
+    if backend != "auto" or not chosen.gymnasium_id or "::" in str(cfg.env.id):
         return None
-    chosen = "envpool" if kind == "envpool" else "gymnasium"
+    name = "envpool" if chosen.takes_threads else "gymnasium"  # env.backend's two choices
     with open_dict(cfg):
-        cfg.env.backend = chosen
-    return chosen
+        cfg.env.backend = name
+    return name
 
 
 def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:

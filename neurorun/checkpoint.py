@@ -193,6 +193,47 @@ def remove_partial_writes(run_dir: str | Path) -> list[Path]:
     return removed
 
 
+class RunFolder:
+    """A run folder this process owns from construction to ``release``: its lock is taken
+    before anything in it is read or cleaned; a new run is refused where one is already
+    (``resume``: the saved resume state is loaded instead); temporary files that a killed
+    write left are deleted. A new folder that never got more than its lock is removed again on
+    ``release(discard_if_empty=True)``.
+
+    Raises (construction):
+        FolderInUseError: another process holds it.
+        ValueError: a new run into a folder holding one; resume of a folder without a state,
+            or with a corrupt one (one line each, with the fix).
+    """
+
+    def __init__(self, path: str | Path, *, resume: bool):
+        self.path = Path(path)
+        self._created = not self.path.exists()
+        self._lock: int | None = lock_run(self.path)
+        try:
+            if not resume:
+                refuse_existing_run(self.path, "run folder")
+            remove_partial_writes(self.path)
+            self.state = load_state(self.path) if resume else None
+            if resume and self.state is None:
+                raise ValueError(
+                    f"resume={str(self.path)!r}: no checkpoints/state.pt there yet; expected a "
+                    "run that wrote at least one checkpoint. Fix: start it again without resume.")
+        except BaseException:
+            self.release(discard_if_empty=True)
+            raise
+
+    def release(self, *, discard_if_empty: bool = False) -> None:
+        """Give the folder up (once); with ``discard_if_empty``, remove a folder this run
+        created and left with nothing but its lock."""
+        if self._lock is None:
+            return
+        os.close(self._lock)
+        self._lock = None
+        if discard_if_empty and self._created:
+            remove_if_only_lock(self.path)
+
+
 def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
     """Write the resume state to `<run>/checkpoints/state.pt`."""
     atomic_save_torch(dict(state), Path(run_dir) / CHECKPOINT_DIR / STATE_FILE)

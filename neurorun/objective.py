@@ -40,8 +40,10 @@ def objective_error(name: Any, target_score: float | None) -> str | None:
     return None
 
 
-def objective_value(name: str, run_dir: str | Path, target_score: float | None) -> float:
-    """The objective of the run in `run_dir`, from its metrics (nan: no center evaluation)."""
+def objective_value(name: str, run_dir: str | Path, target_score: float | None,
+                    sense: str = "max") -> float:
+    """The objective of the run in `run_dir`, from its metrics (nan: no center evaluation);
+    `sense`: the algorithm's objective sense (best and target reached follow it)."""
     rows = [json.loads(line) for line in
             (Path(run_dir) / JSONL_NAME).read_text().splitlines() if line.strip()]
     centers = [row["center_eval"] for row in rows
@@ -49,13 +51,14 @@ def objective_value(name: str, run_dir: str | Path, target_score: float | None) 
     if name == "neg_interactions_to_target":
         for row in rows:
             center = row.get("center_eval")
-            if center is not None and center >= target_score:
+            if center is not None and math.isfinite(center) and (
+                    center >= target_score if sense == "max" else center <= target_score):
                 return -float(row["total_interaction_count"])
         return -2.0 * float(rows[-1]["total_interaction_count"]) if rows else math.nan
     if not centers:
         return math.nan
     if name == "best_center_eval":
-        return float(max(centers))
+        return float(max(centers) if sense == "max" else min(centers))
     if name == "last_center_eval":
         return float(centers[-1])
     last = centers[-int(_MEAN_LAST.fullmatch(name).group(1)):]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -35,12 +34,13 @@ from neurorun.build import (
     validate_config,
 )
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
-from neurorun.loggers import LoggerGroup, StopLimits, make_loggers
+from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
+from neurorun.status import GenerationStatus, StopLimits, improves
 
 log = logging.getLogger(__name__)
 
@@ -85,76 +85,59 @@ def _default_run_dir(cfg: DictConfig) -> Path:
 
 
 class Runner:
-    """One run: `Runner(cfg).run()`. Attributes: cfg, run_dir, problem, evaluator, algorithm,
-    loggers, generation, best (dict with solution, score, generation), status."""
+    """One run: `Runner(cfg).run()`. Attributes: cfg, folder (the RunFolder it owns), run_dir,
+    problem, evaluator, algorithm, loggers, limits, generation, best (dict with solution,
+    score, generation), status (the last GenerationStatus, None before generation 1)."""
 
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
         validate_config(cfg)
-        self._hide_messages = show_library_messages(quiet=bool(cfg.logger.console.quiet))
-        self.backend_chosen = chosen = resolve_env_backend(cfg)
-        if chosen is not None:  # once per run; the saved config keeps the choice for resume
-            log.info("env %s runs on %s (env.backend=auto picked it; set env.backend=gymnasium "
-                     "or envpool to choose)", cfg.env.id, chosen)
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
-        # the folder's owner from here on (FolderInUseError if another process is): nothing
-        # is read or cleaned before
-        created = not self.run_dir.exists()
+        self._hide_messages = show_library_messages(quiet=bool(cfg.logger.console.quiet))
         try:
-            self._lock: int | None = checkpoint.lock_run(self.run_dir)
+            self.backend_chosen = chosen = resolve_env_backend(cfg)
+            if chosen is not None:  # once per run; the saved config keeps the choice
+                log.info("env %s runs on %s (env.backend=auto picked it; set "
+                         "env.backend=gymnasium or envpool to choose)", cfg.env.id, chosen)
+            # the folder's owner from here on: nothing in it is read or cleaned before
+            self.folder = checkpoint.RunFolder(self.run_dir, resume=bool(cfg.resume))
+        except ValueError as error:  # FolderInUseError is a ConfigError already
+            self._hide_messages()
+            raise error if isinstance(error, ConfigError) else ConfigError(str(error)) from error
         except BaseException:
             self._hide_messages()
             raise
         try:
-            self._build(cfg)
+            self._build(cfg, self.folder.state)
         except BaseException:
-            self._release()
-            if created:  # a run that never started leaves no folder behind
-                checkpoint.remove_if_only_lock(self.run_dir)
+            self._release(discard_if_empty=True)  # a run that never started leaves no folder
             raise
 
-    def _release(self) -> None:
-        """Give up the run folder (the lock) once."""
-        if self._lock is not None:
-            os.close(self._lock)
-            self._lock = None
-            self._hide_messages()
+    def _release(self, *, discard_if_empty: bool = False) -> None:
+        """Give up the run folder and the console's messages (once)."""
+        self.folder.release(discard_if_empty=discard_if_empty)
+        self._hide_messages()
 
-    def _build(self, cfg: DictConfig) -> None:
-        """Restore or guard the folder, then build every part (under the folder's lock, held
-        until ``run`` ends)."""
-        if not cfg.resume:
-            try:
-                checkpoint.refuse_existing_run(self.run_dir, "run folder")
-            except ValueError as error:
-                raise ConfigError(str(error)) from error
-        checkpoint.remove_partial_writes(self.run_dir)  # left by a kill during a write
-        try:
-            self.state = checkpoint.load_state(self.run_dir) if cfg.resume else None
-        except ValueError as error:
-            raise ConfigError(str(error)) from error
-        if cfg.resume and self.state is None:
-            raise ConfigError(
-                f"resume={cfg.resume!r}: no checkpoints/state.pt there yet; expected a run that "
-                "wrote at least one checkpoint. Fix: start it again without resume."
-            )
+    def _build(self, cfg: DictConfig, state: Mapping[str, Any] | None) -> None:
+        """Build every part (under the folder's lock, held until ``run`` ends) and restore
+        ``state`` when resuming."""
         if cfg.get("torch_threads") is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(int(cfg.torch_threads))
         seed_everything(int(cfg.seed))
-        self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
-                                 cfg.target_score)
         self.summary: dict[str, Any] = {}  # what the loggers are closed with
         with ExitStack() as parts:  # what was built is closed if a later part fails
             self.problem, self.algorithm = build_parts(cfg)
             parts.callback(self.problem.close)
+            self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
+                                     cfg.target_score, self.algorithm.objective_sense)
             self.distributed = distributed_mode(cfg, self.algorithm)
             try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
-                    self.limits, offsets=None if self.state is None else self.state["loggers"])
+                    self.limits, offsets=None if state is None else state["loggers"])
                 parts.callback(lambda: self.loggers.close(self.summary))
                 self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
             except (ImportError, ValueError) as error:  # a tracker, damaged metrics
@@ -167,9 +150,9 @@ class Runner:
         self.elapsed_before = 0.0
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
         self.best_sample_eval: float | None = None
-        self.status: dict[str, Any] = {}
-        if self.state is not None:
-            self._restore(self.state)
+        self.status: GenerationStatus | None = None
+        if state is not None:
+            self._restore(state)
 
     # ----- state -----
     def _restore(self, state: Mapping[str, Any]) -> None:
@@ -180,13 +163,14 @@ class Runner:
         self.elapsed_before = float(state["elapsed_s"])
         self.best = dict(state["best"])
         self.best_sample_eval = state["best_sample_eval"]
-        self.status = dict(state["status"])
+        self.status = GenerationStatus.from_dict(state["status"]) if state["status"] else None
 
     def _state(self, elapsed: float) -> dict[str, Any]:
         return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
                 "problem": self.evaluator.state_dict(), "rng": rng_state(),
                 "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
-                "status": self.status, "loggers": self.loggers.offsets()}
+                "status": {} if self.status is None else self.status.as_dict(),
+                "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
         from neurorun.problems import RunningNorm
@@ -201,7 +185,8 @@ class Runner:
         center = self.algorithm.center
         checkpoint.save_policy(self.problem, center, folder / "last",
                                {**meta, "generation": self.generation,
-                                "center_eval": self.status.get("center_eval")})
+                                "center_eval": None if self.status is None
+                                else self.status.center_eval})
         best, stats = self.best["solution"], self.best.get("obs_stats")
         checkpoint.save_policy(self.problem, center if best is None else best, folder / "best",
                                {**meta, "generation": self.best["generation"] or self.generation,
@@ -242,7 +227,7 @@ class Runner:
             derive_seed(int(self.cfg.seed), "evaluation"))
         return float(returns.double().mean())
 
-    def step(self, started: float) -> dict[str, Any]:
+    def step(self, started: float) -> GenerationStatus:
         """Run one generation; returns its status."""
         self.generation += 1
         tick = time.perf_counter()
@@ -256,52 +241,35 @@ class Runner:
             self.algorithm.tell(samples_fitness)
         center_eval = self._evaluate_center()
         seconds = time.perf_counter() - tick
-        population = population_stats(samples_fitness, self.algorithm.objective_sense)
-        pop_best = population["pop_best_eval"]
-        better = max if self.algorithm.objective_sense == "max" else min
-        self.best_sample_eval = pop_best if self.best_sample_eval is None else better(
-            self.best_sample_eval, pop_best)
+        sense = self.algorithm.objective_sense
+        population = population_stats(samples_fitness, sense)
+        if improves(sense, population["pop_best_eval"], self.best_sample_eval):
+            self.best_sample_eval = population["pop_best_eval"]
         # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
-        finite_center = center_eval is not None and math.isfinite(center_eval)
-        nonfinite_centers = int(self.status.get("nonfinite_center_evals", 0)) + int(
-            center_eval is not None and not finite_center)
-        if finite_center and (self.best["score"] is None or center_eval > self.best["score"]):
+        nonfinite = center_eval is not None and not math.isfinite(center_eval)
+        if improves(sense, center_eval, self.best["score"]):
             norm = self.problem.obs_stats  # what the center was evaluated with
             self.best = {"solution": self.algorithm.center.detach().cpu().clone(),
                          "score": center_eval, "generation": self.generation,
                          "obs_stats": None if norm is None else norm.state_dict()}
         interactions = self.evaluator.interaction_count - count_before
-        self.status = {
-            "generation": self.generation,
-            **population,  # mean_eval, median_eval, pop_best_eval, popsize
-            "best_sample_eval": self.best_sample_eval,
-            "center_eval": center_eval,
-            "nonfinite_center_evals": nonfinite_centers,
-            "total_interaction_count": int(self.evaluator.interaction_count),
-            "total_episode_count": int(self.evaluator.episode_count),
-            "stdev_mean": float(self.algorithm.status["stdev_mean"]),
-            **{k: v for k, v in merge_stats(stats).items() if k.startswith("episode_")},
-            "interactions": int(interactions),
-            "elapsed_s": self.elapsed_before + time.perf_counter() - started,
-            "steps_per_s": interactions / max(seconds, 1e-9),
-        }
+        episodes = {k: v for k, v in merge_stats(stats).items() if k.startswith("episode_")}
+        self.status = GenerationStatus(
+            generation=self.generation,
+            **population,  # popsize, mean_eval, median_eval, pop_best_eval
+            best_sample_eval=self.best_sample_eval,
+            center_eval=center_eval,
+            nonfinite_center_evals=int(nonfinite) + (
+                0 if self.status is None else self.status.nonfinite_center_evals),
+            total_interaction_count=int(self.evaluator.interaction_count),
+            total_episode_count=int(self.evaluator.episode_count),
+            stdev_mean=float(self.algorithm.status["stdev_mean"]),
+            **episodes,
+            interactions=int(interactions),
+            elapsed_s=self.elapsed_before + time.perf_counter() - started,
+            steps_per_s=interactions / max(seconds, 1e-9),
+        )
         return self.status
-
-    def stop_reason(self) -> str | None:
-        """Why the run should stop now (None: go on)."""
-        cfg, status = self.cfg, self.status
-        center = status.get("center_eval")
-        if (cfg.target_score is not None and center is not None and math.isfinite(center)
-                and center >= cfg.target_score):
-            return f"target_score reached: center_eval {center:.2f} >= {cfg.target_score}"
-        if cfg.generations is not None and self.generation >= cfg.generations:
-            return f"generations: {self.generation} of {cfg.generations} done"
-        count = status.get("total_interaction_count", 0)
-        if cfg.max_interactions is not None and count >= cfg.max_interactions:
-            return f"max_interactions: {count:,} >= {cfg.max_interactions:,}"
-        if cfg.max_time is not None and status.get("elapsed_s", 0.0) >= cfg.max_time:
-            return f"max_time: {status['elapsed_s']:.1f} s >= {cfg.max_time} s"
-        return None
 
     # ----- the loop -----
     def run(self) -> dict[str, Any]:
@@ -314,7 +282,7 @@ class Runner:
             plain = OmegaConf.to_container(cfg, resolve=False)
             checkpoint.atomic_write_text(OmegaConf.to_yaml({**plain, "resume": None}), saved)
         self.callbacks.on_run_start(self)
-        reason = self.stop_reason() if self.status else None
+        reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}
         snapshot = None  # the state before the running generation, saved if it fails
         try:
@@ -324,15 +292,17 @@ class Runner:
                     # into (updates assign new tensors), so this is still the state before it
                     snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
                     status = self.step(started)
-                    self.loggers.log(self.generation, status)
-                    self.callbacks.on_generation_end(self, self.generation, status)
-                    reason = self.stop_reason()
+                    row = status.as_dict()
+                    self.loggers.log(self.generation, row)
+                    self.callbacks.on_generation_end(self, self.generation, row)
+                    reason = self.limits.reason(status)
                     if reason is None and every > 0 and self.generation % every == 0:
-                        self.save_checkpoint(status["elapsed_s"])
+                        self.save_checkpoint(status.elapsed_s)
                 elapsed = self.elapsed_before + time.perf_counter() - started
-                self.save_checkpoint(self.status.get("elapsed_s", elapsed))
+                self.save_checkpoint(elapsed if self.status is None else self.status.elapsed_s)
             folder = self.run_dir / CHECKPOINT_DIR
-            result = {**self.status, "stop_reason": reason, "run_dir": str(self.run_dir),
+            done = {} if self.status is None else self.status.as_dict()
+            result = {**done, "stop_reason": reason, "run_dir": str(self.run_dir),
                       "best_policy": str(folder / "best.pt"),
                       "last_policy": str(folder / "last.pt"),
                       "best_center_eval": self.best["score"]}
@@ -346,7 +316,8 @@ class Runner:
             self.summary = result
             self._close()  # the evaluator (ray actors), the loggers, the problem
             self._release()
-        result["objective"] = objective_value(cfg.objective, self.run_dir, cfg.target_score)
+        result["objective"] = objective_value(cfg.objective, self.run_dir, cfg.target_score,
+                                              self.algorithm.objective_sense)
         self.callbacks.on_run_end(self, result)
         return result
 

@@ -2,7 +2,15 @@
 factories)."""
 
 from neurorun.envs.base import EnvStepError, TorchVecEnv, UnknownEnvError
-from neurorun.envs.factory import env_spaces, make_env, parse_spec, resolve_backend
+from neurorun.envs.factory import (
+    Backend,
+    backend_of,
+    batched_jax_env,
+    env_spaces,
+    make_env,
+    parse_spec,
+    resolve_backend,
+)
 
-__all__ = ["EnvStepError", "TorchVecEnv", "UnknownEnvError", "env_spaces", "make_env",
-           "parse_spec", "resolve_backend"]
+__all__ = ["Backend", "EnvStepError", "TorchVecEnv", "UnknownEnvError", "backend_of",
+           "batched_jax_env", "env_spaces", "make_env", "parse_spec", "resolve_backend"]

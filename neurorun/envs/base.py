@@ -36,6 +36,11 @@ class EnvStepError(RuntimeError):
         self.solution: int | None = None  # the solution that env ran (set by the rollout)
 
 
+def box(size: int, bound: float = np.inf) -> spaces.Box:
+    """A float32 Box of ``size`` numbers in [-bound, bound] (jax envs' spaces)."""
+    return spaces.Box(-bound, bound, shape=(int(size),), dtype=np.float32)
+
+
 def check_observation_space(space: spaces.Space, spec: str) -> spaces.Box:
     """The observation space as a Box, or a TypeError that says what is supported."""
     if not isinstance(space, spaces.Box):

@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from neurorun.envs.base import UnknownEnvError
-from neurorun.envs.jax_env import box
+from neurorun.envs.base import UnknownEnvError, box
 
 DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 

@@ -4,18 +4,25 @@ Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"envpool::Id"``; ``"brax::n
 ``"playground::Name"`` (MuJoCo Playground); ``"pkg.module:factory"`` (a callable taking
 ``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv). ``resolve_backend``
 turns a bare id and ``env.backend`` into a spec.
+
+``BACKENDS`` is the one table of what each kind of spec provides (its spaces, its batched
+constructor, whether it is a jax env the compiled evaluation steps, how it renders); code
+outside ``neurorun.envs`` asks ``backend_of(spec)`` instead of comparing backend names.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
-from neurorun.envs.jax_env import JAX_BACKENDS, JaxVecEnv, batched_jax_env
 from neurorun.imports import import_object, is_import_path
+
+Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
 
 PREFIXES = ("gym", "envpool", "brax", "playground")  # spec prefixes: `<prefix>::<name>`
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
@@ -59,7 +66,7 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
-    """``(backend, name)`` with backend one of BACKENDS."""
+    """``(kind, name)``: kind is a key of BACKENDS (a prefix, or "factory")."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'envpool::Id', "
                          "'brax::name', 'playground::Name' or 'pkg.module:factory'")
@@ -81,6 +88,138 @@ def _load_factory(spec: str) -> Any:
         raise AttributeError(f"env {spec!r}: {factory!r} is not callable; expected a function "
                              "or class that returns the env")
     return factory
+
+
+def _checked(spec: str, obs_space: spaces.Space, act_space: spaces.Space) -> Spaces:
+    return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
+        act_space
+
+
+# ----- each backend's spaces and batched constructor -----
+def _gym_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
+    from neurorun.envs.gym_env import gym_spaces
+
+    return _checked(spec, *gym_spaces(name, **env_config))
+
+
+def _make_gym(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
+    from neurorun.envs.gym_env import GymVecEnv, make_gym_vector_env
+
+    vec = make_gym_vector_env(name, num_envs, options["vectorization"],
+                              options["episode_length"], **options["env_config"])
+    env = GymVecEnv(vec, spec, options["device"])
+    env.reset(seed=options["seed"])
+    return env
+
+
+def _envpool_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
+    from neurorun.envs.envpool_env import envpool_spaces
+
+    return _checked(spec, *envpool_spaces(name, **env_config))
+
+
+def _make_envpool(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
+    from neurorun.envs.envpool_env import EnvPoolVecEnv
+
+    return EnvPoolVecEnv(name, num_envs, device=options["device"], seed=options["seed"],
+                         episode_length=options["episode_length"],
+                         num_threads=options["num_threads"], **options["env_config"])
+
+
+def _brax_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
+    from neurorun.envs.brax_env import brax_spaces
+
+    obs_space, act_space = brax_spaces(name, **env_config)
+    return obs_space, act_space, act_space
+
+
+def _brax_batch(name: str, num_envs: int, episode_length: int | None, **env_config: Any) -> Any:
+    from neurorun.envs.brax_env import batched_brax_env
+
+    return batched_brax_env(name, num_envs, episode_length, **env_config)
+
+
+def _playground_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
+    from neurorun.envs.playground_env import playground_spaces
+
+    obs_space, act_space = playground_spaces(name, **env_config)
+    return obs_space, act_space, act_space
+
+
+def _playground_batch(name: str, num_envs: int, episode_length: int | None,
+                      **env_config: Any) -> Any:
+    from neurorun.envs.playground_env import batched_playground_env
+
+    return batched_playground_env(name, num_envs, episode_length, **env_config)
+
+
+def _make_jax(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
+    from neurorun.envs.jax_env import JaxVecEnv
+
+    batch = batched_jax_env(spec, num_envs, options["episode_length"], **options["env_config"])
+    return JaxVecEnv(spec, batch, num_envs, device=options["device"], seed=options["seed"])
+
+
+def _factory_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
+    env = make_env(spec, 1, **env_config)  # a factory's spaces need an env: a 1-env one
+    try:
+        return env.single_observation_space, env.single_action_space, env.env_action_space
+    finally:
+        env.close()
+
+
+def _make_factory(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
+    from neurorun.envs.gym_env import make_factory_env
+
+    if options["episode_length"] is not None:
+        raise ValueError(f"episode_length={options['episode_length']} cannot be applied to the "
+                         f"env factory {spec!r}: make the factory's envs end their episodes")
+    env = make_factory_env(_load_factory(name), spec, num_envs, options["device"],
+                           **options["env_config"])
+    env.reset(seed=options["seed"])
+    return env
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What one kind of env spec provides."""
+
+    spaces: Callable[[str, str, dict[str, Any]], Spaces]  # (spec, name, env_config)
+    make: Callable[[str, str, int, dict[str, Any]], TorchVecEnv]  # (spec, name, n, options)
+    # jax envs: (name, num_envs, episode_length, **env_config) -> the batched env in brax's
+    # interface that JaxVecEnv and the compiled evaluation step; None: not a jax env
+    jax_batch: Callable[..., Any] | None = None
+    takes_threads: bool = False  # env.num_threads applies (EnvPool's threads)
+    gymnasium_id: bool = False  # the name is a gymnasium id (env.backend=auto chooses for it)
+    # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
+    # viewer) or None (not rendered)
+    render: Literal["frames", "html"] | None = None
+
+
+BACKENDS: dict[str, Backend] = {
+    "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames"),
+    "envpool": Backend(_envpool_spaces, _make_envpool, takes_threads=True, gymnasium_id=True,
+                       render="frames"),  # EnvPool's envs render through gymnasium's
+    "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html"),
+    "playground": Backend(_playground_spaces, _make_jax, jax_batch=_playground_batch),
+    "factory": Backend(_factory_spaces, _make_factory),
+}
+
+
+def backend_of(spec: str) -> Backend:
+    """The table entry of ``spec``'s backend (ValueError: a malformed spec)."""
+    return BACKENDS[parse_spec(spec)[0]]
+
+
+def batched_jax_env(spec: str, num_envs: int, episode_length: int | None = None,
+                    **env_config: Any) -> Any:
+    """The batched env of a jax spec (episodes ended at the earlier of ``episode_length`` and
+    the env's own limit, not reset); the compiled evaluation and benchmarks step it."""
+    kind, name = parse_spec(spec)
+    batch = BACKENDS[kind].jax_batch
+    if batch is None:
+        raise ValueError(f"env {spec!r} is not a jax env (brax:: or playground::)")
+    return batch(name, int(num_envs), episode_length, **env_config)
 
 
 def make_env(
@@ -118,59 +257,18 @@ def make_env(
     """
     if int(num_envs) < 1:
         raise ValueError(f"num_envs={num_envs}; expected at least 1")
-    backend, name = parse_spec(spec)
-    if num_threads is not None and backend != "envpool":
+    kind, name = parse_spec(spec)
+    backend = BACKENDS[kind]
+    if num_threads is not None and not backend.takes_threads:
         raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
                          f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
-    if backend in JAX_BACKENDS:
-        batch = batched_jax_env(backend, name, int(num_envs), episode_length, **env_config)
-        return JaxVecEnv(spec, batch, int(num_envs), device=device, seed=seed)
-    if backend == "envpool":
-        from neurorun.envs.envpool_env import EnvPoolVecEnv
-
-        return EnvPoolVecEnv(name, int(num_envs), device=device, seed=seed,
-                             episode_length=episode_length, num_threads=num_threads,
-                             **env_config)
-    from neurorun.envs.gym_env import GymVecEnv, make_factory_env, make_gym_vector_env
-
-    if backend == "factory":
-        if episode_length is not None:
-            raise ValueError(f"episode_length={episode_length} cannot be applied to the env "
-                             f"factory {spec!r}: make the factory's envs end their episodes")
-        env = make_factory_env(_load_factory(name), spec, int(num_envs), device, **env_config)
-    else:
-        vec = make_gym_vector_env(name, int(num_envs), vectorization, episode_length,
-                                  **env_config)
-        env = GymVecEnv(vec, spec, device)
-    env.reset(seed=seed)
-    return env
+    return backend.make(spec, name, int(num_envs), {
+        "device": device, "vectorization": vectorization, "seed": seed,
+        "episode_length": episode_length, "num_threads": num_threads, "env_config": env_config})
 
 
-def env_spaces(spec: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box, spaces.Space]:
+def env_spaces(spec: str, **env_config: Any) -> Spaces:
     """(observation Box, policy action Box, env action space) without building a vector env
     (brax and Playground: no compilation; factories build a 1-env vector env)."""
-    backend, name = parse_spec(spec)
-    if backend in JAX_BACKENDS:
-        from neurorun.envs.brax_env import brax_spaces
-        from neurorun.envs.playground_env import playground_spaces
-
-        spaces_of = brax_spaces if backend == "brax" else playground_spaces
-        obs_space, act_space = spaces_of(name, **env_config)
-        return obs_space, act_space, act_space
-    if backend == "envpool":
-        from neurorun.envs.envpool_env import envpool_spaces
-
-        obs_space, act_space = envpool_spaces(name, **env_config)
-        return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
-            act_space
-    if backend == "factory":
-        env = make_env(spec, 1, **env_config)
-        try:
-            return env.single_observation_space, env.single_action_space, env.env_action_space
-        finally:
-            env.close()
-    from neurorun.envs.gym_env import gym_spaces
-
-    obs_space, act_space = gym_spaces(name, **env_config)
-    return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
-        act_space
+    kind, name = parse_spec(spec)
+    return BACKENDS[kind].spaces(spec, name, env_config)

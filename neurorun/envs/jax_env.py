@@ -24,19 +24,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from torch import Tensor
 
-from neurorun.envs.base import TorchVecEnv
+from neurorun.envs.base import TorchVecEnv, box
 
 log = logging.getLogger(__name__)
-
-JAX_BACKENDS = ("brax", "playground")  # spec prefixes served by JaxVecEnv
-
-
-def box(size: int, bound: float = np.inf) -> spaces.Box:
-    return spaces.Box(-bound, bound, shape=(int(size),), dtype=np.float32)
-
 
 class JaxVecEnv(TorchVecEnv):
     """A batched jax env (brax's interface, episodes ended but not reset) as a TorchVecEnv.
@@ -114,20 +106,6 @@ class JaxVecEnv(TorchVecEnv):
 
     def close(self) -> None:
         self._state = None
-
-
-def batched_jax_env(backend: str, name: str, num_envs: int, episode_length: int | None = None,
-                    **env_config: Any) -> Any:
-    """The batched env JaxVecEnv steps for ``<backend>::<name>`` (episodes ended at the
-    earlier of ``episode_length`` and the env's own limit, not reset); benchmarks time its
-    bare jitted step."""
-    if backend == "brax":
-        from neurorun.envs.brax_env import batched_brax_env
-
-        return batched_brax_env(name, num_envs, episode_length, **env_config)
-    from neurorun.envs.playground_env import batched_playground_env
-
-    return batched_playground_env(name, num_envs, episode_length, **env_config)
 
 
 def use_compilation_cache() -> None:

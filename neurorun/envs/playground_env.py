@@ -20,8 +20,7 @@ from typing import Any
 
 from gymnasium import spaces
 
-from neurorun.envs.base import UnknownEnvError
-from neurorun.envs.jax_env import box
+from neurorun.envs.base import UnknownEnvError, box
 
 IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
 

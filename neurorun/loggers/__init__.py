@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.loggers.base import Logger, LoggerGroup
-from neurorun.loggers.console import ConsoleLogger, StopLimits
+from neurorun.loggers.console import ConsoleLogger
 from neurorun.loggers.files import MetricsFiles
 from neurorun.loggers.trackers import MLflowLogger, TensorBoardLogger, WandbLogger
+from neurorun.status import StopLimits
 
 
 def _section(settings: Mapping[str, Any], name: str) -> Mapping[str, Any]:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -17,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.tree import Tree
 
 from neurorun.loggers.base import Logger
+from neurorun.status import StopLimits
 
 LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.getLogger(__name__))
 
@@ -51,26 +50,6 @@ COLUMNS = (
     ("steps_per_s", "steps/s", 9, "{:,.0f}"),
     ("elapsed_s", "time", 8, "{:.1f}"),
 )
-
-
-@dataclass(frozen=True)
-class StopLimits:
-    """The run's stop conditions (None: not set), for the progress bar."""
-
-    generations: int | None = None
-    max_interactions: int | None = None
-    max_time: float | None = None
-    target_score: float | None = None
-
-    def progress(self, status: Mapping[str, Any]) -> tuple[str, float]:
-        """(name, fraction done) of the condition closest to stopping the run."""
-        candidates = [("generations", status.get("generation"), self.generations),
-                      ("max_interactions", status.get("total_interaction_count"),
-                       self.max_interactions),
-                      ("max_time", status.get("elapsed_s"), self.max_time)]
-        fractions = [(name, min(1.0, float(value or 0) / limit))
-                     for name, value, limit in candidates if limit]
-        return max(fractions, key=lambda item: item[1], default=("generations", 0.0))
 
 
 def _cell(status: Mapping[str, Any], key: str, width: int, fmt: str) -> str:

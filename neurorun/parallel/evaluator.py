@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from neurorun.envs import parse_spec
+from neurorun.envs import backend_of
 from neurorun.parallel import cluster
 from neurorun.parallel.distributed import (
     Share,
@@ -136,7 +136,7 @@ class RayEvaluator:
         remote = ray.remote(EvaluationWorker)
 
         threads = self.problem_kwargs.get("num_threads")
-        if threads is None and parse_spec(str(self.problem_kwargs["env"]))[0] == "envpool":
+        if threads is None and backend_of(str(self.problem_kwargs["env"])).takes_threads:
             threads = max(1, int(options["num_cpus"] or 1))  # EnvPool: the actor's CPU share
 
         def make_actor(slot: int) -> Any:

@@ -86,8 +86,4 @@ class EnvOptions:
         if self.episode_length is not None and self.episode_length < 1:
             raise ValueError(f"episode_length={self.episode_length}; expected >= 1 or None")
 
-    @property
-    def backend(self) -> str:
-        from neurorun.envs import parse_spec
 
-        return parse_spec(self.spec)[0]

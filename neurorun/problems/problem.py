@@ -40,8 +40,14 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from neurorun.envs import EnvStepError, TorchVecEnv, env_spaces, make_env, parse_spec
-from neurorun.envs.jax_env import JAX_BACKENDS, batched_jax_env
+from neurorun.envs import (
+    EnvStepError,
+    TorchVecEnv,
+    backend_of,
+    batched_jax_env,
+    env_spaces,
+    make_env,
+)
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.export import EnvPolicy
@@ -117,8 +123,7 @@ class Problem(ProblemState):
 
     def _compiled_rollout(self) -> JaxRollout | None:
         """The compiled evaluation, for jax envs and networks with a jax form."""
-        backend, name = parse_spec(self.env_options.spec)
-        if backend not in JAX_BACKENDS:
+        if backend_of(self.env_options.spec).jax_batch is None:
             return None
         try:
             form = ArrayPolicy(self.network)
@@ -127,7 +132,7 @@ class Problem(ProblemState):
                         "Python, several times slower than one compiled program; a network "
                         "string has a jax form", error, self.env_options.spec)
             return None
-        make_batch = functools.partial(batched_jax_env, backend, name,
+        make_batch = functools.partial(batched_jax_env, self.env_options.spec,
                                        episode_length=self.env_options.episode_length,
                                        **self.env_options.config)
         return JaxRollout(make_batch, self.env_options.spec, form, self.device)
@@ -176,7 +181,7 @@ class Problem(ProblemState):
         per purpose.
         """
         shared = self._envs.get("eval")
-        if (purpose == "test" and self.env_options.backend in JAX_BACKENDS
+        if (purpose == "test" and backend_of(self.env_options.spec).jax_batch is not None
                 and shared is not None and shared.num_envs >= num_envs):
             return shared
         env = self._envs.get(purpose)
@@ -185,9 +190,9 @@ class Problem(ProblemState):
         self._drop_env(purpose)
         options = self.env_options
         # test episodes on gymnasium: a SyncVectorEnv seeds episode k with seed + k (a native
-        # vector env seeds the batch once), as neurorun-eval reports them
-        vectorization = ("sync" if purpose == "test" and options.backend == "gym"
-                         else options.vectorization)
+        # vector env seeds the batch once), as neurorun-eval reports them; other backends
+        # have no vectorization choice
+        vectorization = "sync" if purpose == "test" else options.vectorization
         env = make_env(options.spec, num_envs, device=self.device, vectorization=vectorization,
                        episode_length=options.episode_length, num_threads=options.num_threads,
                        **options.config)

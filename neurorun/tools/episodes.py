@@ -29,14 +29,14 @@ def step_limit(loaded: LoadedPolicy, max_steps: int | None) -> int | None:
 def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
                  max_steps: int | None = None, frames: bool = False) -> list[Episode]:
     """`episodes` seeded episodes; with `frames`, an rgb frame after the reset and each step."""
-    from neurorun.envs import parse_spec
+    from neurorun.envs import backend_of, parse_spec
 
-    backend, name = parse_spec(loaded.env)
+    name = parse_spec(loaded.env)[1]
     limit = step_limit(loaded, max_steps)
     if not frames:
         return _problem_episodes(loaded, episodes, seed, limit)
     # EnvPool cannot render: its envs are rendered with gymnasium's env of the same id
-    if backend not in ("gym", "envpool"):
+    if backend_of(loaded.env).render != "frames":
         raise ValueError(f"frames of {loaded.env!r}: only gymnasium (and EnvPool) envs render "
                          "frames here")
     return _gym_episodes(loaded, name, episodes, seed, limit, frames)

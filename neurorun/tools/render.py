@@ -36,7 +36,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
            max_steps: int | None = None, env: str | None = None,
            checkpoint: str = "best", trust_pickle: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
-    from neurorun.envs import parse_spec
+    from neurorun.envs import backend_of, parse_spec
 
     out = Path(out)
     if episodes < 1 or fps <= 0:
@@ -48,13 +48,13 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
         # Before anything imports mujoco (brax does): it reads MUJOCO_GL once, on import.
         prepare_mujoco_gl()
     loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle)
-    backend, name = parse_spec(loaded.env)
+    name, shown = parse_spec(loaded.env)[1], backend_of(loaded.env).render
     limit = step_limit(loaded, max_steps)
-    if backend == "brax":
+    if shown == "html":
         from neurorun.tools.brax_render import render_brax
 
         return render_brax(loaded, name, out, episodes=episodes, seed=seed, limit=limit, fps=fps)
-    if backend not in ("gym", "envpool"):  # EnvPool envs render through gymnasium's
+    if shown != "frames":
         raise ToolError(f"env {loaded.env!r}: rendering supports gymnasium and EnvPool ids and "
                         "brax names; pass one with --env")
     if out.suffix == ".html":

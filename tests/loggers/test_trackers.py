@@ -11,8 +11,8 @@ import pytest
 from neurorun.build import ConfigError
 from neurorun.cli import compose_config
 from neurorun.loggers import make_loggers
-from neurorun.loggers.console import StopLimits
 from neurorun.runner import Runner
+from neurorun.status import StopLimits
 
 GENERATIONS = 3
 

@@ -123,3 +123,23 @@ def test_fresh_process_from_the_weights_alone(run_dir, tmp_path):
     summary = json.loads(result.stdout)
     assert [e["return"] for e in summary["episodes"]] == expected_episodes(3, 2)[0]
     assert "warning" not in result.stderr  # weights only: nothing to warn about
+
+
+@pytest.mark.parametrize("env", ["Pendulum-v1", "envpool::Pendulum-v1"])
+def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
+    """The run's own test episodes (same seeds, frozen obs statistics): its last center_eval."""
+    import csv
+
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+    from neurorun.seeding import derive_seed
+
+    cfg = compose_config(["debug=default", "logger.console.quiet=true", f"env={env}",
+                          "generations=3", "eval_episodes=3", "seed=4",
+                          "problem.observation_normalization=true"])
+    run(cfg, run_dir=tmp_path / "run")
+    with open(tmp_path / "run" / "metrics.csv", newline="") as file:
+        last = list(csv.DictReader(file))[-1]
+    summary = evaluate_tool.evaluate(str(tmp_path / "run"), episodes=3, checkpoint="last",
+                                     seed=derive_seed(4, "evaluation"))
+    assert summary["return_mean"] == pytest.approx(float(last["center_eval"]), rel=1e-12)

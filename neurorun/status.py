@@ -1,0 +1,92 @@
+"""What one generation reports (the metric columns and their meaning), when a run stops, and
+which evaluation is the best so far, each in one place, for a given objective sense ("max":
+higher is better, as for episode returns; "min")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+def improves(sense: str, value: float | None, incumbent: float | None) -> bool:
+    """Whether ``value`` beats ``incumbent`` (None: nothing yet); a non-finite value never
+    does (a NaN or infinite return is never best)."""
+    if value is None or not math.isfinite(value):
+        return False
+    return incumbent is None or (value > incumbent if sense == "max" else value < incumbent)
+
+
+@dataclass
+class GenerationStatus:
+    """One row of metrics.csv / metrics.jsonl, in column order; what the loggers receive."""
+
+    generation: int  # generations done in total (a resumed run counts on)
+    popsize: int  # solutions evaluated in this generation
+    mean_eval: float  # their mean fitness (mean return over problem.num_episodes)
+    median_eval: float  # their median fitness
+    pop_best_eval: float  # their best fitness (max, or min when minimizing)
+    best_sample_eval: float  # the best fitness of any solution so far
+    center_eval: float | None  # the center's mean return on eval_episodes seeded test episodes
+    # (None: not evaluated in this generation; eval_every)
+    nonfinite_center_evals: int  # center evaluations so far that met a NaN or infinity
+    total_interaction_count: int  # env steps of training so far (autoreset steps not counted)
+    total_episode_count: int  # training episodes so far
+    stdev_mean: float  # the search distribution's mean standard deviation
+    episode_return_min: float  # over the training episodes that ended in this generation
+    episode_return_mean: float
+    episode_return_max: float
+    episode_length_min: float
+    episode_length_mean: float
+    episode_length_max: float
+    interactions: int  # env steps of training in this generation
+    elapsed_s: float  # wall time of the run so far, resumed parts included
+    steps_per_s: float  # interactions per second of this generation (center evaluation included)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> GenerationStatus:
+        names = {field.name for field in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+
+@dataclass(frozen=True)
+class StopLimits:
+    """The run's stop rules (None: not set): ``reason`` says which one ends the run, and
+    ``progress`` how far the closest one is (the console's progress bar)."""
+
+    generations: int | None = None
+    max_interactions: int | None = None
+    max_time: float | None = None
+    target_score: float | None = None
+    sense: str = "max"  # target_score is reached at center_eval >= it ("min": <= it)
+
+    def reason(self, status: GenerationStatus | None) -> str | None:
+        """Why the run stops after ``status`` (None: go on; no status yet: go on)."""
+        if status is None:
+            return None
+        center, target = status.center_eval, self.target_score
+        if target is not None and center is not None and math.isfinite(center) and (
+                center >= target if self.sense == "max" else center <= target):
+            sign = ">=" if self.sense == "max" else "<="
+            return f"target_score reached: center_eval {center:.2f} {sign} {target}"
+        if self.generations is not None and status.generation >= self.generations:
+            return f"generations: {status.generation} of {self.generations} done"
+        count = status.total_interaction_count
+        if self.max_interactions is not None and count >= self.max_interactions:
+            return f"max_interactions: {count:,} >= {self.max_interactions:,}"
+        if self.max_time is not None and status.elapsed_s >= self.max_time:
+            return f"max_time: {status.elapsed_s:.1f} s >= {self.max_time} s"
+        return None
+
+    def progress(self, status: dict[str, Any]) -> tuple[str, float]:
+        """(name, fraction done) of the condition closest to stopping the run."""
+        candidates = [("generations", status.get("generation"), self.generations),
+                      ("max_interactions", status.get("total_interaction_count"),
+                       self.max_interactions),
+                      ("max_time", status.get("elapsed_s"), self.max_time)]
+        fractions = [(name, min(1.0, float(value or 0) / limit))
+                     for name, value, limit in candidates if limit]
+        return max(fractions, key=lambda item: item[1], default=("generations", 0.0))

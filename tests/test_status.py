@@ -1,0 +1,54 @@
+"""The stop rules and the best-so-far rule, for both objective senses."""
+
+import math
+
+import pytest
+
+from neurorun.status import GenerationStatus, StopLimits, improves
+
+ROW = dict(generation=3, popsize=4, mean_eval=1.0, median_eval=1.0, pop_best_eval=2.0,
+           best_sample_eval=2.0, center_eval=None, nonfinite_center_evals=0,
+           total_interaction_count=500, total_episode_count=4, stdev_mean=0.1,
+           episode_return_min=0.0, episode_return_mean=1.0, episode_return_max=2.0,
+           episode_length_min=1.0, episode_length_mean=2.0, episode_length_max=3.0,
+           interactions=100, elapsed_s=9.0, steps_per_s=11.0)
+
+
+def status(**changes):
+    return GenerationStatus(**{**ROW, **changes})
+
+
+@pytest.mark.parametrize(("sense", "value", "incumbent", "expected"), [
+    ("max", 2.0, 1.0, True), ("max", 1.0, 2.0, False), ("max", 1.0, None, True),
+    ("min", 1.0, 2.0, True), ("min", 2.0, 1.0, False), ("min", 2.0, None, True),
+    ("max", 1.0, 1.0, False), ("min", 1.0, 1.0, False),  # a tie keeps the earlier one
+    ("max", math.nan, None, False), ("max", math.inf, 1.0, False), ("min", -math.inf, 1.0, False),
+    ("max", None, 1.0, False),
+])
+def test_improves(sense, value, incumbent, expected):
+    assert improves(sense, value, incumbent) is expected
+
+
+@pytest.mark.parametrize(("sense", "center", "reached"), [
+    ("max", 10.0, True), ("max", 9.99, False), ("min", 10.0, True), ("min", 9.0, True),
+    ("min", 10.01, False), ("max", math.inf, False), ("min", -math.inf, False),
+    ("max", math.nan, False), ("max", None, False)])
+def test_target_score_in_both_senses(sense, center, reached):
+    reason = StopLimits(target_score=10.0, sense=sense).reason(status(center_eval=center))
+    assert (reason is not None and reason.startswith("target_score reached")) is reached
+
+
+def test_limits_stop_at_their_thresholds_and_not_before():
+    assert StopLimits().reason(None) is None and StopLimits().reason(status()) is None
+    assert StopLimits(generations=3).reason(status()) == "generations: 3 of 3 done"
+    assert StopLimits(generations=4).reason(status()) is None
+    assert StopLimits(max_interactions=500).reason(status()).startswith("max_interactions")
+    assert StopLimits(max_interactions=501).reason(status()) is None
+    assert StopLimits(max_time=9.0).reason(status()).startswith("max_time")
+    assert StopLimits(max_time=9.5).reason(status()) is None
+
+
+def test_status_round_trips_through_a_dict_in_column_order():
+    row = status().as_dict()
+    assert list(row) == list(ROW)
+    assert GenerationStatus.from_dict({**row, "unknown_old_key": 1}) == status()
