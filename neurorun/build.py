@@ -174,6 +174,22 @@ def _check_problem(cfg: DictConfig) -> None:
                          .get("alive_bonus_schedule"))
     except ValueError as error:
         raise ConfigError(f"problem.{error}") from None
+    _check_episode_length(cfg)
+
+
+def _check_episode_length(cfg: DictConfig) -> None:
+    """problem.episode_length on an env that cannot be cut (a factory's own envs)."""
+    from neurorun.envs import backend_of
+
+    length = cfg.problem.get("episode_length")
+    try:
+        cut = backend_of(str(cfg.env.id)).cuts_episodes
+    except ValueError:
+        return  # a malformed env id is reported where the env is resolved
+    if length is not None and not cut:
+        raise ConfigError(f"problem.episode_length={length}: the env factory {cfg.env.id!r} "
+                          "makes its own envs, which neurorun cannot cut. Fix: "
+                          "problem.episode_length=null, and end the episodes in the factory.")
 
 
 def _check_jax_gpu(cfg: DictConfig, device: str) -> None:

@@ -6,16 +6,22 @@
     neurorun resume=runs/CartPole-v1/pgpe/<run> generations=200
 
 Configs ship inside the package (pkg://neurorun.conf), so the command works from any folder.
-A config error ends with one message and exit status 2 and leaves no run folder behind (in a
-sweep the other jobs still run, and the failed ones are listed at the end). Ctrl-C, SIGTERM
+A config error ends with one message and exit status 2 and leaves no run folder behind. In a
+sweep a job that fails (a config error, or an error while it runs: its traceback goes to the
+job's neurorun.log) prints one line, the other jobs still run, and the sweep ends with one
+report of every failed job and exit status 2. For Optuna a job without an objective (failed,
+or NaN: no center evaluation) is a failed trial. Ctrl-C, SIGTERM
 and SIGUSR1 end a run with a checkpoint of its last finished generation, the resume command
 and exit status 128 + the signal number (130, 143, 138), without a traceback.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import shutil
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -68,7 +74,7 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
 
 # what Hydra (and the run's lock) put into a run folder before the task
 HYDRA_FILES = {HYDRA_DIR, "neurorun.log", LOCK_FILE}
-_failed_jobs: list[str] = []  # config errors of sweep jobs, listed when the sweep ends
+_failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
 
 
 def _remove_stub(run_dir: Path) -> None:
@@ -92,11 +98,31 @@ def _warn_if_minimized(hydra_cfg: DictConfig) -> None:
               file=sys.stderr)
 
 
+def _job_failed(hydra_cfg: DictConfig, cause: str) -> None:
+    """Report a failed sweep job in one line and keep it for main()'s report. When it was
+    the last trial of an Optuna search and no trial completed, the search ends here with that
+    report (the sweeper would end in a traceback asking for its best trial)."""
+    job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
+    print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
+    _failed_jobs.append(f"{job}: {cause}")
+    trials = hydra_cfg.sweeper.get("n_trials")
+    if trials is not None and len(_failed_jobs) == hydra_cfg.job.num + 1 == int(trials):
+        _report_failed_jobs(" (no trial completed: the search has no best)")
+
+
+def _report_failed_jobs(why: str = "") -> None:
+    print(f"neurorun: {len(_failed_jobs)} job(s) of the sweep failed{why}:\n  "
+          + "\n  ".join(_failed_jobs), file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT)
+
+
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
 def _app(cfg: DictConfig) -> float | None:
-    """One run; returns its objective, for sweepers (None: the job stopped on a config error)."""
+    """One run; returns its objective, for sweepers (None: the job failed or has no
+    objective, which Optuna's sweeper records as a failed trial)."""
     hydra_cfg = HydraConfig.get()
-    if hydra_cfg.mode == RunMode.MULTIRUN:
+    sweep = hydra_cfg.mode == RunMode.MULTIRUN
+    if sweep:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
@@ -106,22 +132,34 @@ def _app(cfg: DictConfig) -> float | None:
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
             _remove_stub(run_dir)
-        if hydra_cfg.mode == RunMode.MULTIRUN:  # the other jobs still run; main() lists these
-            job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
-            print(f"neurorun: config error in {job}: {error}", file=sys.stderr)
-            _failed_jobs.append(job)
+        if sweep:  # the other jobs still run; main() lists the failed ones
+            _job_failed(hydra_cfg, f"config error: {error}")
             return None
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
         print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
         sys.exit(exit_status(error))
+    except Exception as error:
+        if not sweep:
+            raise  # a single run: Hydra prints the traceback
+        logging.getLogger(__name__).exception("job %d failed", hydra_cfg.job.num)  # to its log
+        cause = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        _job_failed(hydra_cfg, f"{type(error).__name__}: {cause[:300]} (traceback: "
+                               f"{run_dir / 'neurorun.log'})")
+        return None
     score = result.get("best_center_eval")
     shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']}{shown}")
     print(f"objective:   {cfg.objective} = {result['objective']}")
-    return result["objective"]
+    objective = result["objective"]
+    searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
+    if searching and not math.isfinite(objective):
+        _job_failed(hydra_cfg, f"objective {cfg.objective} = {objective} (no finite center "
+                               "evaluation: more generations, or eval_every=1)")
+        return None
+    return objective
 
 
 def _folder_error(argv: Sequence[str]) -> str | None:
@@ -174,15 +212,17 @@ def quote_network_strings(argv: Sequence[str]) -> list[str]:
 def main() -> None:
     """Console-script entry point."""
     sys.argv[1:] = quote_network_strings(sys.argv[1:])
+    # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
+    # Optuna deprecates: six FutureWarnings per search that no user can act on
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
     problem = _folder_error(sys.argv[1:])
     if problem:
         print(f"neurorun: config error: {problem}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     _app()
     if _failed_jobs:
-        print(f"neurorun: {len(_failed_jobs)} job(s) of the sweep stopped on a config error: "
-              f"{'; '.join(_failed_jobs)}", file=sys.stderr)
-        sys.exit(CONFIG_ERROR_EXIT)
+        _report_failed_jobs()
 
 
 if __name__ == "__main__":

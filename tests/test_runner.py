@@ -65,6 +65,8 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    (["env=tests.cli.failing_env:make"],  # debug=default cuts episodes at 50 steps
+     ["problem.episode_length=50", "env factory", "Fix: problem.episode_length=null"]),
     # ARS and OpenAI-ES options
     (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
                                              "Fix:"]),  # debug=default: popsize 10, N = 5

@@ -191,6 +191,7 @@ class Backend:
     jax_batch: Callable[..., Any] | None = None
     takes_threads: bool = False  # env.num_threads applies (EnvPool's threads)
     gymnasium_id: bool = False  # the name is a gymnasium id (env.backend=auto chooses for it)
+    cuts_episodes: bool = True  # episode_length applies (a factory's envs end their own)
     # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
     # viewer) or None (not rendered)
     render: Literal["frames", "html"] | None = None
@@ -202,7 +203,7 @@ BACKENDS: dict[str, Backend] = {
                        render="frames"),  # EnvPool's envs render through gymnasium's
     "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html"),
     "playground": Backend(_playground_spaces, _make_jax, jax_batch=_playground_batch),
-    "factory": Backend(_factory_spaces, _make_factory),
+    "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
 }
 
 

@@ -106,7 +106,7 @@ def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
     assert result.returncode == 2, output[-3000:]
     assert "algo.popsize=7" in output and "Failed experiment" in output
     (job,) = job_folders(tmp_path / "sweep")  # the valid trial ran to the end
-    assert "2 job(s) of the sweep stopped on a config error" in result.stderr
+    assert "2 job(s) of the sweep failed" in result.stderr
     with open(job / "metrics.csv", newline="") as file:
         table = list(csv.DictReader(file))
     assert max(float(r["center_eval"]) for r in table) < 475  # 2,000 steps do not solve it
@@ -119,3 +119,48 @@ def test_a_minimizing_sweeper_gets_a_warning(tmp_path):
                       "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Fix: hydra.sweeper.direction=maximize" in result.stderr
+
+
+def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli.failing_env import SPEC
+
+    script = Path(sys.executable).with_name("neurorun")
+    result = subprocess.run(
+        [str(script), "-m", "debug=default", f"env={SPEC}", "problem.episode_length=null",
+         "+env.env_config.fail=none,step,reset", "logger.console.quiet=true",
+         "hydra.sweep.dir=sweep"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    report = result.stderr.split("neurorun: 2 job(s) of the sweep failed:")[1].splitlines()
+    assert [line.split(" (")[0].strip() for line in report if line.strip()] == ["job 1", "job 2"]
+    assert "env.env_config.fail=step" in report[1] and "toy step exploded" in report[1]
+    assert "env.env_config.fail=reset" in report[2] and "toy reset exploded" in report[2]
+    assert result.stderr.count("neurorun: job 1 (") == 1  # one line when it failed
+    logs = sorted((tmp_path / "sweep").glob("*/neurorun.log"))
+    assert any("Traceback" in log.read_text() for log in logs)  # the job's own log keeps it
+    (done,) = [p for p in (tmp_path / "sweep").iterdir() if (p / "checkpoints").is_dir()
+               and p.name.startswith("0_")]
+    assert len(rows_of(done)) == 2  # job 0 ran its two generations
+
+
+def rows_of(job):
+    with open(job / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
+    # generations=1 with the preset's eval_every=2: no center evaluation, a NaN objective
+    result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=2",
+                      "generations=1", "logger.console.quiet=true", "hydra.sweep.dir=sweep",
+                      cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "FutureWarning" not in result.stderr
+    assert ("neurorun: 2 job(s) of the sweep failed (no trial completed: the search has no "
+            "best)") in result.stderr
+    assert result.stderr.count("objective mean_center_eval_last_5 = nan") == 4  # 2 + report
