@@ -13,13 +13,15 @@ checkpoint whole.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import math
 import os
+import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +32,63 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from neurorun.build import FolderInUseError
 from neurorun.layout import CHECKPOINT_DIR, LOCK_FILE, STATE_FILE, saved_config_path
 
+Write = Callable[[Path], None]  # writes one file's content to the path it is given
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
-    """Run `write(temporary_path)`, fsync the result, then rename it to `path`.
 
-    The temporary file lives in the same folder (a rename is atomic only within one file
-    system) and is removed when anything fails, leaving any previous `path` untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
+class DiskFullError(OSError):
+    """No space left where a checkpoint is written (the previous checkpoint files stay)."""
+
+
+def _disk_full(folder: Path, error: BaseException) -> bool:
+    """Whether ``error`` came from a full disk: ENOSPC, or a library's own error (torch's
+    zip writer reports "unexpected pos") while the folder's file system has no space left."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
     try:
-        write(Path(temporary))
-        with open(temporary, "rb+") as file:
-            os.fsync(file.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp creates 0600; use the usual mode
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        return shutil.disk_usage(folder).free < 1 << 20
+    except OSError:
+        return False
+
+
+def atomic_write_all(files: Sequence[tuple[str | Path, Write]]) -> None:
+    """Write several files as one unit: each ``write(temporary_path)`` first (fsynced, in the
+    target's folder), then every rename, so either all files are new or all are as before
+    (renames need no space: a full disk stops the unit before any file changes).
+
+    Raises:
+        DiskFullError: no space left (one line naming the folder).
+    """
+    written: list[tuple[Path, Path]] = []
+    try:
+        for path, write in files:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                            dir=path.parent)
+            os.close(handle)
+            written.append((Path(name), path))
+            write(Path(name))
+            with open(name, "rb+") as file:
+                os.fsync(file.fileno())
+            os.chmod(name, 0o666 & ~_umask())  # mkstemp creates 0600; use the usual mode
+    except BaseException as error:
+        for temporary, _ in written:
+            temporary.unlink(missing_ok=True)
+        folder = written[-1][1].parent if written else Path(".")
+        if isinstance(error, Exception) and _disk_full(folder, error):
+            raise DiskFullError(errno.ENOSPC, "this checkpoint was not written; the previous "
+                                "one is intact", str(folder)) from error
         raise
-    _fsync_directory(path.parent)
+    for temporary, path in written:
+        os.replace(temporary, path)
+    for folder in {path.parent for _, path in written}:
+        _fsync_directory(folder)
+
+
+def atomic_write(path: str | Path, write: Write) -> None:
+    """Write one file atomically (see atomic_write_all): a failure leaves any previous
+    `path` untouched."""
+    atomic_write_all([(path, write)])
 
 
 def _umask() -> int:
@@ -73,21 +111,30 @@ def _fsync_directory(folder: Path) -> None:
         os.close(handle)
 
 
+def torch_file(obj: Any) -> Write:
+    return lambda temporary: torch.save(obj, temporary)
+
+
+def text_file(text: str) -> Write:
+    return lambda temporary: temporary.write_text(text, encoding="utf-8")
+
+
 def atomic_save_torch(obj: Any, path: str | Path) -> None:
-    atomic_write(path, lambda temporary: torch.save(obj, temporary))
+    atomic_write(path, torch_file(obj))
 
 
 def atomic_write_text(text: str, path: str | Path) -> None:
-    atomic_write(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+    atomic_write(path, text_file(text))
 
 
 def _as_list(value: Any) -> Any:
     return value.tolist() if isinstance(value, torch.Tensor) else value
 
 
-def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
-                meta: Mapping[str, Any], obs_stats: Any = None) -> None:
-    """Write `<stem>.pkl` (problem.save_solution), `<stem>.pt` and `<stem>.json`.
+def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
+                 meta: Mapping[str, Any], obs_stats: Any = None) -> list[tuple[Path, Write]]:
+    """The files of one policy, for atomic_write_all: `<stem>.pkl` (problem.save_solution),
+    `<stem>.pt` and `<stem>.json`.
 
     Args:
         problem: the problem that evaluated `solution` (knows the env, network, obs stats).
@@ -99,16 +146,21 @@ def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
     """
     stem = Path(stem)
     solution = solution.detach().to("cpu").clone()
-    atomic_write(stem.with_suffix(".pkl"),
-                 lambda tmp: problem.save_solution(solution, tmp, obs_stats))
     norm = getattr(problem, "obs_stats", None) if obs_stats is None else obs_stats
     stats = {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
-    atomic_save_torch(weights, stem.with_suffix(".pt"))
     described = {**meta, "solution_length": int(solution.numel()),
                  **{k: _as_list(v) for k, v in stats.items()}}
     text = json.dumps(_strict(described), indent=2, default=str, allow_nan=False) + "\n"
-    atomic_write_text(text, stem.with_suffix(".json"))
+    return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
+            (stem.with_suffix(".pt"), torch_file(weights)),
+            (stem.with_suffix(".json"), text_file(text))]
+
+
+def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
+                meta: Mapping[str, Any], obs_stats: Any = None) -> None:
+    """Write the policy's files (policy_files) as one unit."""
+    atomic_write_all(policy_files(problem, solution, stem, meta, obs_stats))
 
 
 def _strict(value: Any) -> Any:
@@ -234,9 +286,14 @@ class RunFolder:
             remove_if_only_lock(self.path)
 
 
+def state_file(state: Mapping[str, Any], run_dir: str | Path) -> tuple[Path, Write]:
+    """The resume state's file `<run>/checkpoints/state.pt`, for atomic_write_all."""
+    return Path(run_dir) / CHECKPOINT_DIR / STATE_FILE, torch_file(dict(state))
+
+
 def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
     """Write the resume state to `<run>/checkpoints/state.pt`."""
-    atomic_save_torch(dict(state), Path(run_dir) / CHECKPOINT_DIR / STATE_FILE)
+    atomic_write_all([state_file(state, run_dir)])
 
 
 def load_state(run_dir: str | Path) -> dict[str, Any] | None:

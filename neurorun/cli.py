@@ -17,6 +17,7 @@ and exit status 128 + the signal number (130, 143, 138), without a traceback.
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import shutil
@@ -141,6 +142,12 @@ def _app(cfg: DictConfig) -> float | None:
         print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
         sys.exit(exit_status(error))
     except Exception as error:
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            print(f"neurorun: no space left on the device of {error.filename or run_dir} "
+                  f"({error.strerror}). Fix: free some space, then continue with the resume "
+                  "command above.", file=sys.stderr)
+            if not sweep:
+                sys.exit(1)
         if not sweep:
             raise  # a single run: Hydra prints the traceback
         logging.getLogger(__name__).exception("job %d failed", hydra_cfg.job.num)  # to its log

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shlex
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -183,21 +184,25 @@ class Runner:
                 "obs_length": self.problem.obs_length, "act_length": self.problem.act_length,
                 "observation_normalization": self.problem.observation_normalization}
         center = self.algorithm.center
-        checkpoint.save_policy(self.problem, center, folder / "last",
-                               {**meta, "generation": self.generation,
-                                "center_eval": None if self.status is None
-                                else self.status.center_eval})
+        last = checkpoint.policy_files(
+            self.problem, center, folder / "last",
+            {**meta, "generation": self.generation,
+             "center_eval": None if self.status is None else self.status.center_eval})
         best, stats = self.best["solution"], self.best.get("obs_stats")
-        checkpoint.save_policy(self.problem, center if best is None else best, folder / "best",
-                               {**meta, "generation": self.best["generation"] or self.generation,
-                                "score": self.best["score"]},
-                               None if stats is None else RunningNorm.from_state_dict(stats))
-        self._save_state(self._state(elapsed))
+        best_files = checkpoint.policy_files(
+            self.problem, center if best is None else best, folder / "best",
+            {**meta, "generation": self.best["generation"] or self.generation,
+             "score": self.best["score"]},
+            None if stats is None else RunningNorm.from_state_dict(stats))
+        # one unit: last.*, best.* and state.pt always belong to the same generation
+        self._save_state(self._state(elapsed), [*last, *best_files])
 
-    def _save_state(self, state: Mapping[str, Any]) -> None:
-        """Write the resume state once the metric rows it points past are on disk."""
+    def _save_state(self, state: Mapping[str, Any],
+                    with_files: list[tuple[Path, checkpoint.Write]] = ()) -> None:
+        """Write the resume state (with ``with_files``, as one unit) once the metric rows it
+        points past are on disk."""
         self.loggers.sync()
-        checkpoint.save_state(state, self.run_dir)
+        checkpoint.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
 
     # ----- one generation -----
     def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[dict[str, Any]]]:
@@ -306,11 +311,16 @@ class Runner:
                       "best_policy": str(folder / "best.pt"),
                       "last_policy": str(folder / "last.pt"),
                       "best_center_eval": self.best["score"]}
-        except BaseException:  # an error or Ctrl-C: keep what the finished generations did
+        except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
             if snapshot is not None:
-                self._save_state(snapshot)
-                log.warning("run stopped in generation %d; continue it with "
-                            "`neurorun resume=%s`", snapshot["generation"] + 1, self.run_dir)
+                try:
+                    self._save_state(snapshot)
+                except checkpoint.DiskFullError:  # the last state written stays
+                    if not isinstance(error, checkpoint.DiskFullError):
+                        raise
+                log.warning("run stopped in generation %d; continue it with `neurorun "
+                            "resume=%s`", snapshot["generation"] + 1,
+                            shlex.quote(str(self.run_dir)))
             raise
         finally:
             self.summary = result

@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import pickle
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -258,3 +259,35 @@ def test_a_new_run_refuses_a_folder_that_holds_a_run(tmp_path):
     with pytest.raises(ConfigError, match=r"already holds a run.*Fix: resume="):
         run(tiny("generations=1", "seed=5"), run_dir=tmp_path)
     assert (tmp_path / "metrics.csv").read_bytes() == before  # nothing overwritten
+
+
+def test_a_full_disk_mid_checkpoint_leaves_every_checkpoint_file_of_one_generation(
+        tmp_path, monkeypatch):
+    """The disk fills while the checkpoint of generation 4 is written (torch's zip writer
+    fails with its own error, as it does on a full disk): last.*, best.* and state.pt all stay
+    those of generation 2, the run says it is the disk, and resuming continues from there."""
+    run_dir = tmp_path / "run"
+    save_run_config(tiny("generations=4", "checkpoint_every=2"), run_dir)
+    real_save = torch.save
+
+    def save(obj, path, *args, **kwargs):
+        if (run_dir / "checkpoints" / "state.pt").is_file():  # full after generation 2's
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64")
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", save)
+    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda folder: SimpleNamespace(free=0))
+    with pytest.raises(checkpoint.DiskFullError, match="previous one is intact"):
+        run(tiny("generations=4", "checkpoint_every=2"), run_dir=run_dir)
+    folder = run_dir / "checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "best.json", "best.pkl", "best.pt", "last.json", "last.pkl", "last.pt", "state.pt"]
+    generations = {json.loads((folder / "last.json").read_text())["generation"],
+                   torch.load(folder / "state.pt", weights_only=True)["generation"]}
+    assert generations == {2}
+    assert torch.equal(torch.load(folder / "last.pt", weights_only=True)["solution"],
+                       torch.as_tensor(last_solution(run_dir)))
+    monkeypatch.undo()
+    resumed = run(checkpoint.load_run_config(run_dir, ["generations=4"]), run_dir=run_dir)
+    assert resumed["generation"] == 4
+    assert [int(row["generation"]) for row in metric_rows(run_dir)] == [1, 2, 3, 4]
