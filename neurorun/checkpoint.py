@@ -79,8 +79,12 @@ def atomic_write_all(files: Sequence[tuple[str | Path, Write]]) -> None:
             raise DiskFullError(errno.ENOSPC, "this checkpoint was not written; the previous "
                                 "one is intact", str(folder)) from error
         raise
-    for temporary, path in written:
-        os.replace(temporary, path)
+    try:
+        for temporary, path in written:
+            os.replace(temporary, path)
+    finally:  # a failed rename (a crash is worse: the next start cleans up) leaves no temporary
+        for temporary, _ in written:
+            temporary.unlink(missing_ok=True)
     for folder in {path.parent for _, path in written}:
         _fsync_directory(folder)
 
