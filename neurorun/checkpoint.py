@@ -36,7 +36,7 @@ Write = Callable[[Path], None]  # writes one file's content to the path it is gi
 
 
 class DiskFullError(OSError):
-    """No space left where a checkpoint is written (the previous checkpoint files stay)."""
+    """No space left where files are written as one unit (the previous files stay)."""
 
 
 def _disk_full(folder: Path, error: BaseException) -> bool:
@@ -76,8 +76,8 @@ def atomic_write_all(files: Sequence[tuple[str | Path, Write]]) -> None:
             temporary.unlink(missing_ok=True)
         folder = written[-1][1].parent if written else Path(".")
         if isinstance(error, Exception) and _disk_full(folder, error):
-            raise DiskFullError(errno.ENOSPC, "this checkpoint was not written; the previous "
-                                "one is intact", str(folder)) from error
+            raise DiskFullError(errno.ENOSPC, "No space left on device: none of the files was "
+                                "written, the previous ones are intact", str(folder)) from error
         raise
     try:
         for temporary, path in written:
