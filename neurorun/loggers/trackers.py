@@ -9,6 +9,8 @@ and best policy (checkpoints/best.pt and best.json) as artifacts when the run en
 
 from __future__ import annotations
 
+import socket
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,24 @@ class TensorBoardLogger(Logger):
         self.writer.close()
 
 
+SERVER_TIMEOUT_S = 5.0  # a tracking server that does not answer this fast is reported
+
+
+def _check_server(uri: str) -> None:
+    """Connect once to an http(s) tracking server: a refused or silent one fails in seconds
+    (MLflow's own retries, minutes of them, are for a server that was up and went away)."""
+    parsed = urllib.parse.urlsplit(uri)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=SERVER_TIMEOUT_S).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConnectionError(f"no tracking server answers at {parsed.hostname}:{port} "
+                              f"({reason})") from error
+
+
 class MLflowLogger(Logger):
     """An MLflow run; without a tracking URI, in a SQLite database `<run>/mlflow.db` with the
     artifacts in `<run>/mlartifacts` (MLflow 3 no longer takes a plain folder as a store)."""
@@ -85,6 +105,7 @@ class MLflowLogger(Logger):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         uri = tracking_uri or f"sqlite:///{self.run_dir / MLFLOW_DB}"
         try:
+            _check_server(uri)
             mlflow.set_tracking_uri(uri)
             if mlflow.get_experiment_by_name(experiment) is None:
                 location = None if tracking_uri else (self.run_dir / "mlartifacts").as_uri()

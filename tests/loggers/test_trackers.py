@@ -118,6 +118,9 @@ def test_wandb_offline_holds_metrics_config_and_artifacts(tmp_path):
     (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=bogus://nowhere"],
      "logger.mlflow could not start"),
     (["logger.wandb.enabled=true", "logger.wandb.mode=bogus"], "logger.wandb could not start"),
+    # nothing listens on port 9 of this machine: refused at once, not after MLflow's retries
+    (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=http://127.0.0.1:9"],
+     "no tracking server answers at 127.0.0.1:9"),
 ])
 def test_a_tracker_that_cannot_start_is_one_line_naming_the_setting(tmp_path, overrides,
                                                                     message):
