@@ -36,13 +36,16 @@ class FolderInUseError(ConfigError):
     """The run folder belongs to another running process (its files are not ours to touch)."""
 
 
-def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool) -> None:
+def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool,
+           maximum: int | None = None) -> None:
     value = OmegaConf.select(cfg, key)
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        fix = f"{key}=<integer >= {minimum}>" + (f" or {key}=null" if optional else "")
-        raise ConfigError(f"{key}={value!r}: expected an integer >= {minimum}. Fix: {fix}.")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        wanted = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        fix = f"{key}=<integer {wanted}>" + (f" or {key}=null" if optional else "")
+        raise ConfigError(f"{key}={value!r}: expected an integer {wanted}. Fix: {fix}.")
 
 
 def _number(cfg: DictConfig, key: str, *, positive: bool) -> None:
@@ -266,7 +269,7 @@ def validate_config(cfg: DictConfig) -> None:
 
     _check_known_keys(cfg)
     _check_problem(cfg)
-    _count(cfg, "seed", minimum=0, optional=False)
+    _count(cfg, "seed", minimum=0, optional=False, maximum=2**63 - 1)
     for key in ("generations", "max_interactions"):
         _count(cfg, key, minimum=1, optional=True)
     _count(cfg, "eval_every", minimum=0, optional=False)
@@ -347,6 +350,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     from neurorun.algorithms import make_algorithm
     from neurorun.envs import UnknownEnvError
     from neurorun.nets import NetworkParseError
+    from neurorun.nets.factory import NetworkFactoryError
     from neurorun.problems import make_problem
 
     seed = int(cfg.seed)
@@ -354,7 +358,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         problem = make_problem(**problem_kwargs(cfg))
     except UnknownEnvError as error:
         raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
-    except NetworkParseError as error:
+    except (NetworkParseError, NetworkFactoryError) as error:
         raise ConfigError(f"network.spec={cfg.network.spec!r}: {error}") from error
     except (ValueError, TypeError, ImportError) as error:
         raise ConfigError(f"env={cfg.env.id} / problem: {error}") from error

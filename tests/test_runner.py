@@ -65,6 +65,8 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    (["seed=1180591620717411303424"], ["seed=1180591620717411303424", "Fix:"]),
+    (["algo.center_init=[a,b]"], ["algo.center_init=['a', 'b']", "list of numbers", "Fix:"]),
     (["env=tests.cli.failing_env:make"],  # debug=default cuts episodes at 50 steps
      ["problem.episode_length=50", "env factory", "Fix: problem.episode_length=null"]),
     # ARS and OpenAI-ES options
@@ -287,4 +289,11 @@ def test_a_network_of_the_wrong_widths_is_refused_before_generation_one(tmp_path
     with pytest.raises(ConfigError, match=expected) as caught:
         Runner(tiny("env=CartPole-v1", f"network.spec='{spec}'"), run_dir=tmp_path / "run")
     assert "\n" not in str(caught.value) and "Fix:" in str(caught.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_network_import_path_that_is_no_factory_names_network_spec(tmp_path):
+    with pytest.raises(ConfigError, match=r"network.spec='os.path:sep': network factory '/' is "
+                                          "a str, not a function or class"):
+        run(tiny("network.spec=os.path:sep"), run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -128,8 +128,13 @@ def _unknown_options_message(options_cls: type, unknown: Mapping[str, Any]) -> s
 def as_vector(
     value: Vector, name: str, length: int, device: torch.device, dtype: torch.dtype
 ) -> torch.Tensor:
-    """A scalar or length-`length` sequence as a (length,) tensor."""
-    tensor = torch.as_tensor(value, dtype=dtype, device=device)
+    """A scalar or length-`length` sequence of numbers as a (length,) tensor."""
+    try:
+        tensor = torch.as_tensor(value, dtype=dtype, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name}={value!r}: expected a number or a list of numbers. Fix: "
+                         f"e.g. {name}=0.5 or {name}=[0.5, 0.1, ...] (one per parameter)."
+                         ) from None
     if tensor.ndim == 0:
         return tensor.expand(length).clone()
     if tensor.shape != (length,):

@@ -133,7 +133,13 @@ class MLflowLogger(Logger):
 class WandbLogger(Logger):
     """A Weights & Biases run, offline by default (files under `<run>/wandb`)."""
 
+    MODES = ("offline", "online", "disabled")
+
     def __init__(self, run_dir: str | Path, *, project: str = "neurorun", mode: str = "offline"):
+        if mode not in self.MODES:
+            raise TrackerError(f"logger.wandb.mode={mode!r}: expected one of "
+                               f"{', '.join(self.MODES)}. Fix: logger.wandb.mode=offline (files "
+                               "in the run folder, `wandb sync` uploads later).")
         try:
             import wandb
         except ImportError as error:

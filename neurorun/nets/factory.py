@@ -12,7 +12,14 @@ from neurorun.imports import import_object, is_import_path
 from neurorun.nets.parser import parse_network
 
 
+class NetworkFactoryError(TypeError):
+    """A ``pkg.module:Name`` network that is not a factory of torch modules."""
+
+
 def _call_factory(factory: Callable[..., Any], sizes: dict[str, Any], args: dict) -> nn.Module:
+    if not callable(factory):
+        raise NetworkFactoryError(f"network factory {factory!r} is a {type(factory).__name__}, "
+                                  "not a function or class returning a torch.nn.Module")
     try:
         declared = inspect.signature(factory).parameters
     except (TypeError, ValueError):
@@ -20,7 +27,7 @@ def _call_factory(factory: Callable[..., Any], sizes: dict[str, Any], args: dict
     given = {k: v for k, v in sizes.items() if k in declared and k not in args}
     network = factory(**args, **given)
     if not isinstance(network, nn.Module):
-        raise TypeError(f"network factory {factory!r} returned {type(network).__name__}; "
+        raise NetworkFactoryError(f"network factory {factory!r} returned {type(network).__name__}; "
                         "expected a torch.nn.Module")
     return network
 

@@ -86,6 +86,19 @@ def check_writable(path: str | Path, what: str) -> None:
                         "path in a writable folder")
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (--max-steps 0 would play 1-step episodes)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: expected an integer >= 1")
+    return value
+
+
 def add_trust_pickle(parser: Any) -> None:
     """The ``--trust-pickle`` opt-in of the tools that load policies."""
     parser.add_argument("--trust-pickle", action="store_true",

@@ -86,7 +86,8 @@ def print_table(metric: str, rows: list[dict], console: Any = None) -> None:
                       format_mean_std(row["best_mean"], row["best_std"]),
                       format_mean_std(row["steps_mean"], row["steps_std"], 0),
                       format_mean_std(row["time_s_mean"], row["time_s_std"], 1))
-    (console or Console()).print(table)
+    # off a terminal (a pipe, a file) rich would cut the table at 80 columns: print it whole
+    (console or Console(width=None if sys.stdout.isatty() else 400)).print(table)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -16,7 +16,14 @@ import json
 import sys
 from typing import Any
 
-from neurorun.tools.common import ToolError, add_trust_pickle, format_mean_std, mean_std, run_tool
+from neurorun.tools.common import (
+    ToolError,
+    add_trust_pickle,
+    format_mean_std,
+    mean_std,
+    positive_int,
+    run_tool,
+)
 from neurorun.tools.episodes import Episode, run_episodes, step_limit
 from neurorun.tools.loading import load_policy
 
@@ -78,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--env", default=None, help="run on this env id instead of the saved one")
     result.add_argument("--checkpoint", choices=("best", "last"), default="best",
                         help="which checkpoint of a run folder (best)")
-    result.add_argument("--max-steps", type=int, default=None,
+    result.add_argument("--max-steps", type=positive_int, default=None,
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--json", action="store_true", help="print JSON instead of a table")

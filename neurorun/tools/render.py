@@ -20,7 +20,13 @@ import os
 import sys
 from pathlib import Path
 
-from neurorun.tools.common import ToolError, add_trust_pickle, check_writable, run_tool
+from neurorun.tools.common import (
+    ToolError,
+    add_trust_pickle,
+    check_writable,
+    positive_int,
+    run_tool,
+)
 from neurorun.tools.episodes import Episode, run_episodes, step_limit
 from neurorun.tools.loading import load_policy
 from neurorun.tools.video import (
@@ -80,7 +86,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--episodes", type=int, default=1, help="episodes to play (1)")
     result.add_argument("--seed", type=int, default=0, help="episode i is seeded seed+i (0)")
     result.add_argument("--fps", type=float, default=30.0, help="frames per second (30)")
-    result.add_argument("--max-steps", type=int, default=None,
+    result.add_argument("--max-steps", type=positive_int, default=None,
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--env", default=None, help="play on this env id instead")

@@ -117,7 +117,8 @@ def test_wandb_offline_holds_metrics_config_and_artifacts(tmp_path):
 @pytest.mark.parametrize(("overrides", "message"), [
     (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=bogus://nowhere"],
      "logger.mlflow could not start"),
-    (["logger.wandb.enabled=true", "logger.wandb.mode=bogus"], "logger.wandb could not start"),
+    (["logger.wandb.enabled=true", "logger.wandb.mode=ofline"],
+     "logger.wandb.mode='ofline': expected one of offline, online, disabled"),
     # nothing listens on port 9 of this machine: refused at once, not after MLflow's retries
     (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=http://127.0.0.1:9"],
      "no tracking server answers at 127.0.0.1:9"),

@@ -137,3 +137,14 @@ def test_failed_write_keeps_the_old_file(tmp_path):
 
 def test_bad_video_suffix(run_dir, tmp_path, capsys):
     fails_with(capsys, "render", [str(run_dir), "--out", str(tmp_path / "x.avi")], ".gif")
+
+
+@pytest.mark.parametrize("tool", ["eval", "render"])
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_max_steps_below_one_is_refused(tool, value, run_dir, tmp_path, capsys):
+    argv = [str(run_dir), "--max-steps", value] + (
+        ["--out", str(tmp_path / "v.gif")] if tool == "render" else [])
+    with pytest.raises(SystemExit) as exited:
+        TOOLS[tool](argv)
+    assert exited.value.code == 2
+    assert f"--max-steps: {value}: expected an integer >= 1" in capsys.readouterr().err

@@ -92,3 +92,16 @@ def test_metrics_whose_generations_do_not_increase_are_flagged(tmp_path, capsys)
     assert not any("fine" in str(w.message) for w in seen)
     assert compare_tool.main([str(tmp_path / "run")]) == 0
     assert "generations do not increase" in capsys.readouterr().err
+
+
+def test_the_table_is_printed_whole_off_a_terminal(tmp_path, capsys):
+    from .helpers import rows, write_run
+
+    long = "Linear(obs_length, 64) >> Tanh() >> Linear(64, 64) >> Tanh() >> Linear(64, act_length)"
+    write_run(tmp_path / "sweep" / "0_a", rows([1, 2]), ["seed=0", f"network.spec={long}"])
+    write_run(tmp_path / "sweep" / "1_b", rows([3, 4]), ["seed=0", "network.spec=Linear"])
+    assert compare_tool.main([str(tmp_path / "sweep")]) == 0  # capsys: not a terminal
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "group" in line)
+    assert "steps" in header and "time (s)" in header
+    assert any(long in line for line in lines)  # the group is not wrapped or cut
