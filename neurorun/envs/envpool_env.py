@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -82,7 +84,8 @@ def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
     """
     check_envpool_id(env_id)
     envpool = import_envpool()
-    known = set(envpool.make_spec(env_id).config._fields) - set(_RESERVED)
+    defaults = envpool.make_spec(env_id).config._asdict()
+    known = set(defaults) - set(_RESERVED)
     for key in env_config:
         if key in _RESERVED:
             raise ValueError(f"env_config.{key} is set by neurorun for EnvPool (env.num_threads, "
@@ -92,13 +95,39 @@ def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
             raise ValueError(f"env_config.{key}: EnvPool's {env_id} takes no option {key!r}"
                              f"{'; closest: ' + ', '.join(close) if close else ''}. Its options: "
                              f"{', '.join(sorted(known))}")
+        default, value = defaults[key], env_config[key]
+        wanted = type(default)
+        if (wanted in (int, float) and (isinstance(value, bool) or not isinstance(
+                value, int if wanted is int else int | float))) or (
+                wanted in (bool, str) and not isinstance(value, wanted)):
+            raise ValueError(f"env_config.{key}={value!r}: EnvPool's {env_id} takes a "
+                             f"{wanted.__name__} there (default {default!r})")
+    steps = env_config.get("max_episode_steps")
+    if steps is not None and steps < 1:
+        raise ValueError(f"env_config.max_episode_steps={steps}: expected >= 1 (or leave it "
+                         "out: the env's own limit)")
     return envpool.make_spec(env_id, **env_config)
+
+
+@contextmanager
+def _quiet_box_casts() -> Iterator[None]:
+    """EnvPool builds its Box spaces (in its spec and in every pool) from float64 bounds with a
+    float32 dtype, which makes gymnasium warn about lost precision on every run: not the
+    user's to fix."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*precision lowered by casting",
+                                category=UserWarning)
+        yield
+
+
+def _spaces(spec: Any) -> tuple[Any, Any]:
+    with _quiet_box_casts():
+        return spec.observation_space, spec.action_space
 
 
 def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
     """Observation and action space of the env."""
-    spec = envpool_spec(env_id, env_config)
-    return spec.observation_space, spec.action_space
+    return _spaces(envpool_spec(env_id, env_config))
 
 
 def _make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
@@ -146,9 +175,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         base = 0 if seed is None else int(seed)
         self._seeds = [base + i for i in range(self.num_envs)]
         self._pool: Any = None  # built by reset: every new seed needs a new pool
-        self.single_observation_space = check_observation_space(spec.observation_space,
-                                                                self.spec)
-        self.env_action_space = spec.action_space
+        obs_space, self.env_action_space = _spaces(spec)
+        self.single_observation_space = check_observation_space(obs_space, self.spec)
         self.single_action_space = policy_action_space(self.env_action_space, self.spec)
         self._adapt = ActionAdapter(self.env_action_space)
         dtype = getattr(self.env_action_space, "dtype", None)
@@ -162,10 +190,12 @@ class EnvPoolVecEnv(TorchVecEnv):
         if seed is not None:
             self._seeds = ([int(seed) + i for i in range(self.num_envs)] if np.isscalar(seed)
                            else [int(s) for s in seed])
-        if seed is not None or self._pool is None:
-            self.close()
-            self._pool = _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
-        obs, _ = self._pool.reset()
+        with _quiet_box_casts():  # a new pool, and its first reset, build its spaces
+            if seed is not None or self._pool is None:
+                self.close()
+                self._pool = _make_pool(self.env_id, self._seeds, self.num_threads,
+                                        self._config)
+            obs, _ = self._pool.reset()
         self._obs[:] = obs.reshape(self.num_envs, -1)
         return self._obs.copy()
 

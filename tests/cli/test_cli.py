@@ -40,6 +40,14 @@ def test_help_lists_every_group_and_its_options(tmp_path):
             "hparams_search"} <= groups and "algo_common" not in result.stdout
 
 
+def test_a_clean_run_prints_only_neurorun_lines(tmp_path):
+    # EnvPool's Pendulum spaces made gymnasium warn about float64 bounds on every run
+    result = neurorun("debug=default", "env=Pendulum-v1", "logger.console.quiet=true",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "WARN" not in result.stderr and "Warning" not in result.stderr
+
+
 def test_library_messages_print_once_and_reach_the_run_log_quiet_keeps_warnings(tmp_path):
     picked = "env Hopper-v5 runs on envpool (env.backend=auto picked it"
     loud = neurorun("debug=default", "env=Hopper-v5", "generations=1", "hydra.run.dir=loud",

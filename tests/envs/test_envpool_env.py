@@ -133,6 +133,12 @@ def tiny(*overrides):
     (["env=envpool::Hoper-v5"], "EnvPool has no env 'Hoper-v5'; closest: Hopper-v5"),
     (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost=0.1"],
      "EnvPool's Hopper-v5 takes no option 'ctrl_cost'; closest: ctrl_cost_weight"),
+    (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=-1"],
+     r"env_config.max_episode_steps=-1: expected >= 1"),
+    (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=abc"],
+     r"env_config.max_episode_steps='abc': EnvPool's Pendulum-v1 takes a int there"),
+    (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost_weight=high"],
+     r"ctrl_cost_weight='high': EnvPool's Hopper-v5 takes a float there \(default 0.001\)"),
 ])
 def test_config_errors(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
