@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from omegaconf import OmegaConf
 
@@ -168,7 +169,7 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
         torch.as_tensor(saved["solution"], dtype=torch.float32).reshape(-1),
         str(saved.get("architecture")), dict(meta.get("network_args") or {}), stats,
         dict(settings.get("env_config") or {}), settings.get("episode_length"))
-    _check_env(loaded)
+    _check_env(loaded, meta)
     return loaded
 
 
@@ -192,6 +193,7 @@ def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
         torch.as_tensor(weights["solution"], dtype=torch.float32).reshape(-1),
         str(meta["architecture"]), dict(meta.get("network_args") or {}), stats,
         dict(settings.get("env_config") or {}), settings.get("episode_length"))
+    _check_env(loaded, meta)
     problem = loaded.make_problem(loaded.episode_length)
     try:
         loaded.policy = problem.to_policy(loaded.solution).eval()
@@ -209,10 +211,19 @@ def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
                      "'gymnasium[mujoco]' or brax) or pass --env ID")
 
 
-def _check_env(loaded: LoadedPolicy) -> None:
+def _check_env(loaded: LoadedPolicy, meta: dict[str, Any]) -> None:
+    """The env can be made here, and its observation and action sizes are the ones the policy
+    was trained with (another env, --env, can have as many weights and other sizes)."""
     from neurorun.envs import env_spaces
 
     try:
-        env_spaces(loaded.env, **loaded.env_config)
+        obs_space, act_space, _ = env_spaces(loaded.env, **loaded.env_config)
     except Exception as error:
         raise _env_error(loaded, error) from error
+    sizes = (int(np.prod(obs_space.shape)), int(np.prod(act_space.shape)))
+    trained = (meta.get("obs_length"), meta.get("act_length"))
+    if None not in trained and tuple(int(n) for n in trained) != sizes:
+        raise ToolError(f"{str(loaded.source)!r} was trained on {meta.get('env')!r} with "
+                        f"{trained[0]} observations and {trained[1]} actions, but "
+                        f"{loaded.env!r} has {sizes[0]} and {sizes[1]}; pass an env of the "
+                        "same sizes with --env (or none: the run's own)")

@@ -26,7 +26,7 @@ def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPo
         generator = torch.Generator().manual_seed(0)
         problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
-            "network_args": {}}
+            "network_args": {}, "obs_length": 4, "act_length": 2}  # as a run writes them
     checkpoint.save_policy(problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best",
                            meta)
     problem.close()

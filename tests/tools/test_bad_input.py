@@ -105,6 +105,15 @@ def test_env_not_installed_pickle(run_dir, tmp_path, capsys):
     assert out.read_bytes() == b"old"
 
 
+@pytest.mark.parametrize("name", ["best.pt", "best.pkl"])
+def test_another_env_with_as_many_weights_but_other_sizes_is_refused(run_dir, capsys, name):
+    # CartPole's Linear(4, 2) and InvertedDoublePendulum's Linear(9, 1) both have 10 weights
+    fails_with(capsys, "eval", [str(run_dir / "checkpoints" / name), "--trust-pickle",
+                                "--env", "InvertedDoublePendulum-v5"],
+               "trained on 'CartPole-v1' with 4 observations and 2 actions",
+               "'InvertedDoublePendulum-v5' has 9 and 1")
+
+
 def test_env_override_rescues_it(run_dir, tmp_path, capsys):
     meta = json.loads((run_dir / "checkpoints" / "best.json").read_text())
     (run_dir / "checkpoints" / "best.json").write_text(json.dumps({**meta, "env": "Nope-v0"}))
