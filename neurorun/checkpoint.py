@@ -249,6 +249,19 @@ def remove_partial_writes(run_dir: str | Path) -> list[Path]:
     return removed
 
 
+def _check_writable(folder: Path) -> None:
+    """ValueError (one line) when checkpoints cannot be written into ``folder``: found at the
+    start, not after every generation ran."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ValueError(f"{str(folder)!r} cannot hold checkpoints ({error.strerror or error}). "
+                         "Fix: make it a writable folder (chmod u+w), or run in another folder."
+                         ) from None
+
+
 class RunFolder:
     """A run folder this process owns from construction to ``release``: its lock is taken
     before anything in it is read or cleaned; a new run is refused where one is already
@@ -270,6 +283,7 @@ class RunFolder:
             if not resume:
                 refuse_existing_run(self.path, "run folder")
             remove_partial_writes(self.path)
+            _check_writable(self.path / CHECKPOINT_DIR)
             self.state = load_state(self.path) if resume else None
             if resume and self.state is None:
                 raise ValueError(

@@ -291,3 +291,12 @@ def test_a_full_disk_mid_checkpoint_leaves_every_checkpoint_file_of_one_generati
     resumed = run(checkpoint.load_run_config(run_dir, ["generations=4"]), run_dir=run_dir)
     assert resumed["generation"] == 4
     assert [int(row["generation"]) for row in metric_rows(run_dir)] == [1, 2, 3, 4]
+
+
+def test_a_run_folder_that_cannot_hold_checkpoints_is_refused_before_generation_1(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "checkpoints").write_text("a file where the folder goes")
+    with pytest.raises(ConfigError, match=r"cannot hold checkpoints .*Fix: make it a writable"):
+        run(tiny("generations=3"), run_dir=run_dir)
+    assert not (run_dir / "metrics.csv").exists()  # no generation ran
