@@ -374,7 +374,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         problem.close()
         raise _algo_error(cfg, error) from error
     try:
-        problem.check_capacity(algorithm.popsize)
+        problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0))
     except ValueError as error:
         problem.close()
         raise ConfigError(str(error)) from error

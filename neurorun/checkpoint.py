@@ -252,10 +252,13 @@ def remove_partial_writes(run_dir: str | Path) -> list[Path]:
 def _check_writable(folder: Path) -> None:
     """ValueError (one line) when checkpoints cannot be written into ``folder``: found at the
     start, not after every generation ran."""
+    created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
+        if created:  # the first checkpoint makes it; a run that never starts leaves nothing
+            folder.rmdir()
     except OSError as error:
         raise ValueError(f"{str(folder)!r} cannot hold checkpoints ({error.strerror or error}). "
                          "Fix: make it a writable folder (chmod u+w), or run in another folder."

@@ -141,15 +141,26 @@ class Problem(ProblemState):
         """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
         (solution, episode) pair over at most ``max_num_envs`` slots; lock-step, sub-batches
         of at most ``max_num_envs`` solutions, one slot each."""
-        limit = self.env_options.max_num_envs or total
+        limit = self.env_options.max_num_envs or (
+            total if self._compiled is not None else min(total, HOST_SLOTS))
         if self.env_options.streaming:
             return min(limit, total * self.rollout_options.num_episodes)
         return min(limit, total)
 
     def check_capacity(self, popsize: int) -> None:
-        """ValueError, before anything compiles, when the compiled evaluation of a generation
-        of ``popsize`` would not fit the device's free memory (jax envs; elsewhere a no-op)."""
+        """ValueError, before anything runs or compiles, when a generation of ``popsize``
+        would not fit the device's free memory: on jax envs the compiled evaluation, elsewhere
+        the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over)."""
         if self._compiled is None:
+            samples = SAMPLE_COPIES * popsize * self.solution_length * 4
+            free = device_free_bytes(self.device)
+            if samples > MEMORY_SHARE * free:
+                fits = int(popsize * MEMORY_SHARE * free / samples)
+                raise ValueError(
+                    f"algo.popsize={popsize:,} solutions of {self.solution_length:,} parameters "
+                    f"need about {samples / 1e9:.1f} GB for a generation's samples, and this "
+                    f"machine has {free / 1e9:.1f} GB free. Fix: algo.popsize={fits:,} or less "
+                    "(or a smaller network)")
             return
         slots = self._slots(popsize)
         need = self._compiled.memory_bytes(popsize, slots, self.solution_length)
@@ -350,7 +361,11 @@ class Problem(ProblemState):
         return (low + (high - low) * values).to(self.device)
 
 
-MEMORY_SHARE = 0.8  # of the device's free memory, the most a compiled evaluation may plan for
+MEMORY_SHARE = 0.8  # of the device's free memory, the most a generation may plan for
+SAMPLE_COPIES = 3  # float32 copies of a generation's P x D samples alive at once (samples,
+# noise rows, the policy's batched parameters)
+HOST_SLOTS = 4096  # env slots when max_num_envs is null on gymnasium, EnvPool and factories:
+# more only cost memory (a python env object each), and results do not depend on the count
 
 
 def device_free_bytes(device: torch.device) -> int:
