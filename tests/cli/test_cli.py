@@ -115,8 +115,9 @@ def test_a_bad_job_in_a_sweep_lets_the_others_run_and_is_listed(tmp_path):
     result = neurorun("-m", "debug=default", "algo.popsize=0,10", "generations=1",
                       "hydra.sweep.dir=sweep", cwd=tmp_path)
     assert result.returncode == 2
-    assert "config error in job 0 (debug=default algo.popsize=0 generations=1)" in result.stderr
-    assert "1 job(s) of the sweep stopped on a config error" in result.stderr
+    assert ("job 0 (debug=default algo.popsize=0 generations=1) failed: config error: "
+            "algo.popsize=0") in result.stderr
+    assert "1 job(s) of the sweep failed" in result.stderr
     assert "Traceback" not in result.stderr
     jobs = sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir())
     assert jobs == ["1_CartPole-v1_pgpe_s0"]  # job 1 ran; job 0 left no folder
