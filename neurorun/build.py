@@ -259,6 +259,24 @@ def _check_parallel(cfg: DictConfig) -> None:
     _count(cfg, "parallel.max_actor_restarts", minimum=0, optional=False)
 
 
+def _check_restart(cfg: DictConfig) -> None:
+    """restart.*: counts and a budget that leaves room for a restart."""
+    _count(cfg, "restart.patience", minimum=1, optional=True)
+    _number(cfg, "restart.min_improvement", positive=False)
+    patience = cfg.restart.patience
+    if patience is None:
+        return
+    if cfg.eval_every == 0:
+        raise ConfigError(f"restart.patience={patience} counts center evaluations, but "
+                          "eval_every=0. Fix: eval_every=1 (or restart.patience=null).")
+    first = (patience + 1) * int(cfg.eval_every)
+    if cfg.generations is not None and first >= cfg.generations:
+        raise ConfigError(f"restart.patience={patience} with eval_every={cfg.eval_every}: the "
+                          f"first restart could come after generation {first}, but "
+                          f"generations={cfg.generations}. Fix: more generations, a smaller "
+                          "restart.patience, or restart.patience=null.")
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check the config without building any environment.
 
@@ -283,6 +301,7 @@ def validate_config(cfg: DictConfig) -> None:
     if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):
         raise ConfigError("generations, max_interactions and max_time are all null: the run "
                           "would never stop. Fix: set one, e.g. generations=100.")
+    _check_restart(cfg)
     if cfg.target_score is not None and cfg.eval_every == 0:
         raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
                           "eval_every=0. Fix: eval_every=1 (or target_score=null).")
@@ -345,15 +364,31 @@ def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:
             **OmegaConf.to_container(cfg.problem, resolve=True)}
 
 
+def build_algorithm(cfg: DictConfig, problem: Problem, attempt: int = 0) -> SearchAlgorithm:
+    """The algorithm sized for ``problem``; ``attempt`` k > 0: the k-th restart (its own
+    seed and, without algo.center_init, its own start drawn from problem.initial_bounds)."""
+    from neurorun.algorithms import make_algorithm
+
+    seed = int(cfg.seed)
+    options = _algo_options(cfg)
+    if options.get("center_init") is None:
+        generator = torch.Generator().manual_seed(derive_seed(seed, "center_init", attempt))
+        options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
+    try:
+        return make_algorithm(cfg.algo.name, solution_length=problem.solution_length,
+                              popsize=cfg.algo.popsize, device=problem.device,
+                              seed=derive_seed(seed, "algorithm", attempt), **options)
+    except (ValueError, TypeError) as error:
+        raise _algo_error(cfg, error) from error
+
+
 def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
-    from neurorun.algorithms import make_algorithm
     from neurorun.envs import UnknownEnvError
     from neurorun.nets import NetworkParseError
     from neurorun.nets.factory import NetworkFactoryError
     from neurorun.problems import make_problem
 
-    seed = int(cfg.seed)
     try:
         problem = make_problem(**problem_kwargs(cfg))
     except UnknownEnvError as error:
@@ -362,17 +397,11 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         raise ConfigError(f"network.spec={cfg.network.spec!r}: {error}") from error
     except (ValueError, TypeError, ImportError) as error:
         raise ConfigError(f"env={cfg.env.id} / problem: {error}") from error
-    options = _algo_options(cfg)
-    if options.get("center_init") is None:
-        generator = torch.Generator().manual_seed(derive_seed(seed, "center_init"))
-        options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
     try:
-        algorithm = make_algorithm(cfg.algo.name, solution_length=problem.solution_length,
-                                   popsize=cfg.algo.popsize, device=problem.device,
-                                   seed=derive_seed(seed, "algorithm"), **options)
-    except (ValueError, TypeError) as error:
+        algorithm = build_algorithm(cfg, problem)
+    except ConfigError:
         problem.close()
-        raise _algo_error(cfg, error) from error
+        raise
     try:
         problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0))
     except ValueError as error:

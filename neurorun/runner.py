@@ -28,6 +28,7 @@ from neurorun import checkpoint
 from neurorun.algorithms.base import population_stats
 from neurorun.build import (
     ConfigError,
+    build_algorithm,
     build_parts,
     distributed_mode,
     make_evaluator,
@@ -41,7 +42,7 @@ from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
-from neurorun.status import GenerationStatus, StopLimits, improves
+from neurorun.status import GenerationStatus, StallWatch, StopLimits, improves
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,9 @@ class Runner:
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
+        self.restarts, self.restart_due = 0, False
+        self.stall = StallWatch(cfg.restart.patience, float(cfg.restart.min_improvement),
+                                self.algorithm.objective_sense)
         if state is not None:
             self._restore(state)
 
@@ -165,12 +169,17 @@ class Runner:
         self.best = dict(state["best"])
         self.best_sample_eval = state["best_sample_eval"]
         self.status = GenerationStatus.from_dict(state["status"]) if state["status"] else None
+        self.restarts = int(state.get("restarts", 0))
+        self.restart_due = bool(state.get("restart_due", False))
+        self.stall.history = list(state.get("stall_history", []))
 
     def _state(self, elapsed: float) -> dict[str, Any]:
         return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
                 "problem": self.evaluator.state_dict(), "rng": rng_state(),
                 "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
                 "status": {} if self.status is None else self.status.as_dict(),
+                "restarts": self.restarts, "restart_due": self.restart_due,
+                "stall_history": list(self.stall.history),
                 "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
@@ -266,6 +275,7 @@ class Runner:
             center_eval=center_eval,
             nonfinite_center_evals=int(nonfinite) + (
                 0 if self.status is None else self.status.nonfinite_center_evals),
+            restarts=self.restarts,
             total_interaction_count=int(self.evaluator.interaction_count),
             total_episode_count=int(self.evaluator.episode_count),
             stdev_mean=float(self.algorithm.status["stdev_mean"]),
@@ -275,6 +285,16 @@ class Runner:
             steps_per_s=interactions / max(seconds, 1e-9),
         )
         return self.status
+
+    def _restart(self) -> None:
+        """Start the search again from a new start (the best so far stays best)."""
+        self.restarts += 1
+        log.info("restart %d after generation %d: the best center_eval of this attempt rose "
+                 "by at most %g of its size in %d center evaluations", self.restarts,
+                 self.generation, self.stall.min_improvement, self.stall.patience)
+        self.algorithm = build_algorithm(self.cfg, self.problem, self.restarts)
+        self.stall.reset()
+        self.restart_due = False
 
     # ----- the loop -----
     def run(self) -> dict[str, Any]:
@@ -293,6 +313,8 @@ class Runner:
         try:
             with interrupts_on_signals():  # SIGTERM and SIGUSR1 end the run like Ctrl-C
                 while reason is None:
+                    if self.restart_due:
+                        self._restart()
                     # no copy: every part's state_dict gives values a generation never writes
                     # into (updates assign new tensors), so this is still the state before it
                     snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
@@ -301,6 +323,8 @@ class Runner:
                     self.loggers.log(self.generation, row)
                     self.callbacks.on_generation_end(self, self.generation, row)
                     reason = self.limits.reason(status)
+                    # the restart comes before the next generation (a resumed run does it too)
+                    self.restart_due = self.stall.stalled(status.center_eval)
                     if reason is None and every > 0 and self.generation % every == 0:
                         self.save_checkpoint(status.elapsed_s)
                 elapsed = self.elapsed_before + time.perf_counter() - started

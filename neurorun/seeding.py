@@ -23,11 +23,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
 
 
-def derive_seed(seed: int, part: str) -> int:
-    """A 31-bit seed for `part` (one of PARTS), a fixed function of (seed, part)."""
+def derive_seed(seed: int, part: str, attempt: int = 0) -> int:
+    """A 31-bit seed for `part` (one of PARTS), a fixed function of (seed, part, attempt);
+    `attempt` k > 0 seeds the k-th restart of the search (0: the first start)."""
     if part not in PARTS:
         raise ValueError(f"part={part!r}; expected one of {PARTS}")
-    sequence = np.random.SeedSequence([int(seed) % 2**63, PARTS.index(part)])
+    sequence = np.random.SeedSequence([int(seed) % 2**63, PARTS.index(part)]
+                                      + ([int(attempt)] if attempt else []))
     return int(sequence.generate_state(1)[0] >> 1)
 
 

@@ -5,6 +5,7 @@ import json
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
 import neurorun.problems
 from neurorun.build import ConfigError, build_parts
@@ -305,3 +306,34 @@ def test_a_generation_beyond_the_machines_memory_is_refused_before_generation_1(
                                           r"parameters need about 1200.0 GB.*Fix: algo.popsize="):
         run(tiny("algo.popsize=10000000000"), run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stalled_search_restarts_from_a_new_start_and_resumes_exactly(tmp_path):
+    """Learning rates of 1e-12: the center does not move (CartPole: the same actions), its
+    center_eval never rises, so every 2 center evaluations the search restarts from a new draw of
+    problem.initial_bounds (seeded by the restart's number)."""
+    common = ["generations=7", "restart.patience=2", "algo.center_learning_rate=1e-12",
+              "algo.stdev_learning_rate=1e-12", "problem.initial_bounds=[-0.5,0.5]",
+              "checkpoint_every=1"]
+    straight = run(tiny(*common), run_dir=tmp_path / "straight")
+    rows = metrics(tmp_path / "straight")
+    # the third evaluation of an attempt is the second without a rise: a restart after it
+    assert [int(r["restarts"]) for r in rows] == [0, 0, 0, 1, 1, 1, 2]
+    assert straight["restarts"] == 2
+    centers = [row["center_eval"] for row in rows]
+    assert len(set(centers[:3])) == 1 and len(set(centers[3:6])) == 1  # attempts do not move
+    cut = tmp_path / "cut"
+    run(tiny(*common[1:], "generations=4"), run_dir=cut)
+    from neurorun.checkpoint import load_run_config, saved_config_path
+
+    saved_config_path(cut).parent.mkdir(parents=True, exist_ok=True)
+    saved_config_path(cut).write_text(OmegaConf.to_yaml(tiny(*common[1:], "generations=4")))
+    run(load_run_config(cut, ["generations=7"]), run_dir=cut)
+    assert without_time(metrics(cut)) == without_time(rows)
+
+
+def test_restarts_need_room_in_the_budget(tmp_path):
+    with pytest.raises(ConfigError, match=r"restart.patience=5 with eval_every=1: the first "
+                                          r"restart could come after generation 6, but "
+                                          r"generations=2"):
+        run(tiny("restart.patience=5"), run_dir=tmp_path / "run")

@@ -4,10 +4,10 @@ import math
 
 import pytest
 
-from neurorun.status import GenerationStatus, StopLimits, improves
+from neurorun.status import GenerationStatus, StallWatch, StopLimits, improves
 
 ROW = dict(generation=3, popsize=4, mean_eval=1.0, median_eval=1.0, pop_best_eval=2.0,
-           best_sample_eval=2.0, center_eval=None, nonfinite_center_evals=0,
+           best_sample_eval=2.0, center_eval=None, nonfinite_center_evals=0, restarts=0,
            total_interaction_count=500, total_episode_count=4, stdev_mean=0.1,
            episode_return_min=0.0, episode_return_mean=1.0, episode_return_max=2.0,
            episode_length_min=1.0, episode_length_mean=2.0, episode_length_max=3.0,
@@ -52,3 +52,23 @@ def test_status_round_trips_through_a_dict_in_column_order():
     row = status().as_dict()
     assert list(row) == list(ROW)
     assert GenerationStatus.from_dict({**row, "unknown_old_key": 1}) == status()
+
+
+def test_a_stall_is_no_rise_beyond_the_share_over_patience_evaluations():
+    watch = StallWatch(patience=2, min_improvement=0.05)
+    # bests: 10, 10, 10.4 (+4 % over two evaluations: a stall), then a new attempt
+    assert [watch.stalled(v) for v in (10.0, 9.0, 10.4)] == [False, False, True]
+    watch.reset()
+    # bests: 10, 10.4, 11 (+10 %): progress; None (not evaluated) is not counted
+    assert [watch.stalled(v) for v in (10.0, None, 10.4, 11.0)] == [False, False, False, False]
+    assert watch.history == [10.0, 10.4, 11.0]
+    assert StallWatch(patience=None).stalled(1.0) is False
+
+
+def test_a_stall_when_minimizing_and_with_nonfinite_scores():
+    watch = StallWatch(patience=1, min_improvement=0.1, sense="min")
+    assert [watch.stalled(v) for v in (100.0, 95.0)] == [False, True]  # -5 %: not enough
+    watch.reset()
+    assert [watch.stalled(v) for v in (100.0, 80.0)] == [False, False]  # -20 %: progress
+    watch = StallWatch(patience=1)
+    assert [watch.stalled(v) for v in (math.nan, math.nan, 1.0)] == [False, False, False]
