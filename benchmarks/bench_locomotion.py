@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -95,7 +96,8 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     folder = RUNS / env / f"{algo}_s{seed}"
     figures = run_folder(args, folder, [f"algo={algo}", f"seed={seed}"])
     record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap * cap_scale,
-              "args": " ".join(args), **figures}
+              "args": " ".join(args), "load_average": [round(x, 2) for x in os.getloadavg()],
+              **figures}
     if figures["solved"] and algo == "preset":
         record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
     return record
@@ -190,9 +192,16 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 values = [r[key] for r in among if r[key] is not None]
                 return round(statistics.median(values), 1) if values else None
 
+            def worst(key: str, among: list[dict[str, Any]] = solved) -> float | None:
+                """The largest over solved runs (an unsolved run counts as not solved)."""
+                values = [r[key] for r in among if r[key] is not None]
+                return max(values) if values else None
+
             rows.append({"task": task, "env": env, "algo": algo, "threshold": threshold,
                          "max_time": runs[0]["max_time"], "solved": len(solved),
-                         "runs": len(runs), "median_episodes": median("episodes"),
+                         "runs": len(runs), "seeds": sorted(r["seed"] for r in runs),
+                         "median_episodes": median("episodes"),
+                         "worst_episodes": worst("episodes"), "worst_s": worst("seconds"),
                          "median_interactions": median("interactions"),
                          "median_s": median("seconds"), "paper_episodes": paper,
                          "median_final": median("center_eval", runs),
