@@ -30,7 +30,7 @@ takes seconds. Writes benchmarks/results/envpool.json.
 from __future__ import annotations
 
 import argparse
-import time
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ import envpool
 import gymnasium as gym
 import numpy as np
 import torch
-from harness import write_result
+from harness import rate, write_result
 
 from neurorun.problems import make_problem
 
@@ -52,13 +52,15 @@ FULL_ENVS = QUICK_ENVS + ["BipedalWalker-v3", "Walker2d-v5", "Ant-v5", "Humanoid
 
 def _stepped_per_s(env: Any, actions: list, num_envs: int, seconds: float) -> float:
     """Env steps per second of ``env.step`` cycling through ``actions`` for ``seconds``."""
-    steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        env.step(actions[steps % len(actions)])
-        steps += 1
-    elapsed = time.perf_counter() - started
+    cycle = itertools.cycle(actions)
+
+    def step() -> float:
+        env.step(next(cycle))
+        return num_envs
+
+    per_s = rate(step, seconds)
     env.close()
-    return steps * num_envs / elapsed
+    return per_s
 
 
 def raw_gym(env_id: str, num_envs: int, seconds: float) -> float:
@@ -88,14 +90,14 @@ def raw_async_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> 
     env.action_space.seed(0)
     env.async_reset()
     actions = np.stack([env.action_space.sample() for _ in range(batch)])
-    steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
-        info = env.recv()[-1]
-        env.send(actions, info["env_id"])
-        steps += 1
-    elapsed = time.perf_counter() - started
+
+    def step() -> float:
+        env.send(actions, env.recv()[-1]["env_id"])
+        return batch
+
+    per_s = rate(step, seconds)
     env.close()
-    return steps * batch / elapsed
+    return per_s
 
 
 def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: int | None,
@@ -110,18 +112,20 @@ def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: 
         evaluator = RayEvaluator(kwargs, num_actors=ray_actors, num_cpus=ray_actors,
                                  problem=problem)
     generator = torch.Generator().manual_seed(0)
-    counted = simulated = 0
-    started = time.perf_counter()
-    while time.perf_counter() - started < seconds or counted == 0:
-        params = 0.1 * torch.randn(popsize, problem.solution_length, generator=generator)
-        evaluator.evaluate(params)
-        counted += evaluator.last_stats["num_interactions"]
-        simulated += evaluator.last_stats["num_simulated_steps"]
-    elapsed = time.perf_counter() - started
+    totals = {"counted": 0, "simulated": 0}
+
+    def generation() -> float:
+        evaluator.evaluate(0.1 * torch.randn(popsize, problem.solution_length,
+                                             generator=generator))
+        totals["counted"] += evaluator.last_stats["num_interactions"]
+        totals["simulated"] += evaluator.last_stats["num_simulated_steps"]
+        return evaluator.last_stats["num_interactions"]
+
+    per_s = rate(generation, seconds)
     if evaluator is not problem:
         evaluator.close()
     problem.close()
-    return {"steps_per_s": counted / elapsed, "counted_fraction": counted / simulated}
+    return {"steps_per_s": per_s, "counted_fraction": totals["counted"] / totals["simulated"]}
 
 
 def throughput_case(env_id: str, popsize: int, network: str, seconds: float,

@@ -35,13 +35,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from harness import write_result
+from harness import rate, seconds, write_result
 
 from neurorun.envs.gym_env import gym_env_spec, make_gym_vector_env
 from neurorun.problems import make_problem
@@ -85,10 +84,8 @@ def _steps_finished_envs(env_id: str) -> bool:
 
 def _time_raw(env: Any, actions: list, steps: int) -> float:
     """Seconds per vector step over ``steps`` random-action steps."""
-    started = time.perf_counter()
-    for k in range(steps):
-        env.step(actions[k % 32])
-    return (time.perf_counter() - started) / steps
+    took, _ = seconds(lambda: [env.step(actions[k % 32]) for k in range(steps)])
+    return took / steps
 
 
 def _problem_kwargs(env_id: str, network: str, episode_length: int | None) -> dict[str, Any]:
@@ -104,13 +101,12 @@ def ray_interactions_per_s(kwargs: dict[str, Any], params: torch.Tensor,
 
     with RayEvaluator(kwargs, num_actors=2) as evaluator:
         evaluator.evaluate(params)
-        interactions, spent = 0, 0.0
-        while spent < min_seconds or interactions == 0:
-            started = time.perf_counter()
+
+        def generation() -> float:
             evaluator.evaluate(params)
-            spent += time.perf_counter() - started
-            interactions += evaluator.last_stats["num_interactions"]
-    return interactions / spent
+            return evaluator.last_stats["num_interactions"]
+
+        return rate(generation, min_seconds)
 
 
 def bench_case(env_id: str, popsize: int, episode_length: int | None, network: str,
@@ -126,15 +122,13 @@ def bench_case(env_id: str, popsize: int, episode_length: int | None, network: s
     _time_raw(env, actions, 20)
     raw, evals, interactions, steps, spent = [], [], 0, 0, 0.0
     while spent < min_seconds or len(evals) < 3:
-        started = time.perf_counter()
-        problem.evaluate(params)
-        seconds = time.perf_counter() - started
+        took, _ = seconds(lambda: problem.evaluate(params))
         vector_steps = problem.last_stats["num_vector_steps"]
-        evals.append(seconds / vector_steps)
+        evals.append(took / vector_steps)
         raw.append(_time_raw(env, actions, vector_steps))
         interactions += problem.last_stats["num_interactions"]
         steps += vector_steps
-        spent += seconds
+        spent += took
     env.close()
     problem.close()
     raw_step, eval_step = float(np.median(raw)), float(np.median(evals))

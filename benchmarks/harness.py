@@ -29,6 +29,16 @@ def seconds(function: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, value
 
 
+def rate(step: Callable[[], float], min_seconds: float) -> float:
+    """Units per wall second of ``step()`` (which returns the units it did) called again and
+    again until ``min_seconds`` have passed (at least once)."""
+    units, spent = 0.0, 0.0
+    while spent < min_seconds or units == 0:
+        took, done = seconds(step)
+        units, spent = units + done, spent + took
+    return units / spent
+
+
 def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
     """Median, min and max of per-round figures."""
     return {"median": round(statistics.median(values), digits),
