@@ -135,9 +135,13 @@ def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict
             "best_center_eval": max(point["center_eval"] for point in curve), "curve": curve}
 
 
-def _neurorun_curve(env: str, algo: str, seed: int) -> list[dict[str, float]]:
-    """(seconds, center_eval) per evaluated generation, from the run's metrics.csv."""
-    with (RUNS / env / f"{algo}_s{seed}" / "metrics.csv").open() as metrics:
+def _neurorun_curve(env: str, algo: str, seed: int) -> list[dict[str, float]] | None:
+    """(seconds, center_eval) per evaluated generation, from the run's metrics.csv (None: the
+    run folder is gone, e.g. taken on another machine)."""
+    path = RUNS / env / f"{algo}_s{seed}" / "metrics.csv"
+    if not path.is_file():
+        return None
+    with path.open() as metrics:
         return [{"seconds": round(float(row["elapsed_s"]), 2),
                  "center_eval": float(row["center_eval"])}
                 for row in csv.DictReader(metrics) if row["center_eval"] not in ("", "nan")]
@@ -150,13 +154,21 @@ def _seconds_to(curve: list[dict[str, float]], score: float) -> float | None:
 def compare_evotorch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per task and seed run by both: seconds to the lower of the two best center scores."""
     rows = []
+    earlier = {(row["task"], row["seed"]): row for row in
+               (json.loads((RESULTS / "locomotion.json").read_text()).get("evotorch", [])
+                if (RESULTS / "locomotion.json").is_file() else [])}
     for theirs in (r for r in records if r["algo"] == "evotorch_pgpe"):
         ours = next((r for r in records if r["algo"] == "pgpe" and r["task"] == theirs["task"]
                      and r["seed"] == theirs["seed"]), None)
         if ours is None:
             continue
         common = min(ours["best_center_eval"], theirs["best_center_eval"])
-        ours_s = _seconds_to(_neurorun_curve(ours["env"], "pgpe", ours["seed"]), common)
+        curve = _neurorun_curve(ours["env"], "pgpe", ours["seed"])
+        if curve is None:  # keep what was computed while the run folder was there
+            if (theirs["task"], theirs["seed"]) in earlier:
+                rows.append(earlier[(theirs["task"], theirs["seed"])])
+            continue
+        ours_s = _seconds_to(curve, common)
         theirs_s = _seconds_to(theirs["curve"], common)
         rows.append({"task": theirs["task"], "seed": theirs["seed"], "score": common,
                      "neurorun_s": ours_s, "evotorch_s": theirs_s,
@@ -226,7 +238,8 @@ def report() -> dict[str, Any]:
     plots = []
     for task in dict.fromkeys(r["task"] for r in records):
         env, threshold = TASKS[task][:2]
-        plots += plot_curves(env, RUNS / env, threshold)
+        if (RUNS / env).is_dir():  # run folders of an earlier machine or session may be gone
+            plots += plot_curves(env, RUNS / env, threshold)
     return write_result(RESULTS / "locomotion.json", results=summarize(records),
                         evotorch=compare_evotorch(records), plots=plots)
 

@@ -165,9 +165,10 @@ def learning_table(report: dict) -> list[str]:
 
 
 def locomotion_table(report: dict) -> list[str]:
-    lines = ["| task (threshold) | algorithm | solved | median episodes (ARS paper V2-t) | "
-             "median env steps | median wall s | median last / best center_eval | "
-             "neurorun-eval of solved runs |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| task (threshold) | algorithm | solved (seeds) | median episodes (ARS paper V2-t) | "
+             "worst episodes | median env steps | median / worst wall s | "
+             "median last / best center_eval | neurorun-eval of solved runs |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def cell(value, digits=","):
         return "–" if value is None else format(value, digits)
@@ -175,11 +176,16 @@ def locomotion_table(report: dict) -> list[str]:
     for r in report["results"]:
         pairs = zip(r["neurorun_eval"], r["best_center_evals"], strict=True)
         checks = ", ".join(f"{e:,.0f} vs {b:,.0f}" for e, b in pairs if e is not None) or "–"
+        seeds = r.get("seeds") or []
+        shown = (f"{min(seeds)}–{max(seeds)}" if len(seeds) > 2 and seeds == list(
+            range(min(seeds), max(seeds) + 1)) else ", ".join(map(str, seeds))) if seeds else "?"
         lines.append(
             f"| {r['env']} (≥ {r['threshold']:,}) | {r['algo']} | {r['solved']}/{r['runs']} "
-            f"(cap {r['max_time']:.0f} s) | {cell(r['median_episodes'], ',.0f')} "
-            f"({r['paper_episodes']:,}) | {cell(r['median_interactions'], ',.0f')} | "
-            f"{cell(r['median_s'])} | {cell(r['median_final'], ',.0f')} / "
+            f"(seeds {shown}, cap {r['max_time']:.0f} s) | {cell(r['median_episodes'], ',.0f')} "
+            f"({r['paper_episodes']:,}) | {cell(r.get('worst_episodes'), ',.0f')} | "
+            f"{cell(r['median_interactions'], ',.0f')} | "
+            f"{cell(r['median_s'])} / {cell(r.get('worst_s'), ',.1f')} | "
+            f"{cell(r['median_final'], ',.0f')} / "
             f"{cell(r['median_best'], ',.0f')} | {checks} |")
     return lines + evotorch_locomotion_lines(report.get("evotorch", [])) + curve_links(report)
 
@@ -323,8 +329,9 @@ def summary() -> str:
          "generation included in the time)", "learning.json", learning_table),
         ("Learning on brax and MuJoCo Playground (the compiled evaluation), and the same "
          "task on EnvPool, alone on the machine", "learning_jax.json", learning_table),
-        ("MuJoCo locomotion against the ARS paper (`make bench-learning`): episodes, env "
-         "steps and wall time to the threshold, medians over solved runs", "locomotion.json",
+        ("MuJoCo locomotion against the ARS paper (`make bench-learning`): training episodes, "
+         "env steps and wall time to the threshold; medians and worst over the solved runs, "
+         "each run alone on the machine", "locomotion.json",
          locomotion_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
         ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),

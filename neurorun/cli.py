@@ -22,6 +22,8 @@ import logging
 import math
 import shutil
 import sys
+import sysconfig
+import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,15 +80,37 @@ HYDRA_FILES = {HYDRA_DIR, "neurorun.log", LOCK_FILE}
 _failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
 
 
-def _remove_stub(run_dir: Path) -> None:
-    """Remove a new run's folder that holds nothing but Hydra's files and empty metrics."""
+def _remove_stub(run_dir: Path) -> bool:
+    """Remove a new run's folder that holds nothing but Hydra's files and empty metrics;
+    whether it was removed."""
     if not run_dir.is_dir():
-        return
+        return False
     entries = list(run_dir.iterdir())
     # the metric files are opened (empty) before the evaluator starts
     if all(p.name in HYDRA_FILES or (p.name in METRIC_FILES and p.stat().st_size == 0)
            for p in entries):
         shutil.rmtree(run_dir, ignore_errors=True)
+        return True
+    return False
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text[:400]}" if text else type(error).__name__
+
+
+def _where(error: BaseException) -> str:
+    """``, in <function> (<file>:<line>)``: the innermost frame of the error (or of the errors
+    that caused it) in the user's own code, not in neurorun, Python or an installed package."""
+    library = [str(Path(__file__).parent), *{sysconfig.get_path(name) for name in
+                                             ("stdlib", "platstdlib", "purelib", "platlib")}]
+    frames, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        frames = traceback.extract_tb(error.__traceback__) + frames
+        error = error.__cause__ or error.__context__
+    own = [f for f in frames if not any(f.filename.startswith(p) for p in library if p)]
+    return f", in {own[-1].name} ({own[-1].filename}:{own[-1].lineno})" if own else ""
 
 
 def _warn_if_minimized(hydra_cfg: DictConfig) -> None:
@@ -141,20 +165,22 @@ def _app(cfg: DictConfig) -> float | None:
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
         print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
         sys.exit(exit_status(error))
-    except Exception as error:
+    except Exception as error:  # one line; the traceback goes to the run's neurorun.log
         if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
             print(f"neurorun: no space left on the device of {error.filename or run_dir} "
                   f"({error.strerror}). Fix: free some space, then continue with the resume "
                   "command above.", file=sys.stderr)
             if not sweep:
                 sys.exit(1)
-        if not sweep:
-            raise  # a single run: Hydra prints the traceback
-        logging.getLogger(__name__).exception("job %d failed", hydra_cfg.job.num)  # to its log
-        cause = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        _job_failed(hydra_cfg, f"{type(error).__name__}: {cause[:300]} (traceback: "
-                               f"{run_dir / 'neurorun.log'})")
-        return None
+        logging.getLogger(__name__).exception("the run failed")
+        kept = cfg.resume or not _remove_stub(run_dir)  # a run that never started: no folder
+        cause = f"{_one_line(error)}{_where(error)}" + (
+            f" (traceback: {run_dir / 'neurorun.log'})" if kept else "")
+        if sweep:
+            _job_failed(hydra_cfg, cause)
+            return None
+        print(f"neurorun: the run failed: {cause}", file=sys.stderr)
+        sys.exit(1)
     score = result.get("best_center_eval")
     shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")

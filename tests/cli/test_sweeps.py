@@ -121,26 +121,51 @@ def test_a_minimizing_sweeper_gets_a_warning(tmp_path):
     assert "Fix: hydra.sweeper.direction=maximize" in result.stderr
 
 
-def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(tmp_path):
+def neurorun_with_test_envs(*args, cwd):
+    """`neurorun` with the tests' env factories importable (tests.cli.failing_env)."""
     import os
     import subprocess
     import sys
 
+    script = Path(sys.executable).with_name("neurorun")
+    return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ,
+                                            "PYTHONPATH": str(Path(__file__).parents[2])})
+
+
+@pytest.mark.parametrize(("fail", "kept"), [("step", True), ("reset", False)])
+def test_a_run_failing_in_the_users_env_is_one_line_naming_the_users_code(tmp_path, fail,
+                                                                           kept):
     from tests.cli.failing_env import SPEC
 
-    script = Path(sys.executable).with_name("neurorun")
-    result = subprocess.run(
-        [str(script), "-m", "debug=default", f"env={SPEC}", "problem.episode_length=null",
-         "+env.env_config.fail=none,step,reset", "logger.console.quiet=true",
-         "hydra.sweep.dir=sweep"], cwd=tmp_path,
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    result = neurorun_with_test_envs("debug=default", f"env={SPEC}", "problem.episode_length=null",
+                                     f"+env.env_config.fail={fail}", "logger.console.quiet=true",
+                                     "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: the run failed")]
+    assert f"toy {fail} exploded" in line and "failing_env.py:" in line
+    assert f"in {fail} (" in line  # the user's function
+    # failing in reset: while the problem was built, so no folder is left; in step: generation
+    # 1 had started, the folder stays with the traceback in its log
+    assert (tmp_path / "run").exists() is kept
+    if kept:
+        assert "Traceback" in (tmp_path / "run" / "neurorun.log").read_text()
+
+
+def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(tmp_path):
+    from tests.cli.failing_env import SPEC
+
+    result = neurorun_with_test_envs(
+        "-m", "debug=default", f"env={SPEC}", "problem.episode_length=null",
+        "+env.env_config.fail=none,step,reset", "logger.console.quiet=true",
+        "hydra.sweep.dir=sweep", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     report = result.stderr.split("neurorun: 2 job(s) of the sweep failed:")[1].splitlines()
     assert [line.split(" (")[0].strip() for line in report if line.strip()] == ["job 1", "job 2"]
     assert "env.env_config.fail=step" in report[1] and "toy step exploded" in report[1]
     assert "env.env_config.fail=reset" in report[2] and "toy reset exploded" in report[2]
+    assert "traceback: " in report[1]  # job 1 ran a generation: its folder keeps the log
     assert result.stderr.count("neurorun: job 1 (") == 1  # one line when it failed
     logs = sorted((tmp_path / "sweep").glob("*/neurorun.log"))
     assert any("Traceback" in log.read_text() for log in logs)  # the job's own log keeps it
