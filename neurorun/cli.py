@@ -41,7 +41,7 @@ from neurorun.checkpoint import (
     require_free,
     require_saved_config,
 )
-from neurorun.config_source import register_hydra_extensions
+from neurorun.config_source import experiment_for, register_hydra_extensions
 from neurorun.layout import HYDRA_DIR, LOCK_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
@@ -150,6 +150,13 @@ def _app(cfg: DictConfig) -> float | None:
     if sweep:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
+    chose_env = any(o.startswith("env=") for o in hydra_cfg.overrides.task)
+    if chose_env and not sweep and not cfg.resume and hydra_cfg.runtime.choices.get(
+            "experiment") in (None, "null"):  # a bare `neurorun env=Hopper-v5`
+        preset = experiment_for(cfg.env.id)
+        if preset is not None:
+            print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun experiment={preset}` "
+                  "(docs/locomotion.md)", file=sys.stderr)
     try:
         if cfg.resume:
             cfg = _resumed_config(cfg)

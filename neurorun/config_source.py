@@ -23,6 +23,7 @@ editable and regular installs alike, without a `hydra_plugins` namespace package
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -58,6 +59,20 @@ def env_slug(env_id: Any) -> str:
     text = canonical_env_id(str(env_id))
     text = text.removeprefix("gym::")
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
+
+
+def experiment_for(env_id: Any) -> str | None:
+    """The packaged experiment= preset made for ``env_id`` (its defaults list overrides
+    /env with it; envpool:: and gym:: spellings count), or None."""
+    wanted = env_slug(str(env_id).removeprefix("envpool::"))
+    folder = resources.files("neurorun.conf").joinpath("experiment")
+    for preset in sorted(folder.iterdir(), key=lambda f: f.name):
+        if not preset.name.endswith(".yaml"):
+            continue
+        for entry in OmegaConf.create(preset.read_text(encoding="utf-8")).get("defaults", []):
+            if isinstance(entry, Mapping) and entry.get("override /env") == wanted:
+                return preset.name.removesuffix(".yaml")
+    return None
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:

@@ -207,3 +207,22 @@ def test_a_sweep_over_network_strings_runs_one_job_per_spec(tmp_path):
     specs = [OmegaConf.load(job / ".hydra" / "config.yaml").network.spec for job in jobs]
     assert specs == ["Linear(obs_length, act_length)",
                      "Linear(obs_length, 4) >> Tanh() >> Linear(4, act_length)"]
+
+
+def test_a_bare_mujoco_env_trains_on_a_time_budget_and_names_its_preset(tmp_path):
+    from neurorun.cli import compose_config
+
+    for env in ("Swimmer-v5", "Hopper-v5", "HalfCheetah-v5"):
+        cfg = compose_config([f"env={env}"])
+        assert (cfg.generations, cfg.max_time) == (None, 120)
+        assert cfg.problem.observation_normalization is True
+        preset = compose_config([f"experiment={env.split('-')[0].lower()}"])
+        assert preset.max_time is None and preset.generations == 100000
+    default = compose_config([])  # CartPole: 100 generations, as fast as before
+    assert (default.generations, default.max_time) == (100, None)
+    result = neurorun("env=Hopper-v5", "generations=1", "logger.console.quiet=true",
+                      "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Hopper-v5 has a tuned preset: `neurorun experiment=hopper`" in result.stderr
+    plain = neurorun("debug=default", "hydra.run.dir=plain", cwd=tmp_path)
+    assert "tuned preset" not in plain.stderr  # the default run names none
