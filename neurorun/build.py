@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import ConfigKeyError
+from omegaconf.errors import ConfigKeyError, ConfigTypeError
 
 from neurorun.objective import objective_error
 from neurorun.seeding import derive_seed
@@ -120,6 +120,20 @@ def _packaged_schema() -> DictConfig:
                                      ("env", "problem", "network", "parallel", "logger")})
 
 
+def _mapping_replaced(schema: Any, cfg: Any, prefix: str = "") -> str:
+    """The first key where the schema has a mapping and the config a list (its path)."""
+    for key, node in schema.items():
+        given = cfg.get(key) if OmegaConf.is_dict(cfg) else None
+        path = f"{prefix}{key}"
+        if OmegaConf.is_dict(node) and OmegaConf.is_list(given):
+            return path
+        if OmegaConf.is_dict(node) and OmegaConf.is_dict(given):
+            found = _mapping_replaced(node, given, path + ".")
+            if found:
+                return found
+    return ""
+
+
 def _check_known_keys(cfg: DictConfig) -> None:
     """Refuse keys the schema does not declare (`+logger.console.plian=true` would be silently
     ignored), by merging the config into the schema in OmegaConf's struct mode."""
@@ -138,6 +152,12 @@ def _check_known_keys(cfg: DictConfig) -> None:
             OmegaConf.set_struct(node, False)
     try:
         OmegaConf.merge(schema, cfg)
+    except ConfigTypeError as error:  # e.g. a list where the schema has a mapping
+        path = str(error.full_key) or _mapping_replaced(schema, cfg)
+        value = OmegaConf.select(cfg, path, throw_on_missing=False)
+        raise ConfigError(f"{path}={value!r}: expected a mapping of keys to values there. Fix: "
+                          f"{path}={{key: value}} (`neurorun --cfg job` shows the config)."
+                          ) from None
     except ConfigKeyError as error:
         path = str(error.full_key)
         section, _, key = path.rpartition(".")
@@ -262,8 +282,11 @@ def _check_parallel(cfg: DictConfig) -> None:
 def _check_restart(cfg: DictConfig) -> None:
     """restart.*: counts and a budget that leaves room for a restart."""
     _count(cfg, "restart.patience", minimum=1, optional=True)
-    _number(cfg, "restart.min_improvement", positive=False)
-    patience = cfg.restart.patience
+    share = OmegaConf.select(cfg, "restart.min_improvement", default=0.05)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
+        raise ConfigError(f"restart.min_improvement={share!r}: expected a number >= 0 (a share "
+                          "of the best center_eval). Fix: restart.min_improvement=0.05.")
+    patience = OmegaConf.select(cfg, "restart.patience", default=None)
     if patience is None:
         return
     if cfg.eval_every == 0:
@@ -404,7 +427,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         raise
     try:
         problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0))
-    except ValueError as error:
+    except (ValueError, RuntimeError) as error:
         problem.close()
         raise ConfigError(str(error)) from error
     return problem, algorithm

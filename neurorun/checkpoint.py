@@ -39,10 +39,15 @@ class DiskFullError(OSError):
     """No space left where files are written as one unit (the previous files stay)."""
 
 
+def is_disk_full(error: BaseException) -> bool:
+    """An OSError saying no space (or quota) is left."""
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 def _disk_full(folder: Path, error: BaseException) -> bool:
     """Whether ``error`` came from a full disk: ENOSPC, or a library's own error (torch's
     zip writer reports "unexpected pos") while the folder's file system has no space left."""
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+    if is_disk_full(error):
         return True
     try:
         return shutil.disk_usage(folder).free < 1 << 20

@@ -17,9 +17,9 @@ and exit status 128 + the signal number (130, 143, 138), without a traceback.
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
+import os
 import shutil
 import sys
 import sysconfig
@@ -36,6 +36,7 @@ from omegaconf import DictConfig
 
 from neurorun.build import ConfigError, FolderInUseError
 from neurorun.checkpoint import (
+    is_disk_full,
     load_run_config,
     refuse_existing_run,
     require_free,
@@ -109,7 +110,9 @@ def _where(error: BaseException) -> str:
         seen.add(id(error))
         frames = traceback.extract_tb(error.__traceback__) + frames
         error = error.__cause__ or error.__context__
-    own = [f for f in frames if not any(f.filename.startswith(p) for p in library if p)]
+    library = [os.path.join(p, "") for p in library if p]  # whole folders: not neurorun_ext/
+    own = [f for f in frames if not f.filename.startswith("<")  # generated code, frozen modules
+           and not any(f.filename.startswith(p) for p in library)]
     return f", in {own[-1].name} ({own[-1].filename}:{own[-1].lineno})" if own else ""
 
 
@@ -173,7 +176,7 @@ def _app(cfg: DictConfig) -> float | None:
         print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
         sys.exit(exit_status(error))
     except Exception as error:  # one line; the traceback goes to the run's neurorun.log
-        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        if is_disk_full(error):
             print(f"neurorun: no space left on the device of {error.filename or run_dir} "
                   f"({error.strerror}). Fix: free some space, then continue with the resume "
                   "command above.", file=sys.stderr)

@@ -154,13 +154,18 @@ class Runner:
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restarts, self.restart_due = 0, False
-        self.stall = StallWatch(cfg.restart.patience, float(cfg.restart.min_improvement),
+        # runs saved before restarts existed have no restart keys: never restart
+        self.stall = StallWatch(OmegaConf.select(cfg, "restart.patience", default=None),
+                                float(OmegaConf.select(cfg, "restart.min_improvement",
+                                                       default=0.05)),
                                 self.algorithm.objective_sense)
         if state is not None:
             self._restore(state)
 
     # ----- state -----
     def _restore(self, state: Mapping[str, Any]) -> None:
+        if state.get("restarts"):  # the attempt's own algorithm (e.g. its noise table)
+            self.algorithm = build_algorithm(self.cfg, self.problem, int(state["restarts"]))
         self.algorithm.load_state_dict(state["algorithm"])
         self.evaluator.load_state_dict(state["problem"])
         set_rng_state(state["rng"])
@@ -339,8 +344,8 @@ class Runner:
             if snapshot is not None:
                 try:
                     self._save_state(snapshot)
-                except checkpoint.DiskFullError:  # the last state written stays
-                    if not isinstance(error, checkpoint.DiskFullError):
+                except OSError as saving:  # a full disk: the last state written stays
+                    if not (checkpoint.is_disk_full(saving) and checkpoint.is_disk_full(error)):
                         raise
                 log.warning("run stopped in generation %d; continue it with `neurorun "
                             "resume=%s`", snapshot["generation"] + 1,

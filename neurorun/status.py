@@ -50,7 +50,8 @@ class GenerationStatus:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GenerationStatus:
         names = {field.name for field in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names})
+        older = {"restarts": 0}  # columns a run saved before they existed
+        return cls(**{**older, **{k: v for k, v in values.items() if k in names}})
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def no_problem(monkeypatch):
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
+    (["restart.min_improvement=null"], ["restart.min_improvement=None", "number >= 0", "Fix:"]),
     (["seed=1180591620717411303424"], ["seed=1180591620717411303424", "Fix:"]),
     (["algo.center_init=[a,b]"], ["algo.center_init=['a', 'b']", "list of numbers", "Fix:"]),
     (["env=tests.cli.failing_env:make"],  # debug=default cuts episodes at 50 steps
@@ -308,11 +309,13 @@ def test_a_generation_beyond_the_machines_memory_is_refused_before_generation_1(
     assert not (tmp_path / "run").exists()
 
 
-def test_a_stalled_search_restarts_from_a_new_start_and_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("noise", ["seeds", "table"])  # table: drawn per attempt at build time
+def test_a_stalled_search_restarts_from_a_new_start_and_resumes_exactly(tmp_path, noise):
     """Learning rates of 1e-12: the center does not move (CartPole: the same actions), its
     center_eval never rises, so every 2 center evaluations the search restarts from a new draw of
     problem.initial_bounds (seeded by the restart's number)."""
-    common = ["generations=7", "restart.patience=2", "algo.center_learning_rate=1e-12",
+    common = ["generations=7", "restart.patience=2", f"algo.noise_source={noise}",
+              "algo.noise_table_size=1000", "algo.center_learning_rate=1e-12",
               "algo.stdev_learning_rate=1e-12", "problem.initial_bounds=[-0.5,0.5]",
               "checkpoint_every=1"]
     straight = run(tiny(*common), run_dir=tmp_path / "straight")
@@ -337,3 +340,31 @@ def test_restarts_need_room_in_the_budget(tmp_path):
                                           r"restart could come after generation 6, but "
                                           r"generations=2"):
         run(tiny("restart.patience=5"), run_dir=tmp_path / "run")
+
+
+def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
+    """Its saved config has no restart section, its state no restart keys."""
+    from neurorun.checkpoint import load_run_config, saved_config_path
+
+    run_dir = tmp_path / "old"
+    cfg = tiny("generations=2")
+    run(cfg, run_dir=run_dir)
+    plain = OmegaConf.to_container(cfg)
+    plain.pop("restart")
+    saved_config_path(run_dir).parent.mkdir(parents=True, exist_ok=True)
+    saved_config_path(run_dir).write_text(OmegaConf.to_yaml(plain))
+    state_path = run_dir / "checkpoints" / "state.pt"
+    state = torch.load(state_path, weights_only=True)
+    for key in ("restarts", "restart_due", "stall_history"):
+        state.pop(key)
+    state["status"].pop("restarts")
+    torch.save(state, state_path)
+    result = run(load_run_config(run_dir, ["generations=3"]), run_dir=run_dir)
+    assert result["generation"] == 3 and result["restarts"] == 0
+
+
+def test_a_list_where_the_schema_has_a_mapping_is_a_config_error(tmp_path):
+    cfg = tiny()  # as a Python user may hand one over (Hydra refuses it on the command line)
+    cfg.env.env_config = [1]
+    with pytest.raises(ConfigError, match=r"env.env_config=\[1\]: expected a mapping"):
+        run(cfg, run_dir=tmp_path / "run")

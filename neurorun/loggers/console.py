@@ -31,9 +31,15 @@ def show_library_messages(*, quiet: bool) -> Callable[[], None]:
     handler.setLevel(logging.WARNING if quiet else logging.INFO)
     library = logging.getLogger(LIBRARY_LOGGER)
     library.addHandler(handler)
-    if library.level == logging.NOTSET or library.level > logging.INFO:
+    level = library.level
+    if level == logging.NOTSET or level > logging.INFO:
         library.setLevel(logging.INFO)
-    return lambda: library.removeHandler(handler)
+
+    def hide() -> None:
+        library.removeHandler(handler)
+        library.setLevel(level)  # a user's own level comes back
+
+    return hide
 
 
 # (status key, header, width, format)

@@ -153,7 +153,8 @@ class Problem(ProblemState):
         the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over)."""
         if self._compiled is None:
             samples = SAMPLE_COPIES * popsize * self.solution_length * 4
-            free = device_free_bytes(self.device)
+            free = (torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda"
+                    else device_free_bytes(self.device))  # torch holds them, not jax
             if samples > MEMORY_SHARE * free:
                 fits = int(popsize * MEMORY_SHARE * free / samples)
                 raise ValueError(
@@ -364,8 +365,9 @@ class Problem(ProblemState):
 MEMORY_SHARE = 0.8  # of the device's free memory, the most a generation may plan for
 SAMPLE_COPIES = 3  # float32 copies of a generation's P x D samples alive at once (samples,
 # noise rows, the policy's batched parameters)
-HOST_SLOTS = 4096  # env slots when max_num_envs is null on gymnasium, EnvPool and factories:
-# more only cost memory (a python env object each), and results do not depend on the count
+HOST_SLOTS = 4096  # env slots when max_num_envs is null and the evaluation is not the compiled
+# jax program (gymnasium, EnvPool, factories, jax envs stepped from Python): more only cost
+# memory, and seeded results do not depend on the count
 
 
 def device_free_bytes(device: torch.device) -> int:

@@ -73,3 +73,21 @@ def test_config_tree_has_one_branch_per_group():
                                                            "seed: [cyan]0[/cyan]"]
     assert [str(child.label) for child in tree.children[0].children] == [
         "name: [cyan]pgpe[/cyan]", "stdev_init: [cyan]null[/cyan]"]
+
+
+def test_library_messages_print_while_shown_and_leave_the_users_level_alone(capsys):
+    import logging
+
+    from neurorun.loggers.console import show_library_messages
+
+    library = logging.getLogger("neurorun")
+    library.setLevel(logging.ERROR)  # the user's choice
+    try:
+        hide = show_library_messages(quiet=False)
+        logging.getLogger("neurorun.runner").info("picked envpool")
+        hide()
+        logging.getLogger("neurorun.runner").warning("not shown: handler gone")
+        assert capsys.readouterr().err == "neurorun: picked envpool\n"
+        assert library.level == logging.ERROR
+    finally:
+        library.setLevel(logging.NOTSET)
