@@ -173,8 +173,9 @@ def _app(cfg: DictConfig) -> float | None:
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
-        print(f"neurorun: {error or 'interrupted (Ctrl-C)'}", file=sys.stderr)
-        sys.exit(exit_status(error))
+        if not cfg.resume:
+            _remove_stub(run_dir)  # stopped before generation 1 (e.g. while ray starts)
+        _interrupted(error)
     except Exception as error:  # one line; the traceback goes to the run's neurorun.log
         if is_disk_full(error):
             print(f"neurorun: no space left on the device of {error.filename or run_dir} "
@@ -252,8 +253,22 @@ def quote_network_strings(argv: Sequence[str]) -> list[str]:
     return quoted
 
 
+def _interrupted(error: KeyboardInterrupt) -> None:
+    """One line and 128 + the signal number, however early the signal came."""
+    print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
+    sys.exit(exit_status(error))
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (Ctrl-C before the run starts, while Hydra composes the
+    config, ends the same way as later: one line, exit status 130)."""
+    try:
+        _main()
+    except KeyboardInterrupt as error:
+        _interrupted(error)
+
+
+def _main() -> None:
     sys.argv[1:] = quote_network_strings(sys.argv[1:])
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
     # Optuna deprecates: six FutureWarnings per search that no user can act on

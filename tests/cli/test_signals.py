@@ -44,3 +44,21 @@ def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
                              capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert data_rows(run_dir) == finished + 2
+
+
+def test_ctrl_c_as_the_run_starts_is_one_line(tmp_path):
+    """SIGINT as soon as Hydra made the run folder (Hydra still writing its files, or the run
+    being built): exit 130, one non-empty line, no traceback."""
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen([*RUN, "generations=100000", f"hydra.run.dir={run_dir}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (run_dir / ".hydra").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("neurorun: ")]
+    assert lines and all(line.strip() != "neurorun:" for line in lines), err
+    assert "neurorun: interrupted (Ctrl-C)" in err
