@@ -317,11 +317,6 @@ def state_file(state: Mapping[str, Any], run_dir: str | Path) -> tuple[Path, Wri
     return Path(run_dir) / CHECKPOINT_DIR / STATE_FILE, torch_file(dict(state))
 
 
-def save_state(state: Mapping[str, Any], run_dir: str | Path) -> None:
-    """Write the resume state to `<run>/checkpoints/state.pt`."""
-    atomic_write_all([state_file(state, run_dir)])
-
-
 def load_state(run_dir: str | Path) -> dict[str, Any] | None:
     """The resume state of `run_dir`, or None when it has none yet.
 

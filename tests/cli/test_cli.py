@@ -1,6 +1,7 @@
 """The `neurorun` console script, run in a subprocess as a user would."""
 
 import csv
+import os
 import subprocess
 import sys
 import time
@@ -15,10 +16,13 @@ from neurorun.algorithms import ALGORITHMS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def neurorun(*args, cwd, timeout=180):
-    script = Path(sys.executable).with_name("neurorun")  # the installed console script
+def neurorun(*args, cwd, timeout=180, test_envs=False):
+    """The installed console script; ``test_envs``: with the tests' env factories importable
+    (tests.cli.failing_env)."""
+    script = Path(sys.executable).with_name("neurorun")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)} if test_envs else None
     return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 def rows(run_dir):

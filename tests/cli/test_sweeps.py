@@ -121,26 +121,14 @@ def test_a_minimizing_sweeper_gets_a_warning(tmp_path):
     assert "Fix: hydra.sweeper.direction=maximize" in result.stderr
 
 
-def neurorun_with_test_envs(*args, cwd):
-    """`neurorun` with the tests' env factories importable (tests.cli.failing_env)."""
-    import os
-    import subprocess
-    import sys
-
-    script = Path(sys.executable).with_name("neurorun")
-    return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ,
-                                            "PYTHONPATH": str(Path(__file__).parents[2])})
-
-
 @pytest.mark.parametrize(("fail", "kept"), [("step", True), ("reset", False)])
 def test_a_run_failing_in_the_users_env_is_one_line_naming_the_users_code(tmp_path, fail,
                                                                            kept):
     from tests.cli.failing_env import SPEC
 
-    result = neurorun_with_test_envs("debug=default", f"env={SPEC}", "problem.episode_length=null",
-                                     f"+env.env_config.fail={fail}", "logger.console.quiet=true",
-                                     "hydra.run.dir=run", cwd=tmp_path)
+    result = neurorun("debug=default", f"env={SPEC}", "problem.episode_length=null",
+                      f"+env.env_config.fail={fail}", "logger.console.quiet=true",
+                      "hydra.run.dir=run", cwd=tmp_path, test_envs=True)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: the run failed")]
     assert f"toy {fail} exploded" in line and "failing_env.py:" in line
@@ -155,10 +143,10 @@ def test_a_run_failing_in_the_users_env_is_one_line_naming_the_users_code(tmp_pa
 def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(tmp_path):
     from tests.cli.failing_env import SPEC
 
-    result = neurorun_with_test_envs(
+    result = neurorun(
         "-m", "debug=default", f"env={SPEC}", "problem.episode_length=null",
         "+env.env_config.fail=none,step,reset", "logger.console.quiet=true",
-        "hydra.sweep.dir=sweep", cwd=tmp_path)
+        "hydra.sweep.dir=sweep", cwd=tmp_path, test_envs=True)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     report = result.stderr.split("neurorun: 2 job(s) of the sweep failed:")[1].splitlines()
