@@ -32,17 +32,24 @@ import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neurorun.build import ConfigError, FolderInUseError
 from neurorun.checkpoint import (
+    atomic_write,
     is_disk_full,
     load_run_config,
     refuse_existing_run,
     require_free,
     require_saved_config,
+    saved_config_path,
 )
-from neurorun.config_source import experiment_for, register_hydra_extensions
+from neurorun.config_source import (
+    algo_defaults,
+    experiment_for,
+    preset_algo,
+    register_hydra_extensions,
+)
 from neurorun.layout import HYDRA_DIR, LOCK_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
@@ -144,6 +151,33 @@ def _report_failed_jobs(why: str = "") -> None:
     sys.exit(CONFIG_ERROR_EXIT)
 
 
+def _preset_algo_replaced(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path) -> DictConfig:
+    """`experiment=hopper algo=cmaes`: the preset's `algo:` settings were tuned for its own
+    algorithm (ARS's step_size means nothing to CMA-ES), so the chosen algorithm runs with its
+    defaults for those keys instead, keeping what the command line set; said once. The run's
+    saved config (.hydra/config.yaml, what resume= reads) is the one that runs."""
+    experiment = hydra_cfg.runtime.choices.get("experiment")
+    chosen = hydra_cfg.runtime.choices.get("algo")
+    made_for, keys = preset_algo(experiment) if experiment not in (None, "null") else (None, [])
+    if made_for is None or made_for == chosen:
+        return cfg
+    given = {o.lstrip("+~").split("=", 1)[0].split(".")[1] for o in hydra_cfg.overrides.task
+             if o.lstrip("+~").startswith("algo.")}
+    replaced = [key for key in keys if key not in given and key in cfg.algo]
+    defaults = algo_defaults(chosen)
+    with open_dict(cfg):
+        for key in replaced:
+            if key in defaults:
+                cfg.algo[key] = defaults[key]
+            else:
+                del cfg.algo[key]
+    print(f"neurorun: experiment={experiment} was tuned for algo={made_for}; algo={chosen} runs "
+          f"with its own defaults in place of the preset's {', '.join(replaced)}",
+          file=sys.stderr)
+    atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
+    return cfg
+
+
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
 def _app(cfg: DictConfig) -> float | None:
     """One run; returns its objective, for sweepers (None: the job failed or has no
@@ -161,8 +195,8 @@ def _app(cfg: DictConfig) -> float | None:
             print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun experiment={preset}` "
                   "(docs/locomotion.md)", file=sys.stderr)
     try:
-        if cfg.resume:
-            cfg = _resumed_config(cfg)
+        cfg = _resumed_config(cfg) if cfg.resume else _preset_algo_replaced(cfg, hydra_cfg,
+                                                                            run_dir)
         result = run(cfg, run_dir=run_dir)
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files

@@ -33,7 +33,7 @@ from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.object_type import ObjectType
 from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from neurorun.layout import HYDRA_DIR
 
@@ -61,18 +61,46 @@ def env_slug(env_id: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
 
 
+def _packaged(*parts: str) -> Any:
+    return resources.files("neurorun.conf").joinpath(*parts)
+
+
+def _preset_override(preset: DictConfig, group: str) -> str | None:
+    """The option an experiment preset's defaults list picks for ``group`` (`override /algo:
+    ars` -> "ars"), or None."""
+    for entry in preset.get("defaults", []):
+        if isinstance(entry, Mapping) and f"override /{group}" in entry:
+            return entry[f"override /{group}"]
+    return None
+
+
 def experiment_for(env_id: Any) -> str | None:
     """The packaged experiment= preset made for ``env_id`` (its defaults list overrides
     /env with it; envpool:: and gym:: spellings count), or None."""
     wanted = env_slug(str(env_id).removeprefix("envpool::"))
-    folder = resources.files("neurorun.conf").joinpath("experiment")
-    for preset in sorted(folder.iterdir(), key=lambda f: f.name):
-        if not preset.name.endswith(".yaml"):
-            continue
-        for entry in OmegaConf.create(preset.read_text(encoding="utf-8")).get("defaults", []):
-            if isinstance(entry, Mapping) and entry.get("override /env") == wanted:
-                return preset.name.removesuffix(".yaml")
+    for preset in sorted(_packaged("experiment").iterdir(), key=lambda f: f.name):
+        if preset.name.endswith(".yaml") and _preset_override(
+                OmegaConf.create(preset.read_text(encoding="utf-8")), GROUP) == wanted:
+            return preset.name.removesuffix(".yaml")
     return None
+
+
+def preset_algo(experiment: str) -> tuple[str | None, list[str]]:
+    """The algorithm a packaged experiment preset was made for and the keys its `algo:` block
+    sets; (None, []) for a preset that is not packaged (a user's own search path)."""
+    path = _packaged("experiment", f"{experiment}.yaml")
+    if not path.is_file():
+        return None, []
+    preset = OmegaConf.create(path.read_text(encoding="utf-8"))
+    return _preset_override(preset, "algo"), list(preset.get("algo", {}))
+
+
+def algo_defaults(name: str) -> DictConfig:
+    """algo.* as `algo=<name>` alone composes it: config.yaml's keys every algorithm takes,
+    then algo/<name>.yaml."""
+    common = OmegaConf.create(_packaged("config.yaml").read_text(encoding="utf-8")).algo
+    own = OmegaConf.create(_packaged("algo", f"{name}.yaml").read_text(encoding="utf-8"))
+    return OmegaConf.merge(common, own)
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:

@@ -142,6 +142,30 @@ def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
     assert str(run_dir) in second.stdout
 
 
+def test_preset_with_another_algorithm_runs_with_that_algorithms_defaults(tmp_path):
+    """experiment=cartpole is tuned for PGPE: with algo=cem its PGPE settings give way to
+    algo/cem.yaml's (radius_init 2.25, no learning rates), what the command line set stays,
+    it is said once, and the saved config (what resume reads) is the one that ran."""
+    run_dir = tmp_path / "run"
+    result = neurorun("experiment=cartpole", "algo=cem", "algo.popsize=12", "generations=1",
+                      f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = [line for line in result.stderr.splitlines() if "was tuned for" in line]
+    assert said == ["neurorun: experiment=cartpole was tuned for algo=pgpe; algo=cem runs with "
+                    "its own defaults in place of the preset's center_learning_rate, "
+                    "stdev_learning_rate, radius_init, optimizer_config"]
+    algo = OmegaConf.load(run_dir / ".hydra" / "config.yaml").algo
+    assert (algo.name, algo.popsize, algo.radius_init, algo.parenthood_ratio) == (
+        "cem", 12, 2.25, 0.5)
+    assert "center_learning_rate" not in algo and "optimizer_config" not in algo
+    assert rows(run_dir)[0]["popsize"] == "12"
+    resumed = neurorun(f"resume={run_dir}", "generations=2", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert [row["generation"] for row in rows(run_dir)] == ["1", "2"]
+    same = neurorun("experiment=cartpole", "algo=pgpe", "debug=default", cwd=tmp_path)
+    assert same.returncode == 0 and "was tuned for" not in same.stderr
+
+
 @pytest.mark.slow
 def test_default_run_reaches_475_in_under_a_minute(tmp_path):
     started = time.perf_counter()
