@@ -20,6 +20,10 @@ Ratios: ``vs_pool_t1`` = neurorun_t1 / pool_raw_t1 (target >= 0.9), ``vs_gym_t1`
 neurorun_t1 / gym_raw (target >= 2.5 on HalfCheetah and Hopper), ``threads`` = neurorun_t2 /
 neurorun_t1 (target >= 1.7), ``counted_fraction`` = counted / simulated env steps.
 
+The training case: HalfCheetah-v5 as training runs it (1,000-step episodes, popsize 64, linear
+policy, 2 threads): per round, one whole evaluate call, then the raw pool stepped as long;
+``ratio`` = counted steps/s / raw steps/s per round (target >= 0.85), median and min-max.
+
 Streaming on vs off (``streaming`` cases): 256 solutions on 64 env slots (the queue holds
 more solutions than slots) on backends that step every env of the batch (gymnasium's native
 CartPole vector env), counted / simulated steps with the queue and in lock-step sub-batches
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +43,7 @@ import envpool
 import gymnasium as gym
 import numpy as np
 import torch
-from harness import rate, write_result
+from harness import rate, ratios, spread, write_result
 
 from neurorun.problems import make_problem
 
@@ -72,9 +77,11 @@ def raw_gym(env_id: str, num_envs: int, seconds: float) -> float:
                           seconds)
 
 
-def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:
+def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float,
+             episode_length: int | None = EPISODE_LENGTH) -> float:
+    limit = {} if episode_length is None else {"max_episode_steps": episode_length}
     env = envpool.make_gymnasium(env_id, num_envs=num_envs, batch_size=num_envs,
-                                 num_threads=threads, seed=0, max_episode_steps=EPISODE_LENGTH)
+                                 num_threads=threads, seed=0, **limit)
     env.action_space.seed(0)
     env.reset()
     actions = [np.stack([env.action_space.sample() for _ in range(num_envs)])
@@ -101,9 +108,10 @@ def raw_async_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> 
 
 
 def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: int | None,
-             ray_actors: int = 0, **options: Any) -> dict[str, float]:
+             ray_actors: int = 0, episode_length: int | None = EPISODE_LENGTH,
+             **options: Any) -> dict[str, float]:
     kwargs = {"env": spec, "network": network, "observation_normalization": True,
-              "episode_length": EPISODE_LENGTH, "num_threads": threads, "seed": 0, **options}
+              "episode_length": episode_length, "num_threads": threads, "seed": 0, **options}
     problem = make_problem(**kwargs)
     evaluator = problem
     if ray_actors:
@@ -150,6 +158,20 @@ def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
     return case
 
 
+def training_case(env_id: str, popsize: int, threads: int, rounds: int) -> dict[str, Any]:
+    """A generation as training runs it: the env's own 1,000-step episodes, ``popsize``
+    solutions, ``threads`` EnvPool threads; per round, one whole evaluate call (counted
+    steps/s) right after EnvPool stepped raw for as long."""
+    counted, raw = [], []
+    for _ in range(rounds):
+        counted.append(neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
+                                episode_length=None)["steps_per_s"])
+        raw.append(raw_pool(env_id, popsize, threads, popsize * 1000 / counted[-1], None))
+    return {"env": env_id, "popsize": popsize, "threads": threads, "rounds": rounds,
+            "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
+            "ratio": ratios(counted, raw)}
+
+
 def streaming_case(spec: str, seconds: float) -> dict[str, Any]:
     case: dict[str, Any] = {"env": spec, "popsize": 256, "slots": 64}
     for streaming in (True, False):
@@ -166,10 +188,16 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="all 8 envs and 2 ray actors")
     parser.add_argument("--envs", help="comma-separated env ids (default: by --full)")
     parser.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the training case")
+    parser.add_argument("--training-only", action="store_true",
+                        help="only the training case (kept: the other cases of the last file)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     envs = args.envs.split(",") if args.envs else (FULL_ENVS if args.full else QUICK_ENVS)
     cases, streams = [], []
+    if args.training_only:
+        last = json.loads(RESULTS.read_text())
+        envs, cases, streams = [], last["cases"], last["streaming"]
     for env_id in envs:
         for popsize in (64, 256):
             for network in (LINEAR, MLP):
@@ -178,10 +206,13 @@ def main() -> None:
                        for k, v in cases[-1].items()}, flush=True)
                 write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases,
                              streaming=streams)
-    for spec in ("gym::CartPole-v1",):
+    for spec in ("gym::CartPole-v1",) if not args.training_only else ():
         streams.append(streaming_case(spec, args.seconds))
         print(streams[-1], flush=True)
-    write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams)
+    training = training_case("HalfCheetah-v5", 64, 2, args.rounds)
+    print(training, flush=True)
+    write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams,
+                 training=training)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@
 
 Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minutes at most).
 ``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS and
-``evotorch_pgpe`` on those three, 3 seeds, then Walker2d, Ant and Humanoid with their presets,
-seed 0.
+``evotorch_pgpe`` on those three, 3 seeds, the PGPE presets (``hopper_pgpe``,
+``halfcheetah_pgpe``) on 3 seeds, then Walker2d, Ant and Humanoid (PGPE and ARS) with their
+presets, seed 0.
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -57,6 +58,10 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
     "ant": ("Ant-v5", 3580, 3600, 20800),
     "humanoid": ("Humanoid-v5", 6000, 1800, 142600),
+    # more presets of one env (experiment=<task>); caps: 2x the ARS preset's, 60 min Humanoid
+    "hopper_pgpe": ("Hopper-v5", 3120, 600, 1973),
+    "halfcheetah_pgpe": ("HalfCheetah-v5", 3430, 360, 1707),
+    "humanoid_ars": ("Humanoid-v5", 6000, 3600, 142600),
 }
 # `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
 # env preset (reward shift, target) with observation normalization and these settings;
@@ -93,7 +98,7 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
-    folder = RUNS / env / f"{algo}_s{seed}"
+    folder = RUNS / env / f"{_label(task, algo)}_s{seed}"
     figures = run_folder(args, folder, [f"algo={algo}", f"seed={seed}"])
     record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap * cap_scale,
               "args": " ".join(args), "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -101,6 +106,12 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     if figures["solved"] and algo == "preset":
         record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
     return record
+
+
+def _label(task: str, algo: str) -> str:
+    """A run folder's name before its seed: the algorithm, with the preset's own name for the
+    extra presets of an env (`hopper_pgpe_preset`)."""
+    return f"{task}_{algo}" if "_" in task else algo
 
 
 def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict[str, Any]:
@@ -261,7 +272,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.full:
         plan = [("swimmer,hopper,halfcheetah", ",".join([*ALGO_SETTINGS, "evotorch_pgpe"]),
                  "0,1,2"),
-                ("walker2d,ant,humanoid", "preset", "0")]
+                ("hopper_pgpe,halfcheetah_pgpe", "preset", "0,1,2"),
+                ("walker2d,ant,humanoid,humanoid_ars", "preset", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:
         for seed in (int(s) for s in seeds.split(",")):

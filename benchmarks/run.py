@@ -106,6 +106,20 @@ def envpool_table(report: dict) -> list[str]:
     lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; neurorun "
               "figures are counted interactions of whole evaluate calls of random policies "
               "around zero (early training: episodes of very different lengths)."]
+    training = report.get("training")
+    if training:
+        def figure(value: dict, digits: int = 0) -> str:
+            return (f"{value['median']:,.{digits}f} ({value['min']:,.{digits}f}–"
+                    f"{value['max']:,.{digits}f})")
+
+        lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
+                  "| counted ÷ raw (target ≥ 0.85) |", "|---|---|---|---|",
+                  f"| {training['env']}, 1,000-step episodes, popsize {training['popsize']}, "
+                  f"linear, {training['threads']} threads | {figure(training['neurorun'])} | "
+                  f"{figure(training['pool_raw'])} | {figure(training['ratio'], 2)} |",
+                  "", f"Median (min–max) over {training['rounds']} rounds; each round one whole "
+                  "evaluate call (a new pool, obs normalization, random linear policies), then "
+                  "an EnvPool of as many envs stepped raw with random actions for as long."]
     if report.get("streaming"):
         lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
                   "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",
@@ -164,6 +178,12 @@ def learning_table(report: dict) -> list[str]:
     return lines + curve_links(report)
 
 
+def _algorithm(row: dict) -> str:
+    """A locomotion row's algorithm: the experiment preset it ran, or bench_locomotion's name
+    of the settings on the env preset."""
+    return f"`experiment={row['task']}`" if row["algo"] == "preset" else row["algo"]
+
+
 def locomotion_table(report: dict) -> list[str]:
     lines = ["| task (threshold) | algorithm | solved (seeds) | median episodes (ARS paper V2-t) | "
              "worst episodes | median env steps | median / worst wall s | "
@@ -180,7 +200,7 @@ def locomotion_table(report: dict) -> list[str]:
         shown = (f"{min(seeds)}–{max(seeds)}" if len(seeds) > 2 and seeds == list(
             range(min(seeds), max(seeds) + 1)) else ", ".join(map(str, seeds))) if seeds else "?"
         lines.append(
-            f"| {r['env']} (≥ {r['threshold']:,}) | {r['algo']} | {r['solved']}/{r['runs']} "
+            f"| {r['env']} (≥ {r['threshold']:,}) | {_algorithm(r)} | {r['solved']}/{r['runs']} "
             f"(seeds {shown}, cap {r['max_time']:.0f} s) | {cell(r['median_episodes'], ',.0f')} "
             f"({r['paper_episodes']:,}) | {cell(r.get('worst_episodes'), ',.0f')} | "
             f"{cell(r['median_interactions'], ',.0f')} | "
