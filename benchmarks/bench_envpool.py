@@ -194,10 +194,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     envs = args.envs.split(",") if args.envs else (FULL_ENVS if args.full else QUICK_ENVS)
-    cases, streams = [], []
+    cases, streams, kept = [], [], {}
     if args.training_only:
         last = json.loads(RESULTS.read_text())
         envs, cases, streams = [], last["cases"], last["streaming"]
+        kept = {"cases_measured": last.get("cases_measured", last["date"][:10])}
     for env_id in envs:
         for popsize in (64, 256):
             for network in (LINEAR, MLP):
@@ -212,7 +213,7 @@ def main() -> None:
     training = training_case("HalfCheetah-v5", 64, 2, args.rounds)
     print(training, flush=True)
     write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams,
-                 training=training)
+                 training=training, **kept)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "hopper_pgpe": ("Hopper-v5", 3120, 600, 1973),
     "halfcheetah_pgpe": ("HalfCheetah-v5", 3430, 360, 1707),
     "humanoid_ars": ("Humanoid-v5", 6000, 3600, 142600),
+    "walker2d_pgpe": ("Walker2d-v5", 4390, 1800, 24000),
 }
 # `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
 # env preset (reward shift, target) with observation normalization and these settings;
@@ -247,8 +248,7 @@ def load_records() -> list[dict[str, Any]]:
 def report() -> dict[str, Any]:
     records = load_records()
     plots = []
-    for task in dict.fromkeys(r["task"] for r in records):
-        env, threshold = TASKS[task][:2]
+    for env, threshold in dict.fromkeys(TASKS[r["task"]][:2] for r in records):
         if (RUNS / env).is_dir():  # run folders of an earlier machine or session may be gone
             plots += plot_curves(env, RUNS / env, threshold)
     return write_result(RESULTS / "locomotion.json", results=summarize(records),
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict:
         plan = [("swimmer,hopper,halfcheetah", ",".join([*ALGO_SETTINGS, "evotorch_pgpe"]),
                  "0,1,2"),
                 ("hopper_pgpe,halfcheetah_pgpe", "preset", "0,1,2"),
-                ("walker2d,ant,humanoid,humanoid_ars", "preset", "0")]
+                ("walker2d,walker2d_pgpe,ant,humanoid,humanoid_ars", "preset", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:
         for seed in (int(s) for s in seeds.split(",")):

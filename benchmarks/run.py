@@ -103,9 +103,11 @@ def envpool_table(report: dict) -> list[str]:
             f"{r['vs_gym_t1']:.2f}×) | {rate(r['pool_raw_t2'])} | {rate(r['neurorun_t2'])} "
             f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('pool_raw_async_t2'))} "
             f"| {rate(r.get('neurorun_ray2'))} |")
-    lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; neurorun "
-              "figures are counted interactions of whole evaluate calls of random policies "
-              "around zero (early training: episodes of very different lengths)."]
+    measured = (f" (measured {report['cases_measured']}; the training case below on the date "
+                "above)") if report.get("cases_measured") else ""
+    lines += ["", f"Env steps/s{measured}; episodes cut at {report['episode_length']} steps; "
+              "neurorun figures are counted interactions of whole evaluate calls of random "
+              "policies around zero (early training: episodes of very different lengths)."]
     training = report.get("training")
     if training:
         def figure(value: dict, digits: int = 0) -> str:
