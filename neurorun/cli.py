@@ -25,8 +25,9 @@ import sys
 import sysconfig
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import hydra
 from hydra import compose, initialize_config_module
@@ -45,7 +46,6 @@ from neurorun.checkpoint import (
     saved_config_path,
 )
 from neurorun.config_source import (
-    algo_defaults,
     experiment_for,
     preset_algo,
     register_hydra_extensions,
@@ -71,7 +71,12 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        return compose("config", overrides=list(overrides), return_hydra_config=hydra_config)
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+        _preset_algo_replaced(cfg, cfg.hydra.runtime.choices, cfg.hydra.overrides.task)
+    if not hydra_config:
+        with open_dict(cfg):
+            del cfg.hydra
+    return cfg
 
 
 def _resumed_config(cfg: DictConfig) -> DictConfig:
@@ -151,31 +156,47 @@ def _report_failed_jobs(why: str = "") -> None:
     sys.exit(CONFIG_ERROR_EXIT)
 
 
-def _preset_algo_replaced(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path) -> DictConfig:
+def _give_way(mine: DictConfig, preset: DictConfig, alone: DictConfig,
+              prefix: str = "") -> list[str]:
+    """Each of the preset's keys still at the preset's value takes the value of the config
+    composed without the preset (or goes, where that has no such key); the keys changed."""
+    changed = []
+    for key, value in preset.items():
+        if key not in mine:
+            continue
+        if all(isinstance(node, DictConfig) for node in (value, mine[key], alone.get(key))):
+            changed += _give_way(mine[key], value, alone[key], f"{prefix}{key}.")
+        elif mine[key] != value:  # set after the preset: a later group or the command line
+            continue
+        elif key not in alone:
+            del mine[key]
+            changed.append(prefix + key)
+        elif alone[key] != value:
+            mine[key] = alone[key]
+            changed.append(prefix + key)
+    return changed
+
+
+def _preset_algo_replaced(cfg: DictConfig, choices: Mapping[str, Any],
+                          overrides: Sequence[str]) -> list[str]:
     """`experiment=hopper algo=cmaes`: the preset's `algo:` settings were tuned for its own
-    algorithm (ARS's step_size means nothing to CMA-ES), so the chosen algorithm runs with its
-    defaults for those keys instead, keeping what the command line set; said once. The run's
-    saved config (.hydra/config.yaml, what resume= reads) is the one that runs."""
-    experiment = hydra_cfg.runtime.choices.get("experiment")
-    chosen = hydra_cfg.runtime.choices.get("algo")
-    made_for, keys = preset_algo(experiment) if experiment not in (None, "null") else (None, [])
-    if made_for is None or made_for == chosen:
-        return cfg
-    given = {o.lstrip("+~").split("=", 1)[0].split(".")[1] for o in hydra_cfg.overrides.task
-             if o.lstrip("+~").startswith("algo.")}
-    replaced = [key for key in keys if key not in given and key in cfg.algo]
-    defaults = algo_defaults(chosen)
+    algorithm (ARS's step_size means nothing to CMA-ES), so those still in force give way, in
+    place, to what the same command composes without the preset: the chosen algorithm's
+    defaults, with later groups (debug=) and the command line's algo.* keys. The keys replaced
+    (none for a preset that is not packaged: its algorithm is not known here)."""
+    made_for, preset = preset_algo(choices.get("experiment"))
+    if made_for is None or made_for == choices.get("algo"):
+        return []
+    alone = compose("config", overrides=[
+        o for o in overrides if o.lstrip("+~").split("=", 1)[0] != "experiment"])
     with open_dict(cfg):
-        for key in replaced:
-            if key in defaults:
-                cfg.algo[key] = defaults[key]
-            else:
-                del cfg.algo[key]
-    print(f"neurorun: experiment={experiment} was tuned for algo={made_for}; algo={chosen} runs "
-          f"with its own defaults in place of the preset's {', '.join(replaced)}",
-          file=sys.stderr)
-    atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
-    return cfg
+        return _give_way(cfg.algo, preset, alone.algo, "algo.")
+
+
+def _say_replaced(cfg: DictConfig, choices: Mapping[str, Any], replaced: list[str]) -> None:
+    print(f"neurorun: experiment={choices.get('experiment')} was tuned for "
+          f"algo={preset_algo(choices.get('experiment'))[0]}; algo={choices.get('algo')} runs "
+          f"with its own values of {', '.join(replaced)}", file=sys.stderr)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
@@ -195,8 +216,14 @@ def _app(cfg: DictConfig) -> float | None:
             print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun experiment={preset}` "
                   "(docs/locomotion.md)", file=sys.stderr)
     try:
-        cfg = _resumed_config(cfg) if cfg.resume else _preset_algo_replaced(cfg, hydra_cfg,
-                                                                            run_dir)
+        if cfg.resume:
+            cfg = _resumed_config(cfg)
+        else:
+            replaced = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices,
+                                             hydra_cfg.overrides.task)
+            if replaced:  # said once; the saved config (what resume= reads) is the one that runs
+                _say_replaced(cfg, hydra_cfg.runtime.choices, replaced)
+                atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
         result = run(cfg, run_dir=run_dir)
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files

@@ -85,22 +85,14 @@ def experiment_for(env_id: Any) -> str | None:
     return None
 
 
-def preset_algo(experiment: str) -> tuple[str | None, list[str]]:
-    """The algorithm a packaged experiment preset was made for and the keys its `algo:` block
-    sets; (None, []) for a preset that is not packaged (a user's own search path)."""
+def preset_algo(experiment: Any) -> tuple[str | None, DictConfig]:
+    """The algorithm a packaged experiment preset was made for and the `algo:` block it sets;
+    (None, {}) for no preset or one that is not packaged (a user's own search path)."""
     path = _packaged("experiment", f"{experiment}.yaml")
-    if not path.is_file():
-        return None, []
+    if experiment in (None, "null") or not path.is_file():
+        return None, OmegaConf.create()
     preset = OmegaConf.create(path.read_text(encoding="utf-8"))
-    return _preset_override(preset, "algo"), list(preset.get("algo", {}))
-
-
-def algo_defaults(name: str) -> DictConfig:
-    """algo.* as `algo=<name>` alone composes it: config.yaml's keys every algorithm takes,
-    then algo/<name>.yaml."""
-    common = OmegaConf.create(_packaged("config.yaml").read_text(encoding="utf-8")).algo
-    own = OmegaConf.create(_packaged("algo", f"{name}.yaml").read_text(encoding="utf-8"))
-    return OmegaConf.merge(common, own)
+    return _preset_override(preset, "algo"), preset.get("algo", OmegaConf.create())
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:

@@ -12,6 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun.algorithms import ALGORITHMS
+from neurorun.cli import compose_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,27 +144,40 @@ def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
 
 
 def test_preset_with_another_algorithm_runs_with_that_algorithms_defaults(tmp_path):
-    """experiment=cartpole is tuned for PGPE: with algo=cem its PGPE settings give way to
-    algo/cem.yaml's (radius_init 2.25, no learning rates), what the command line set stays,
-    it is said once, and the saved config (what resume reads) is the one that ran."""
+    """experiment=cartpole is tuned for PGPE: with algo=cem its PGPE keys go (CEM has no
+    learning rates), what the command line (radius_init) and a later group (debug=default's
+    popsize 10) set stays, it is said once, and the saved config (what resume reads) is the
+    one that ran."""
     run_dir = tmp_path / "run"
-    result = neurorun("experiment=cartpole", "algo=cem", "algo.popsize=12", "generations=1",
-                      f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    result = neurorun("experiment=cartpole", "algo=cem", "debug=default", "algo.radius_init=1.5",
+                      "generations=1", f"hydra.run.dir={run_dir}", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     said = [line for line in result.stderr.splitlines() if "was tuned for" in line]
     assert said == ["neurorun: experiment=cartpole was tuned for algo=pgpe; algo=cem runs with "
-                    "its own defaults in place of the preset's center_learning_rate, "
-                    "stdev_learning_rate, radius_init, optimizer_config"]
+                    "its own values of algo.center_learning_rate, algo.stdev_learning_rate, "
+                    "algo.optimizer_config"]
     algo = OmegaConf.load(run_dir / ".hydra" / "config.yaml").algo
-    assert (algo.name, algo.popsize, algo.radius_init, algo.parenthood_ratio) == (
-        "cem", 12, 2.25, 0.5)
+    assert (algo.name, algo.popsize, algo.radius_init) == ("cem", 10, 1.5)
     assert "center_learning_rate" not in algo and "optimizer_config" not in algo
-    assert rows(run_dir)[0]["popsize"] == "12"
+    assert rows(run_dir)[0]["popsize"] == "10"
     resumed = neurorun(f"resume={run_dir}", "generations=2", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [row["generation"] for row in rows(run_dir)] == ["1", "2"]
     same = neurorun("experiment=cartpole", "algo=pgpe", "debug=default", cwd=tmp_path)
     assert same.returncode == 0 and "was tuned for" not in same.stderr
+
+
+@pytest.mark.parametrize("experiment", ["hopper", "hopper_pgpe", "swimmer"])
+@pytest.mark.parametrize("algo", ["cmaes", "cem", "snes"])
+def test_a_presets_algo_block_gives_way_as_if_the_preset_were_absent(experiment, algo):
+    """Python users' compose_config applies the same rule: the algo block of `experiment=X
+    algo=Y` is the one `algo=Y` composes alone (no key of the preset survives)."""
+    for extra in ([], ["debug=default"]):
+        assert compose_config([f"experiment={experiment}", f"algo={algo}", *extra]).algo == (
+            compose_config([f"algo={algo}", *extra]).algo)
+    assert compose_config([f"experiment={experiment}", f"algo={algo}", "algo.popsize=6"]
+                          ).algo.popsize == 6
+    assert compose_config(["experiment=hopper_pgpe"]).algo.radius_init == 0.27  # its own algo
 
 
 @pytest.mark.slow
