@@ -36,6 +36,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +135,8 @@ def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: 
     if evaluator is not problem:
         evaluator.close()
     problem.close()
-    return {"steps_per_s": per_s, "counted_fraction": totals["counted"] / totals["simulated"]}
+    return {"steps_per_s": per_s, "counted_fraction": totals["counted"] / totals["simulated"],
+            "seconds": totals["counted"] / per_s}  # the evaluate calls' wall time
 
 
 def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
@@ -164,10 +167,13 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int) -> dict[
     steps/s) right after EnvPool stepped raw for as long."""
     counted, raw = [], []
     for _ in range(rounds):
-        counted.append(neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
-                                episode_length=None)["steps_per_s"])
-        raw.append(raw_pool(env_id, popsize, threads, popsize * 1000 / counted[-1], None))
+        call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
+                        episode_length=None)
+        counted.append(call["steps_per_s"])
+        raw.append(raw_pool(env_id, popsize, threads, call["seconds"], None))
     return {"env": env_id, "popsize": popsize, "threads": threads, "rounds": rounds,
+            "date": datetime.now().isoformat(timespec="seconds"),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
             "ratio": ratios(counted, raw)}
 
@@ -192,13 +198,17 @@ def main() -> None:
     parser.add_argument("--training-only", action="store_true",
                         help="only the training case (kept: the other cases of the last file)")
     args = parser.parse_args()
+    if args.training_only and (args.envs or args.full):
+        parser.error("--training-only measures HalfCheetah alone: leave out --envs and --full")
     torch.set_num_threads(1)
     envs = args.envs.split(",") if args.envs else (FULL_ENVS if args.full else QUICK_ENVS)
     cases, streams, kept = [], [], {}
-    if args.training_only:
+    if args.training_only:  # the other cases keep their own date and load
         last = json.loads(RESULTS.read_text())
-        envs, cases, streams = [], last["cases"], last["streaming"]
-        kept = {"cases_measured": last.get("cases_measured", last["date"][:10])}
+        envs, cases, streams = [], last.get("cases", []), last.get("streaming", [])
+        kept = {"cases_measured": last.get("cases_measured", last["date"][:10]),
+                "cases_load_average": last.get("cases_load_average",
+                                               last.get("load_average"))}
     for env_id in envs:
         for popsize in (64, 256):
             for network in (LINEAR, MLP):

@@ -103,9 +103,7 @@ def envpool_table(report: dict) -> list[str]:
             f"{r['vs_gym_t1']:.2f}×) | {rate(r['pool_raw_t2'])} | {rate(r['neurorun_t2'])} "
             f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('pool_raw_async_t2'))} "
             f"| {rate(r.get('neurorun_ray2'))} |")
-    measured = (f" (measured {report['cases_measured']}; the training case below on the date "
-                "above)") if report.get("cases_measured") else ""
-    lines += ["", f"Env steps/s{measured}; episodes cut at {report['episode_length']} steps; "
+    lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; "
               "neurorun figures are counted interactions of whole evaluate calls of random "
               "policies around zero (early training: episodes of very different lengths)."]
     training = report.get("training")
@@ -119,7 +117,9 @@ def envpool_table(report: dict) -> list[str]:
                   f"| {training['env']}, 1,000-step episodes, popsize {training['popsize']}, "
                   f"linear, {training['threads']} threads | {figure(training['neurorun'])} | "
                   f"{figure(training['pool_raw'])} | {figure(training['ratio'], 2)} |",
-                  "", f"Median (min–max) over {training['rounds']} rounds; each round one whole "
+                  "", f"Measured {training['date'][:10]}, load average "
+                  f"{training['load_average'][0]}. Median (min–max) over {training['rounds']} "
+                  "rounds; each round one whole "
                   "evaluate call (a new pool, obs normalization, random linear policies), then "
                   "an EnvPool of as many envs stepped raw with random actions for as long."]
     if report.get("streaming"):
@@ -368,7 +368,10 @@ def summary() -> str:
             when = ""
             if "date" in report:  # ray.json: the load of each case, in its table
                 load = None if "case_load_average" in report else report.get("load_average")
-                when = f" (measured {report['date'][:10]}" + (
+                date = report["date"][:10]
+                if "cases_measured" in report:  # envpool.json after --training-only
+                    date, load = report["cases_measured"], report["cases_load_average"]
+                when = f" (measured {date}" + (
                     f", load average {load[0]}" if load else "") + ")"
             parts += [f"**{title}**{when}", "", *table(report), ""]
     if _load("gpu.json") is None:
