@@ -7,7 +7,7 @@ Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minut
 ``--full`` (``make bench-learning``, hours): every algorithm of ALGO_SETTINGS and
 ``evotorch_pgpe`` on those three, 3 seeds, the PGPE presets (``hopper_pgpe``,
 ``halfcheetah_pgpe``) on 3 seeds, then Walker2d, Ant and Humanoid (PGPE and ARS) with their
-presets, seed 0.
+presets, seed 0, and ``env_only`` (a bare ``neurorun env=<Env>``) on Walker2d and Ant, seed 0.
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -68,7 +68,8 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
 }
 # `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
 # env preset (reward shift, target) with observation normalization and these settings;
-# `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset).
+# `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset, under
+# its own time budget; --cap-scale still scales it).
 ON_THE_EXPERIMENT = ("preset", "ars_v1", "ars_v2")
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
@@ -98,6 +99,10 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     start = ([f"experiment={task}"] if algo in ON_THE_EXPERIMENT else [f"env={env}"] if
              algo == "env_only" else [f"env={env}", "problem.observation_normalization=true",
                                       "generations=100000"])  # the cap stops it, as presets
+    if algo == "env_only":  # the env preset's own budget, as the user gets it
+        from neurorun.cli import compose_config
+
+        cap = float(compose_config([f"env={env}"]).max_time)
     args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
@@ -277,7 +282,8 @@ def main(argv: list[str] | None = None) -> dict:
         plan = [("swimmer,hopper,halfcheetah", ",".join([*ALGO_SETTINGS, "evotorch_pgpe"]),
                  "0,1,2"),
                 ("hopper_pgpe,halfcheetah_pgpe", "preset", "0,1,2"),
-                ("walker2d,walker2d_pgpe,ant,humanoid,humanoid_ars", "preset", "0")]
+                ("walker2d,walker2d_pgpe,ant,humanoid,humanoid_ars", "preset", "0"),
+                ("walker2d,ant", "env_only", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:
         for seed in (int(s) for s in seeds.split(",")):

@@ -183,6 +183,8 @@ def learning_table(report: dict) -> list[str]:
 def _algorithm(row: dict) -> str:
     """A locomotion row's algorithm: the experiment preset it ran, or bench_locomotion's name
     of the settings on the env preset."""
+    if row["algo"] == "env_only":
+        return f"`env={row['env']}` alone"
     return f"`experiment={row['task']}`" if row["algo"] == "preset" else row["algo"]
 
 

@@ -61,6 +61,8 @@ register_hydra_extensions()
 
 CONFIG_ERROR_EXIT = 2
 CONFIG_MODULE = "neurorun.conf"
+# presets whose `algo:` block gives way to another algorithm's (_preset_algo_replaced)
+PRESET_GROUPS = ("experiment", "env")
 
 
 def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False) -> DictConfig:
@@ -177,26 +179,39 @@ def _give_way(mine: DictConfig, preset: DictConfig, alone: DictConfig,
     return changed
 
 
+def _override_key(override: str) -> str:
+    """`+algo.popsize=6` -> "algo.popsize"."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
 def _preset_algo_replaced(cfg: DictConfig, choices: Mapping[str, Any],
-                          overrides: Sequence[str]) -> list[str]:
-    """`experiment=hopper algo=cmaes`: the preset's `algo:` settings were tuned for its own
-    algorithm (ARS's step_size means nothing to CMA-ES), so those still in force give way, in
-    place, to what the same command composes without the preset: the chosen algorithm's
-    defaults, with later groups (debug=) and the command line's algo.* keys. The keys replaced
-    (none for a preset that is not packaged: its algorithm is not known here)."""
-    made_for, preset = preset_algo(choices.get("experiment"))
-    if made_for is None or made_for == choices.get("algo"):
-        return []
+                          overrides: Sequence[str]) -> tuple[bool, list[str]]:
+    """A preset's `algo:` settings are tuned for one algorithm (an experiment preset's own, an
+    env preset's the default one): with another (`experiment=hopper algo=cmaes`; ARS's
+    step_size means nothing to CMA-ES), those still in force give way, in place, to what the
+    same command composes without the presets: the chosen algorithm's defaults, with later
+    groups (debug=) and the command line's algo.* keys. Whether any changed, and one line for
+    each preset named on the command line that changed, naming the keys (presets that are not
+    packaged keep their block: their algorithm is not known)."""
+    chosen = choices.get("algo")
+    tuned = [(group, *preset_algo(group, choices.get(group))) for group in PRESET_GROUPS]
+    tuned = [entry for entry in tuned if entry[1] not in (None, chosen)]
+    if not tuned:
+        return False, []
     alone = compose("config", overrides=[
-        o for o in overrides if o.lstrip("+~").split("=", 1)[0] != "experiment"])
+        *(o for o in overrides if _override_key(o) not in (*PRESET_GROUPS, "algo")),
+        f"algo={chosen}"])  # chosen on the command line or by the experiment preset
+    named = {_override_key(o) for o in overrides}
+    any_changed, said = False, []
     with open_dict(cfg):
-        return _give_way(cfg.algo, preset, alone.algo, "algo.")
-
-
-def _say_replaced(cfg: DictConfig, choices: Mapping[str, Any], replaced: list[str]) -> None:
-    print(f"neurorun: experiment={choices.get('experiment')} was tuned for "
-          f"algo={preset_algo(choices.get('experiment'))[0]}; algo={choices.get('algo')} runs "
-          f"with its own values of {', '.join(replaced)}", file=sys.stderr)
+        for group, made_for, block in tuned:
+            changed = _give_way(cfg.algo, block, alone.algo, "algo.")
+            any_changed = any_changed or bool(changed)
+            if changed and group in named:  # not the env an experiment preset picked
+                said.append(f"neurorun: {group}={choices.get(group)} was tuned for "
+                            f"algo={made_for}; algo={chosen} runs with its own values of "
+                            f"{', '.join(changed)}")
+    return any_changed, said
 
 
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
@@ -219,10 +234,11 @@ def _app(cfg: DictConfig) -> float | None:
         if cfg.resume:
             cfg = _resumed_config(cfg)
         else:
-            replaced = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices,
-                                             hydra_cfg.overrides.task)
-            if replaced:  # said once; the saved config (what resume= reads) is the one that runs
-                _say_replaced(cfg, hydra_cfg.runtime.choices, replaced)
+            changed, said = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices,
+                                                  hydra_cfg.overrides.task)
+            for line in said:  # said once
+                print(line, file=sys.stderr)
+            if changed:  # the saved config (what resume= reads) is the one that runs
                 atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
         result = run(cfg, run_dir=run_dir)
     except ConfigError as error:

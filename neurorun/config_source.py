@@ -85,14 +85,25 @@ def experiment_for(env_id: Any) -> str | None:
     return None
 
 
-def preset_algo(experiment: Any) -> tuple[str | None, DictConfig]:
-    """The algorithm a packaged experiment preset was made for and the `algo:` block it sets;
-    (None, {}) for no preset or one that is not packaged (a user's own search path)."""
-    path = _packaged("experiment", f"{experiment}.yaml")
-    if experiment in (None, "null") or not path.is_file():
+def _default_choice(group: str) -> str:
+    """The option config.yaml's defaults list picks for ``group`` (algo: "pgpe")."""
+    config = OmegaConf.create(_packaged("config.yaml").read_text(encoding="utf-8"))
+    return next(entry[group] for entry in config.defaults
+                if isinstance(entry, Mapping) and group in entry)
+
+
+def preset_algo(group: str, choice: Any) -> tuple[str | None, DictConfig]:
+    """The algorithm a packaged preset's `algo:` block was tuned for (the one its defaults list
+    picks, else the default one) and that block; (None, {}) for no preset, one without that
+    block, or one that is not packaged (a user's own search path)."""
+    path = _packaged(group, f"{choice}.yaml")
+    if choice in (None, "null") or not path.is_file():
         return None, OmegaConf.create()
     preset = OmegaConf.create(path.read_text(encoding="utf-8"))
-    return _preset_override(preset, "algo"), preset.get("algo", OmegaConf.create())
+    block = preset.get("algo")
+    if not isinstance(block, DictConfig) or not block:
+        return None, OmegaConf.create()
+    return _preset_override(preset, "algo") or _default_choice("algo"), block
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:

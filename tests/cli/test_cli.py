@@ -167,17 +167,28 @@ def test_preset_with_another_algorithm_runs_with_that_algorithms_defaults(tmp_pa
     assert same.returncode == 0 and "was tuned for" not in same.stderr
 
 
-@pytest.mark.parametrize("experiment", ["hopper", "hopper_pgpe", "swimmer"])
+@pytest.mark.parametrize("preset", ["experiment=hopper", "experiment=hopper_pgpe",
+                                    "experiment=swimmer", "env=Walker2d-v5", "env=Ant-v5"])
 @pytest.mark.parametrize("algo", ["cmaes", "cem", "snes"])
-def test_a_presets_algo_block_gives_way_as_if_the_preset_were_absent(experiment, algo):
-    """Python users' compose_config applies the same rule: the algo block of `experiment=X
+def test_a_presets_algo_block_gives_way_as_if_the_preset_were_absent(preset, algo):
+    """Python users' compose_config applies the same rule: the algo block of `<preset>
     algo=Y` is the one `algo=Y` composes alone (no key of the preset survives)."""
     for extra in ([], ["debug=default"]):
-        assert compose_config([f"experiment={experiment}", f"algo={algo}", *extra]).algo == (
+        assert compose_config([preset, f"algo={algo}", *extra]).algo == (
             compose_config([f"algo={algo}", *extra]).algo)
-    assert compose_config([f"experiment={experiment}", f"algo={algo}", "algo.popsize=6"]
-                          ).algo.popsize == 6
-    assert compose_config(["experiment=hopper_pgpe"]).algo.radius_init == 0.27  # its own algo
+    assert compose_config([preset, f"algo={algo}", "algo.popsize=6"]).algo.popsize == 6
+
+
+def test_an_env_presets_algo_block_is_for_the_default_algorithm_only():
+    """env/Walker2d-v5.yaml's PGPE exploration reaches a bare env= and PGPE presets, not ARS
+    (which refuses radius_init): not experiment=walker2d, not algo=ars."""
+    assert compose_config(["env=Walker2d-v5"]).algo.radius_init == 0.9
+    assert compose_config(["experiment=hopper_pgpe"]).algo.radius_init == 0.27  # its own
+    assert compose_config(["experiment=walker2d_pgpe"]).algo.radius_init == 0.9
+    ars = compose_config(["experiment=walker2d"]).algo
+    assert "radius_init" not in ars and (ars.name, ars.popsize) == ("ars", 80)
+    assert compose_config(["env=Walker2d-v5", "algo=ars"]).algo == compose_config(
+        ["algo=ars"]).algo
 
 
 @pytest.mark.slow
@@ -252,14 +263,19 @@ def test_a_sweep_over_network_strings_runs_one_job_per_spec(tmp_path):
 
 
 def test_a_bare_mujoco_env_trains_on_a_time_budget_and_names_its_preset(tmp_path):
-    from neurorun.cli import compose_config
-
-    for env in ("Swimmer-v5", "Hopper-v5", "HalfCheetah-v5"):
+    budgets = {"Swimmer-v5": 120, "Hopper-v5": 120, "HalfCheetah-v5": 120, "Walker2d-v5": 300,
+               "Ant-v5": 600}
+    for env, budget in budgets.items():
         cfg = compose_config([f"env={env}"])
-        assert (cfg.generations, cfg.max_time) == (None, 120)
+        assert (cfg.generations, cfg.max_time) == (None, budget)
         assert cfg.problem.observation_normalization is True
         preset = compose_config([f"experiment={env.split('-')[0].lower()}"])
         assert preset.max_time is None and preset.generations == 100000
+    # where the default PGPE falls over, the env preset runs ARS V2-t (the paper's Ant setup)
+    ant = compose_config(["env=Ant-v5"]).algo
+    assert (ant.name, ant.popsize, ant.top_directions, ant.step_size, ant.noise) == (
+        "ars", 120, 20, 0.015, 0.025)
+    assert compose_config(["experiment=ant"]).algo == ant
     default = compose_config([])  # CartPole: 100 generations, as fast as before
     assert (default.generations, default.max_time) == (100, None)
     result = neurorun("env=Hopper-v5", "generations=1", "logger.console.quiet=true",
