@@ -32,6 +32,7 @@ from typing import Any
 import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -198,9 +199,14 @@ def _preset_algo_replaced(cfg: DictConfig, choices: Mapping[str, Any],
     tuned = [entry for entry in tuned if entry[1] not in (None, chosen)]
     if not tuned:
         return False, []
-    alone = compose("config", overrides=[
-        *(o for o in overrides if _override_key(o) not in (*PRESET_GROUPS, "algo")),
-        f"algo={chosen}"])  # chosen on the command line or by the experiment preset
+    try:
+        alone = compose("config", overrides=[
+            *(o for o in overrides if _override_key(o) not in (*PRESET_GROUPS, "algo")),
+            f"algo={chosen}"])  # chosen on the command line or by the experiment preset
+    except ConfigCompositionException as error:  # an algo.* key only the preset's algorithm has
+        first = str(error).splitlines()[0]  # "Could not override 'algo.<key>'."
+        raise ConfigError(f"{first} algo={chosen} has no such key (a preset's settings for "
+                          "another algorithm do not carry over). Fix: leave it out.") from error
     named = {_override_key(o) for o in overrides}
     any_changed, said = False, []
     with open_dict(cfg):

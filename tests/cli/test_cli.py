@@ -179,6 +179,18 @@ def test_a_presets_algo_block_gives_way_as_if_the_preset_were_absent(preset, alg
     assert compose_config([preset, f"algo={algo}", "algo.popsize=6"]).algo.popsize == 6
 
 
+def test_a_preset_key_of_another_algorithm_set_on_the_command_line_is_one_config_error(
+        tmp_path):
+    result = neurorun("experiment=hopper", "algo=cmaes", "algo.top_directions=8",
+                      "debug=default", "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "neurorun: config error: Could not override 'algo.top_directions'. algo=cmaes has no "
+        "such key (a preset's settings for another algorithm do not carry over). Fix: leave it "
+        "out.")
+    assert not (tmp_path / "run").exists()
+
+
 def test_an_env_presets_algo_block_is_for_the_default_algorithm_only():
     """env/Walker2d-v5.yaml's PGPE exploration reaches a bare env= and PGPE presets, not ARS
     (which refuses radius_init): not experiment=walker2d, not algo=ars."""
