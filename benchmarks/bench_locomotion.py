@@ -114,6 +114,7 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
               **figures}
     if figures["solved"] and algo == "preset":
         record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
+    record["curve"] = _neurorun_curve(record)  # the pictures need no run folder
     return record
 
 
@@ -156,15 +157,19 @@ def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict
 
 
 def _neurorun_curve(record: dict[str, Any]) -> list[dict[str, float]] | None:
-    """(seconds, center_eval) per evaluated generation, from the run's metrics.csv (None: the
-    run folder is gone, e.g. taken on another machine)."""
+    """(seconds, interactions, center_eval) per evaluated generation: the record's own curve,
+    else the run's metrics.csv (None: neither, e.g. a record older than stored curves whose run
+    folder is gone)."""
+    if "curve" in record:
+        return record["curve"]
     path = (RUNS / record["env"] / f"{_label(record['task'], record['algo'])}_s{record['seed']}"
             / "metrics.csv")
     if not path.is_file():
         return None
     with path.open() as metrics:
         return [{"seconds": round(float(row["elapsed_s"]), 2),
-                 "center_eval": float(row["center_eval"])}
+                 "interactions": int(row["total_interaction_count"]),
+                 "center_eval": round(float(row["center_eval"]), 1)}
                 for row in csv.DictReader(metrics) if row["center_eval"] not in ("", "nan")]
 
 
