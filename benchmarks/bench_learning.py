@@ -163,17 +163,19 @@ def summarize(env: str, algo: str, runs: list[dict[str, Any]], extra: list[str])
             "median_generations": median("generations"), "per_seed": runs}
 
 
-def plot_curves(name: str, folder: Path, target: float) -> list[str]:
-    """center_eval of every run under ``folder`` against interactions and against time (one
-    color per algorithm, mean and band over seeds), saved as learning_<name>_<x>.png."""
-    from neurorun.tools.plot import plot_runs
+def plot_curves(name: str, runs: list, target: float, note: str = "") -> list[str]:
+    """center_eval of ``runs`` (neurorun.tools.runs.Run) against interactions and against time
+    (one color per group, each run its own line), saved as learning_<name>_<x>.png; ``note``
+    goes under the title."""
+    from neurorun.tools.plot import draw_runs
 
     names = []
     for x in ("interactions", "time"):
         out = RESULTS / f"learning_{name.replace('::', '_')}_{x}.png"
-        figure = plot_runs([folder], x=x, y="center_eval", band="runs")
+        figure = draw_runs(runs, x=x, y="center_eval", band="runs")
         figure.axes[0].axhline(target, color="grey", linestyle=":", linewidth=1)
-        figure.suptitle(f"{name}: center_eval (target {target})")
+        figure.suptitle(f"{name}: center_eval (target {target})" + (f"\n{note}" if note else ""),
+                        fontsize="medium" if note else None)
         figure.savefig(out, dpi=90)
         names.append(out.name)
     return names
@@ -198,6 +200,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="draw no curves into benchmarks/results/ (trying settings)")
     args = parser.parse_args(argv)
     _set_threads(args.threads)
+    from neurorun.tools.runs import load_runs
+
     envs = args.envs.split(",") if args.envs else list(FULL_ENVS if args.full else QUICK_ENVS)
     results, plots = [], []
     for env in envs:
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
             write_result(args.out, full=args.full, torch_threads=args.threads,  # so far
                          jobs=args.jobs, plots=plots, results=results)
         if not args.no_plots:
-            plots += plot_curves(env, args.runs_dir / env, SETTINGS[env][0])
+            plots += plot_curves(env, load_runs([args.runs_dir / env]), SETTINGS[env][0])
     return write_result(args.out, full=args.full, torch_threads=args.threads, jobs=args.jobs,
                         plots=plots, results=results)
 

@@ -40,12 +40,16 @@ import os
 import statistics
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from bench_evotorch import EvoTorchSide, ensure_venv
 from bench_learning import RESULTS, plot_curves, run_folder
 from harness import write_result
+
+from neurorun.tools.runs import Run
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "bench_locomotion"
 LOG = RESULTS / "locomotion_runs.jsonl"
@@ -53,8 +57,8 @@ LOG = RESULTS / "locomotion_runs.jsonl"
 # (Mania et al. 2018, Table 1: medians of 3 seeds on the v1 MuJoCo envs; v5 differs in details)
 TASKS: dict[str, tuple[str, float, float, int]] = {
     # more presets of one env (experiment=<task>) sit beside it; their caps: 2x the ARS
-    # preset's on Hopper and HalfCheetah (the issue's PGPE target), 30 min on Walker2d, 60 min
-    # for the ARS paper's Humanoid setup
+    # preset's on Hopper and HalfCheetah (the issue's PGPE target), 30 min on Walker2d, 45 min
+    # on Ant, 60 min for the ARS paper's Humanoid setup
     "swimmer": ("Swimmer-v5", 325, 120, 427),
     "hopper": ("Hopper-v5", 3120, 300, 1973),
     "hopper_pgpe": ("Hopper-v5", 3120, 600, 1973),
@@ -62,7 +66,7 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "halfcheetah_pgpe": ("HalfCheetah-v5", 3430, 360, 1707),
     "walker2d": ("Walker2d-v5", 4390, 1800, 24000),
     "walker2d_pgpe": ("Walker2d-v5", 4390, 1800, 24000),
-    "ant": ("Ant-v5", 3580, 3600, 20800),
+    "ant": ("Ant-v5", 3580, 2700, 20800),
     "humanoid": ("Humanoid-v5", 6000, 1800, 142600),
     "humanoid_ars": ("Humanoid-v5", 6000, 3600, 142600),
 }
@@ -107,8 +111,7 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
     folder = RUNS / env / f"{_label(task, algo)}_s{seed}"
-    curve = f"experiment={task}" if algo == "preset" else f"algo={_label(task, algo)}"
-    figures = run_folder(args, folder, [curve, f"seed={seed}"])  # one curve per preset
+    figures = run_folder(args, folder, ["=".join(_curve_group(task, algo)), f"seed={seed}"])
     record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap * cap_scale,
               "args": " ".join(args), "load_average": [round(x, 2) for x in os.getloadavg()],
               **figures}
@@ -122,6 +125,11 @@ def _label(task: str, algo: str) -> str:
     """A run folder's name before its seed: the algorithm, with the preset's own name for the
     extra presets of an env (`hopper_pgpe_preset`)."""
     return f"{task}_{algo}" if "_" in task else algo
+
+
+def _curve_group(task: str, algo: str) -> tuple[str, str]:
+    """The override that names a run's group in the pictures: each preset its own color."""
+    return ("experiment", task) if algo == "preset" else ("algo", _label(task, algo))
 
 
 def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict[str, Any]:
@@ -259,12 +267,34 @@ def load_records() -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+def _curve_runs(records: list[dict[str, Any]]) -> tuple[list[Run], str]:
+    """The records' curves as runs for the pictures, and a line naming the records that have
+    none (logged before curves were stored, their run folders gone)."""
+    runs, missing = [], []
+    for record in records:
+        curve, (key, value) = _neurorun_curve(record), _curve_group(record["task"],
+                                                                    record["algo"])
+        if not curve:
+            missing.append(f"{key}={value}")
+            continue
+        metrics = {"total_interaction_count": [p["interactions"] for p in curve],
+                   "elapsed_s": [p["seconds"] for p in curve],
+                   "center_eval": [p["center_eval"] for p in curve]}
+        runs.append(Run(Path(f"{value}_s{record['seed']}"),
+                        {name: np.array(values, dtype=float) for name, values in metrics.items()},
+                        {key: value, "seed": str(record["seed"])}, record["env"]))
+    counts = ", ".join(f"{label} ×{missing.count(label)}" for label in dict.fromkeys(missing))
+    return runs, (textwrap.fill(f"not drawn (runs logged without their curve): {counts}", 100)
+                  if missing else "")
+
+
 def report() -> dict[str, Any]:
     records = load_records()
     plots = []
     for env, threshold in dict.fromkeys(TASKS[r["task"]][:2] for r in records):
-        if (RUNS / env).is_dir():  # run folders of an earlier machine or session may be gone
-            plots += plot_curves(env, RUNS / env, threshold)
+        runs, note = _curve_runs([r for r in records if r["env"] == env])
+        if runs:  # an env none of whose records has a curve keeps its earlier pictures
+            plots += plot_curves(env, runs, threshold, note)
     return write_result(RESULTS / "locomotion.json", results=summarize(records),
                         evotorch=compare_evotorch(records), plots=plots)
 

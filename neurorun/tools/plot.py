@@ -57,11 +57,16 @@ def common_grid(runs: list[Run], x_column: str, y_column: str) -> tuple[np.ndarr
 
 def plot_runs(paths: list[str | Path], *, x: str = "generation", y: str = "mean_eval",
               band: str = "std") -> Figure:
+    """A Figure with one line per group of the runs under `paths` (see draw_runs)."""
+    return draw_runs(load_runs(paths), x=x, y=y, band=band)
+
+
+def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
+              band: str = "std") -> Figure:
     """A Figure with one line per group of runs: the mean of `y` over the group's runs."""
     if x not in X_COLUMNS or band not in BANDS:
         raise ToolError(f"--x {x!r} --band {band!r}; expected --x one of {', '.join(X_COLUMNS)} "
                         f"and --band one of {', '.join(BANDS)}")
-    runs = load_runs(paths)
     check_column(runs, y)
     check_column(runs, X_COLUMNS[x])
     figure = Figure(figsize=(7, 4.5), layout="constrained")
