@@ -41,8 +41,9 @@ bench: install
 bench-full: install
 	$(PY) benchmarks/run.py --full
 
-# MuJoCo locomotion against the ARS paper (hours): every algorithm on Swimmer, Hopper and
-# HalfCheetah, 3 seeds; Walker2d, Ant and Humanoid with their presets; then the summary.
+# MuJoCo locomotion against the ARS paper (hours): the presets on README's seeds (Swimmer,
+# Hopper, HalfCheetah 0-9), every algorithm on those three (3 seeds), Walker2d, Ant and
+# Humanoid with their presets, a bare env= on each; then the summary.
 bench-learning: install
 	$(PY) benchmarks/bench_locomotion.py --full
 	$(PY) benchmarks/run.py --summary-only
