@@ -13,12 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_signals import NEURORUN, RUN, data_rows
-
-
-def start(run_dir: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([*RUN, "generations=100000", *args, f"hydra.run.dir={run_dir}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+from tests.cli.test_signals import NEURORUN, RUN, data_rows, start
 
 
 def wait_rows(process: subprocess.Popen, run_dir: Path, rows: int) -> None:

@@ -18,6 +18,14 @@ RUN = [*NEURORUN, "env=Pendulum-v1", "env.backend=gymnasium",
        "checkpoint_every=1000", "logger.console.plain=true"]
 
 
+def start(run_dir: Path, *args: str) -> subprocess.Popen:
+    """A long neurorun run in `run_dir`, with SIGINT at its default in the child: a shell's
+    `cmd &` starts pytest with SIGINT ignored, which the child would inherit (and ignore Ctrl-C)."""
+    return subprocess.Popen([*RUN, "generations=100000", *args, f"hydra.run.dir={run_dir}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
 def data_rows(run_dir: Path) -> int:
     path = run_dir / "metrics.csv"
     return max(0, len(path.read_text().splitlines()) - 1) if path.is_file() else 0
@@ -26,8 +34,7 @@ def data_rows(run_dir: Path) -> int:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
 def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
     run_dir = tmp_path / "run"
-    process = subprocess.Popen([*RUN, "generations=100000", f"hydra.run.dir={run_dir}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start(run_dir)
     deadline = time.monotonic() + 120
     while data_rows(run_dir) < 3 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.1)
@@ -50,8 +57,7 @@ def test_ctrl_c_as_the_run_starts_is_one_line(tmp_path):
     """SIGINT as soon as Hydra made the run folder (Hydra still writing its files, or the run
     being built): exit 130, one non-empty line, no traceback."""
     run_dir = tmp_path / "run"
-    process = subprocess.Popen([*RUN, "generations=100000", f"hydra.run.dir={run_dir}"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start(run_dir)
     deadline = time.monotonic() + 120
     while not (run_dir / ".hydra").is_dir() and time.monotonic() < deadline:
         time.sleep(0.01)
