@@ -271,18 +271,18 @@ def load_records() -> list[dict[str, Any]]:
 def _curve_runs(records: list[dict[str, Any]]) -> tuple[list[Run], str]:
     """The records' curves as runs for the pictures, and a line naming the records that have
     none (logged before curves were stored, their run folders gone)."""
+    columns = {"total_interaction_count": "interactions", "elapsed_s": "seconds",
+               "center_eval": "center_eval"}  # metrics.csv column -> curve field
     runs, missing = [], []
     for record in records:
-        curve, (key, value) = _neurorun_curve(record), _curve_group(record["task"],
-                                                                    record["algo"])
+        key, value = _curve_group(record["task"], record["algo"])
+        curve = _neurorun_curve(record)
         if not curve:
             missing.append(f"{key}={value}")
             continue
-        metrics = {"total_interaction_count": [p["interactions"] for p in curve],
-                   "elapsed_s": [p["seconds"] for p in curve],
-                   "center_eval": [p["center_eval"] for p in curve]}
-        runs.append(Run(Path(f"{value}_s{record['seed']}"),
-                        {name: np.array(values, dtype=float) for name, values in metrics.items()},
+        metrics = {column: np.array([point[field] for point in curve], dtype=float)
+                   for column, field in columns.items()}
+        runs.append(Run(Path(f"{value}_s{record['seed']}"), metrics,
                         {key: value, "seed": str(record["seed"])}, record["env"]))
     counts = ", ".join(f"{label} ×{missing.count(label)}" for label in dict.fromkeys(missing))
     return runs, (textwrap.fill(f"not drawn (runs logged without their curve): {counts}", 100)
