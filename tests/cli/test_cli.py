@@ -192,11 +192,13 @@ def test_a_preset_key_of_another_algorithm_set_on_the_command_line_is_one_config
 
 
 def test_an_env_presets_algo_block_is_for_the_default_algorithm_only():
-    """env/Walker2d-v5.yaml's PGPE exploration reaches a bare env= and PGPE presets, not ARS
+    """env/Walker2d-v5.yaml's PGPE settings (radius 0.27, ClipUp's speed 0.05 against the default
+    0.15) reach a bare env= and experiment=walker2d_pgpe, not another env's PGPE preset, not ARS
     (which refuses radius_init): not experiment=walker2d, not algo=ars."""
-    assert compose_config(["env=Walker2d-v5"]).algo.radius_init == 0.9
-    assert compose_config(["experiment=hopper_pgpe"]).algo.radius_init == 0.27  # its own
-    assert compose_config(["experiment=walker2d_pgpe"]).algo.radius_init == 0.9
+    for args in (["env=Walker2d-v5"], ["experiment=walker2d_pgpe"]):
+        algo = compose_config(args).algo
+        assert (algo.radius_init, algo.optimizer_config.max_speed) == (0.27, 0.05)
+    assert compose_config(["experiment=hopper_pgpe"]).algo.optimizer_config.max_speed == 0.15
     ars = compose_config(["experiment=walker2d"]).algo
     assert "radius_init" not in ars and (ars.name, ars.popsize) == ("ars", 80)
     assert compose_config(["env=Walker2d-v5", "algo=ars"]).algo == compose_config(
