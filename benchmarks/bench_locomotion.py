@@ -6,8 +6,8 @@
 Default: the presets on Swimmer, Hopper and HalfCheetah, 3 seeds (about 30 minutes at most).
 ``--full`` (``make bench-learning``, hours; the seeds of README's table): the presets of those
 three on seeds 0-9, every other algorithm of ALGO_SETTINGS and ``evotorch_pgpe`` on them with
-seeds 0-2, the PGPE presets (``hopper_pgpe``, ``halfcheetah_pgpe``) and ``walker2d`` on seeds
-0-2, ``ant`` on seeds 0-1, ``walker2d_pgpe``, ``humanoid`` and ``humanoid_ars`` on seed 0, and
+seeds 0-2, the PGPE presets (``hopper_pgpe``, ``halfcheetah_pgpe``, ``walker2d_pgpe``) and
+``walker2d`` on seeds 0-2, ``ant`` on seeds 0-1, ``humanoid`` and ``humanoid_ars`` on seed 0, and
 ``env_only`` (a bare ``neurorun env=<Env>``) on the five tasks, seed 0.
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
@@ -318,9 +318,9 @@ def main(argv: list[str] | None = None) -> dict:
         matrix = [a for a in ALGO_SETTINGS if a not in ("preset", "env_only")]
         plan = [("swimmer,hopper,halfcheetah", "preset", ",".join(map(str, range(10)))),
                 ("swimmer,hopper,halfcheetah", ",".join([*matrix, "evotorch_pgpe"]), "0,1,2"),
-                ("hopper_pgpe,halfcheetah_pgpe,walker2d", "preset", "0,1,2"),
+                ("hopper_pgpe,halfcheetah_pgpe,walker2d,walker2d_pgpe", "preset", "0,1,2"),
                 ("ant", "preset", "0,1"),
-                ("walker2d_pgpe,humanoid,humanoid_ars", "preset", "0"),
+                ("humanoid,humanoid_ars", "preset", "0"),
                 ("swimmer,hopper,halfcheetah,walker2d,ant", "env_only", "0")]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     for tasks, algos, seeds in plan:

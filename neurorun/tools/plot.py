@@ -25,6 +25,7 @@ from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_r
 
 Y_COLUMNS = ("mean_eval", "best_sample_eval", "center_eval", "pop_best_eval", "median_eval")
 BANDS = ("std", "minmax", "none", "runs")
+LONG_LABEL = 40  # characters: a legend with a longer label goes below the axes
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
             "time": "wall time (s)"}
 
@@ -87,7 +88,11 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
     axes.set_xlabel(X_LABELS[x])
     axes.set_ylabel(y)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
+    labels = axes.get_legend_handles_labels()[1]
+    if max(map(len, labels), default=0) > LONG_LABEL:  # below the axes, off the curves
+        figure.legend(loc="outside lower center", fontsize="small")
+    else:
+        axes.legend(fontsize="small")
     band_text = {"std": "mean ± std over runs", "minmax": "mean, min–max over runs",
                  "none": "mean over runs", "runs": "each run"}[band]
     axes.set_title(f"{y} ({band_text})", fontsize="medium")

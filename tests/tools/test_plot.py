@@ -66,6 +66,23 @@ def test_band_runs_keeps_every_whole_run_in_its_group_color(tmp_path):
     assert not axes.collections
 
 
+def test_a_legend_of_long_labels_goes_below_the_axes(tmp_path, sweep):
+    """Override labels of a few keys would cover the curves inside the axes."""
+    long = ["algo.radius_init=0.27", "algo.optimizer_config.max_speed=0.05"]
+    write_run(tmp_path / "a", rows([0, 10], steps=[0, 10]), ["seed=0", *long])
+    write_run(tmp_path / "b", rows([0, 20], steps=[0, 10]), ["seed=0", "algo.radius_init=0.9",
+                                                              "algo.optimizer_config.max_speed=0.15"])
+    figure = plot_tool.plot_runs([tmp_path / "a", tmp_path / "b"], band="runs")
+    (axes,) = figure.axes
+    assert axes.get_legend() is None
+    (legend,) = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        ", ".join(long) + " (1 runs)",
+        "algo.radius_init=0.9, algo.optimizer_config.max_speed=0.15 (1 runs)"]
+    short = plot_tool.plot_runs([sweep])  # "algo=pgpe (2 runs)": inside the axes
+    assert short.axes[0].get_legend() is not None and not short.legends
+
+
 def test_x_time_and_run_folders_given_one_by_one(sweep):
     figure = plot_tool.plot_runs([sweep / "0_pgpe_s0", sweep / "1_snes_s0"], x="time")
     lines = lines_by_label(figure)
