@@ -40,7 +40,8 @@ def _population(problem, generation: int) -> torch.Tensor:
     return torch.randn(POPSIZE, problem.solution_length, generator=generator)
 
 
-def _assert_same_evaluations(stepwise, compiled, generations: int = 2) -> None:
+def _assert_same_evaluations(stepwise, compiled, generations: int = 2,
+                             test_rtol: float = 1e-5) -> None:
     assert compiled.compiled and not stepwise.compiled
     for generation in range(generations):  # the second one normalizes with collected stats
         params = _population(stepwise, generation)
@@ -59,7 +60,7 @@ def _assert_same_evaluations(stepwise, compiled, generations: int = 2) -> None:
     solution = _population(stepwise, 9)[0]
     torch.testing.assert_close(compiled.run_test_episodes(solution, 3, seed=11),
                                stepwise.run_test_episodes(solution, 3, seed=11),
-                               rtol=1e-5, atol=1e-4)
+                               rtol=test_rtol, atol=1e-4)
 
 
 def _assert_same_statistics(a: RunningNorm, b: RunningNorm) -> None:
@@ -82,7 +83,10 @@ def test_brax_inverted_pendulum_equals_the_step_by_step_path(network):
 def test_brax_ant_equals_the_step_by_step_path_with_a_recurrent_policy():
     stepwise, compiled = _problems("brax::ant", f"{LSTM} >> Bin(-1, 1)", 60)
     compiled._compiled.shrinks = False
-    _assert_same_evaluations(stepwise, compiled, generations=1)
+    # its 3 test episodes run as a batch of their own, whose physics rounds apart on the two
+    # paths: on an AMD EPYC (AVX2) host a 60-step return differed by 6e-4 relative while the
+    # training batch agreed to 1e-7; a wrong seed, norm or policy state is off by far more
+    _assert_same_evaluations(stepwise, compiled, generations=1, test_rtol=1e-3)
 
 
 @pytest.mark.parametrize("network", ["Linear(obs_length, act_length)",
