@@ -198,7 +198,7 @@ def test_an_env_presets_algo_block_is_for_the_default_algorithm_only():
     for args in (["env=Walker2d-v5"], ["experiment=walker2d_pgpe"]):
         algo = compose_config(args).algo
         assert (algo.radius_init, algo.optimizer_config.max_speed) == (0.27, 0.05)
-    assert compose_config(["experiment=hopper_pgpe"]).algo.optimizer_config.max_speed == 0.15
+    assert compose_config(["env=Hopper-v5"]).algo.optimizer_config.max_speed == 0.15
     ars = compose_config(["experiment=walker2d"]).algo
     assert "radius_init" not in ars and (ars.name, ars.popsize) == ("ars", 80)
     assert compose_config(["env=Walker2d-v5", "algo=ars"]).algo == compose_config(
