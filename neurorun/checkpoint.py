@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from neurorun.build import FolderInUseError
+from neurorun.imports import code_in_config, refuse_untrusted
 from neurorun.layout import CHECKPOINT_DIR, LOCK_FILE, STATE_FILE, saved_config_path
 
 Write = Callable[[Path], None]  # writes one file's content to the path it is given
@@ -369,10 +370,15 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    config = OmegaConf.load(require_saved_config(run_dir))
+    source = require_saved_config(run_dir)
+    config = OmegaConf.load(source)
+    named = code_in_config(config)
+    with open_dict(config):
+        config.trust_code = False  # only the command line trusts code, never the file itself
     OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
     for override in OverridesParser.create().parse_overrides(overrides):
         key = override.key_or_group
+        named = {k: v for k, v in named.items() if not _covers(key, k)}  # given here: the user's
         if key == "resume" or key.startswith("hydra."):
             continue
         if override.is_delete():
@@ -399,5 +405,14 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
                 f"Fix: check the spelling, or add it with +{override.input_line}."
             ) from error
     OmegaConf.set_struct(config, False)
+    if not config.trust_code:
+        refuse_untrusted(named, source, f"resume with trust_code=true: neurorun "
+                         f"resume={str(run_dir)!r} trust_code=true")
     config.resume = str(run_dir)
     return config
+
+
+def _covers(override_key: str, key: str) -> bool:
+    """Whether setting ``override_key`` sets ``key`` (itself, a parent or a child of it)."""
+    return override_key == key or key.startswith(override_key + ".") or \
+        override_key.startswith(key + ".")

@@ -309,8 +309,9 @@ class Runner:
         saved = saved_config_path(self.run_dir)
         # what a later resume=<run dir> starts from (with the backend that auto chose)
         if cfg.resume or self.backend_chosen or not saved.is_file():
-            plain = OmegaConf.to_container(cfg, resolve=False)
-            checkpoint.atomic_write_text(OmegaConf.to_yaml({**plain, "resume": None}), saved)
+            plain = {**OmegaConf.to_container(cfg, resolve=False), "resume": None,
+                     "trust_code": False}  # a later resume trusts code only when told again
+            checkpoint.atomic_write_text(OmegaConf.to_yaml(plain), saved)
         self.callbacks.on_run_start(self)
         reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}

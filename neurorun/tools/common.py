@@ -99,8 +99,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_trust_pickle(parser: Any) -> None:
-    """The ``--trust-pickle`` opt-in of the tools that load policies."""
+def add_trust_options(parser: Any) -> None:
+    """The opt-ins of the tools that load policies: ``--trust-pickle``, ``--trust-code``."""
     parser.add_argument("--trust-pickle", action="store_true",
                         help="also load policy pickles (.pkl), which run any code they hold; "
                              "without it only weights-only .pt + .json files are read")
+    parser.add_argument("--trust-code", action="store_true",
+                        help="import the network or env factory (pkg.module:Name) that a "
+                             "checkpoint's .json names, which runs its code; without it such "
+                             "a checkpoint is refused")

@@ -18,7 +18,7 @@ from typing import Any
 
 from neurorun.tools.common import (
     ToolError,
-    add_trust_pickle,
+    add_trust_options,
     format_mean_std,
     mean_std,
     positive_int,
@@ -30,11 +30,12 @@ from neurorun.tools.loading import load_policy
 
 def evaluate(path: str, *, episodes: int = 10, seed: int = 0, env: str | None = None,
              checkpoint: str = "best", max_steps: int | None = None,
-             trust_pickle: bool = False) -> dict[str, Any]:
+             trust_pickle: bool = False, trust_code: bool = False) -> dict[str, Any]:
     """Per-episode returns and lengths of the policy at `path`, with their mean and std."""
     if episodes < 1:
         raise ToolError(f"--episodes {episodes}; expected at least 1")
-    loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle)
+    loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle,
+                         trust_code=trust_code)
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=max_steps)
     except Exception as error:
@@ -89,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    add_trust_pickle(result)
+    add_trust_options(result)
     return result
 
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             summary = evaluate(args.path, episodes=args.episodes, seed=args.seed, env=args.env,
                                checkpoint=args.checkpoint, max_steps=args.max_steps,
-                               trust_pickle=args.trust_pickle)
+                               trust_pickle=args.trust_pickle, trust_code=args.trust_code)
         if args.json:
             json.dump(summary, sys.stdout, indent=2)
             sys.stdout.write("\n")

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
+from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.tools.common import ToolError
@@ -66,14 +67,16 @@ class LoadedPolicy:
 
 
 def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None = None,
-                trust_pickle: bool = False) -> LoadedPolicy:
+                trust_pickle: bool = False, trust_code: bool = False) -> LoadedPolicy:
     """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt` + `.json`; its `.pkl` only
     with `trust_pickle`), a weights-only `.pt`, or (with `trust_pickle`) a policy pickle.
-    `env` replaces the env the checkpoint names.
+    `env` replaces the env the checkpoint names. A network or env factory (`pkg.mod:Name`)
+    named in the `.json` is imported only with `trust_code` (a pickle trusted with
+    `trust_pickle` runs its own code anyway).
 
     Raises:
-        ToolError: missing or unreadable file, a pickle without `trust_pickle`, or an env that
-            cannot be made here.
+        ToolError: missing or unreadable file, a pickle without `trust_pickle`, code named in
+            the `.json` without `trust_code`, or an env that cannot be made here.
     """
     path = Path(path)
     if not path.exists():
@@ -88,7 +91,7 @@ def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None =
                             "or pass --trust-pickle if you trust where the file came from")
         loaded = _load_pickle(path, env)
     elif path.suffix == ".pt":
-        loaded = _load_weights(path, env)
+        loaded = _load_weights(path, env, trust_code)
     else:
         raise ToolError(f"{str(path)!r}: expected a run folder, a policy .pkl or a .pt file")
     return loaded
@@ -173,7 +176,7 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
     return loaded
 
 
-def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
+def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy:
     try:
         weights = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:
@@ -186,6 +189,8 @@ def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
     if "architecture" not in meta or "env" not in meta:
         raise ToolError(f"{str(path)!r} needs {path.with_suffix('.json').name} beside it "
                         "with 'env' and 'architecture' to rebuild the network")
+    if not trust_code:
+        _refuse_code(meta, path.with_suffix(".json"), env_given=env is not None)
     settings = {**meta, **run_settings(path)}
     stats = RunningNorm.from_export(weights) if weights.get("obs_mean") is not None else None
     loaded = LoadedPolicy(
@@ -200,6 +205,19 @@ def _load_weights(path: Path, env: str | None) -> LoadedPolicy:
     finally:
         problem.close()
     return loaded
+
+
+def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None:
+    """ToolError when the `.json` names a network or env factory to import (--env replaces
+    its env: given on the command line, it is the user's)."""
+    named = {"architecture": meta["architecture"]} if names_code(meta["architecture"],
+                                                                  "network") else {}
+    if not env_given and names_code(meta["env"], "env"):
+        named["env"] = meta["env"]
+    try:
+        refuse_untrusted(named, source, "pass --trust-code")
+    except UntrustedCodeError as error:
+        raise ToolError(str(error)) from None
 
 
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from neurorun.tools.common import (
     ToolError,
-    add_trust_pickle,
+    add_trust_options,
     check_writable,
     positive_int,
     run_tool,
@@ -40,7 +40,8 @@ from neurorun.tools.video import (
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
            max_steps: int | None = None, env: str | None = None,
-           checkpoint: str = "best", trust_pickle: bool = False) -> list[Episode]:
+           checkpoint: str = "best", trust_pickle: bool = False,
+           trust_code: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
     from neurorun.envs import backend_of, parse_spec
 
@@ -53,7 +54,8 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
         check_video_writer(out)
         # Before anything imports mujoco (brax does): it reads MUJOCO_GL once, on import.
         prepare_mujoco_gl()
-    loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle)
+    loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle,
+                         trust_code=trust_code)
     name, shown = parse_spec(loaded.env)[1], backend_of(loaded.env).render
     limit = step_limit(loaded, max_steps)
     if shown == "html":
@@ -92,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--env", default=None, help="play on this env id instead")
     result.add_argument("--checkpoint", choices=("best", "last"), default="best",
                         help="which checkpoint of a run folder (best)")
-    add_trust_pickle(result)
+    add_trust_options(result)
     return result
 
 
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         results = render(args.path, args.out, episodes=args.episodes, seed=args.seed,
                          fps=args.fps, max_steps=args.max_steps, env=args.env,
-                         checkpoint=args.checkpoint, trust_pickle=args.trust_pickle)
+                         checkpoint=args.checkpoint, trust_pickle=args.trust_pickle,
+                         trust_code=args.trust_code)
         returns = ", ".join(f"{episode.episode_return:.2f}" for episode in results)
         frames = sum(len(episode.frames) for episode in results)
         print(f"wrote {args.out}" + (f" ({frames} frames)" if frames else "")

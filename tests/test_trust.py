@@ -1,0 +1,199 @@
+"""The trust rules: no code from any file neurorun reads, no write outside the run folder.
+
+Every file neurorun reads is data: a checkpoint's .pt/.json, a .pkl (only with --trust-pickle),
+state.pt, a run folder's saved config, its metrics and its lock. Code named in such a file (a
+`pkg.module:Name` network or env factory, a gymnasium id `module:Name-v0`, a ray runtime_env or
+cluster address) is imported only when the command line says so: `--trust-code` for the
+tools, `trust_code=true` for `resume=` (issue 37, items 1 and 2). A "trap" module, importable
+from the test's folder, writes a marker file when it is imported and when its factory is called:
+the marker tells whether any of its code ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+from tools.helpers import save_checkpoint
+
+from neurorun.checkpoint import load_run_config
+from neurorun.cli import compose_config
+from neurorun.imports import UntrustedCodeError, names_code
+from neurorun.tools import evaluate, render
+
+TRAP = '''
+import pathlib
+from torch import nn
+
+MARKER = pathlib.Path(__file__).with_name("ran")
+MARKER.write_text("imported")
+
+
+def net(obs_length, act_length):
+    MARKER.write_text("called")
+    return nn.Linear(obs_length, act_length)
+
+
+def make_env(num_envs, **env_config):
+    MARKER.write_text("called")
+    raise RuntimeError("a trap, not an env")
+'''
+
+
+@pytest.fixture
+def trap(tmp_path, monkeypatch):
+    """A module `nr_trap` on sys.path (and PYTHONPATH); returns the marker it writes."""
+    folder = tmp_path / "code"
+    folder.mkdir()
+    (folder / "nr_trap.py").write_text(TRAP)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(folder), os.environ.get(
+        "PYTHONPATH", "")]))
+    yield folder / "ran"
+    sys.modules.pop("nr_trap", None)
+
+
+def _craft_json(run: Path, **changes) -> Path:
+    path = run / "checkpoints" / "best.json"
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, **changes}))
+    return path
+
+
+def _tool(tool, run: Path, *args: str) -> int:
+    if tool is render:
+        return render.main([str(run), "--out", str(run.parent / "out.gif"), "--max-steps", "5",
+                            *args])
+    return evaluate.main([str(run), "--episodes", "1", *args])
+
+
+# ----- item 1: a checkpoint's .json -----
+@pytest.mark.parametrize("tool", [evaluate, render], ids=["eval", "render"])
+@pytest.mark.parametrize("changes", [
+    {"architecture": "os:system", "network_args": {"command": "touch {marker}"}},
+    {"architecture": "nr_trap:net"},
+    {"env": "nr_trap:make_env"},
+    {"env": "nr_trap:Trap-v0"},  # gymnasium imports `nr_trap` for an id `nr_trap:Trap-v0`
+    {"env": "gym::nr_trap:Trap-v0"},
+], ids=["os-system", "network-factory", "env-factory", "gym-module-id", "gym-prefixed"])
+def test_code_named_in_a_checkpoint_json_is_not_run_without_trust_code(
+        tool, changes, trap, tmp_path, capsys):
+    run = save_checkpoint(tmp_path / "run")
+    changes = json.loads(json.dumps(changes).replace("{marker}", str(trap)))
+    source = _craft_json(run, **changes)
+    assert _tool(tool, run) == 2
+    assert not trap.exists()  # neither imported nor called
+    err = capsys.readouterr().err
+    named = changes.get("architecture", changes.get("env"))
+    assert err.count("\n") == 1 and str(source) in err
+    assert repr(named) in err and "--trust-code" in err
+
+
+def test_trust_code_imports_the_factory_the_json_names(trap, tmp_path, capsys):
+    run = save_checkpoint(tmp_path / "run")
+    _craft_json(run, architecture="nr_trap:net")
+    assert evaluate.main([str(run), "--episodes", "1", "--trust-code", "--json"]) == 0
+    assert trap.read_text() == "called"  # net() built Linear(4, 2): the checkpoint's 10 weights
+    assert json.loads(capsys.readouterr().out)["episodes"][0]["length"] > 0
+
+
+def test_env_given_on_the_command_line_replaces_the_one_the_json_names(trap, tmp_path):
+    run = save_checkpoint(tmp_path / "run")
+    _craft_json(run, env="nr_trap:make_env")
+    assert evaluate.main([str(run), "--episodes", "1", "--env", "CartPole-v1"]) == 0
+    assert not trap.exists()
+
+
+@pytest.mark.parametrize(("spec", "what", "expected"), [
+    ("Linear(obs_length, act_length)", "network", False),
+    ("Apply('x[:, :2]') >> Linear(2, act_length)", "network", False),  # a ':' in a string
+    ("pkg.mod:Net", "network", True),
+    ("CartPole-v1", "env", False),
+    ("gym::CartPole-v1", "env", False),
+    ("envpool::Hopper-v5", "env", False),
+    ("brax::humanoid", "env", False),
+    ("playground::CheetahRun", "env", False),
+    ("pkg.mod:make_env", "env", True),
+    ("ale_py:ALE/Pong-v5", "env", True),  # gymnasium imports ale_py first
+    ("gym::ale_py:ALE/Pong-v5", "env", True),
+])
+def test_what_names_code(spec, what, expected):
+    assert names_code(spec, what) is expected
+
+
+# ----- item 2: a run folder's saved config on resume= -----
+def _saved_run(folder: Path, **changes) -> Path:
+    """A run folder with a saved config (the debug run's) and `changes` (key: value) in it."""
+    config = compose_config(["debug=default"])
+    for key, value in changes.items():
+        OmegaConf.update(config, key, value, force_add=True)
+    (folder / ".hydra").mkdir(parents=True)
+    OmegaConf.save(config, folder / ".hydra" / "config.yaml")
+    return folder
+
+
+@pytest.mark.parametrize("changes", [
+    {"network.spec": "os:system", "network.network_args": {"command": "touch x"}},
+    {"env.id": "nr_trap:make_env"},
+    {"env.id": "nr_trap:Trap-v0"},
+    {"parallel.actor_config": {"runtime_env": {"pip": ["evil"]}}},
+    {"parallel.address": "203.0.113.9:6379"},
+], ids=["network-factory", "env-factory", "gym-module-id", "runtime-env", "ray-address"])
+def test_a_saved_config_naming_code_is_refused_on_resume(changes, tmp_path):
+    run = _saved_run(tmp_path / "run", **changes)
+    with pytest.raises(UntrustedCodeError) as refused:
+        load_run_config(run, ["generations=4"])
+    message = str(refused.value)
+    key, value = next(iter(changes.items()))
+    assert "\n" not in message and str(run / ".hydra" / "config.yaml") in message
+    assert key.split(".")[0] in message and "trust_code=true" in message
+
+
+def test_the_saved_config_cannot_trust_itself(tmp_path):
+    run = _saved_run(tmp_path / "run", **{"network.spec": "nr_trap:net", "trust_code": True})
+    with pytest.raises(UntrustedCodeError):
+        load_run_config(run, [])
+    assert load_run_config(run, ["trust_code=true"]).network.spec == "nr_trap:net"
+
+
+def test_code_the_command_line_names_on_resume_is_the_users(tmp_path):
+    run = _saved_run(tmp_path / "run", **{"parallel.address": "203.0.113.9:6379"})
+    assert load_run_config(run, ["parallel.address=auto"]).parallel.address == "auto"
+
+
+def test_a_saved_network_string_and_env_id_resume_without_trust(tmp_path):
+    run = _saved_run(tmp_path / "run", **{"network.spec": "Linear(obs_length, 8) >> Tanh() "
+                                          ">> Linear(8, act_length)", "env.id": "brax::ant"})
+    assert load_run_config(run, []).env.id == "brax::ant"
+
+
+def _neurorun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    script = Path(sys.executable).with_name("neurorun")
+    return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_resuming_a_run_of_ones_own_module_asks_once_then_runs_it(trap, tmp_path):
+    first = _neurorun("debug=default", "network.spec=nr_trap:net", "hydra.run.dir=run",
+                      cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    trap.unlink()
+    refused = _neurorun("resume=run", "generations=3", cwd=tmp_path)
+    assert refused.returncode == 2 and not trap.exists()
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+    assert "network.spec='nr_trap:net'" in refused.stderr
+    assert "neurorun resume='run' trust_code=true" in refused.stderr
+    resumed = _neurorun("resume=run", "generations=3", "trust_code=true", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert trap.read_text() == "called"
+    lines = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    assert len(lines) == 1 + 3  # the header and generations 1-3
+    saved = OmegaConf.load(tmp_path / "run" / ".hydra" / "config.yaml")
+    assert saved.trust_code is False  # the next resume asks again
+
+
