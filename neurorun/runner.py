@@ -25,7 +25,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from neurorun import checkpoint
-from neurorun.algorithms.base import population_stats
+from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.build import (
     ConfigError,
     build_algorithm,
@@ -69,7 +69,8 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
     """Run (or resume, with `resume=<run dir>`) one experiment; returns the final metrics.
 
     Raises:
-        ConfigError: the config is invalid (raised before any environment is built).
+        ConfigError: the config is invalid (raised before any environment is built), or its
+            step sizes made the search diverge (the center or stdev is no longer finite).
     """
     runner = Runner(cfg, run_dir=run_dir, callbacks=callbacks)
     return runner.run()
@@ -251,13 +252,16 @@ class Runner:
         self.generation += 1
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
-        if self.distributed:  # actors sample their shares; the update happens in there too
-            ray_evaluator = cast("RayEvaluator", self.evaluator)  # checked: parallel=ray
-            samples_fitness = ray_evaluator.distributed_step(self.algorithm)
-            stats = [dict(self.evaluator.last_stats)]
-        else:
-            samples_fitness, stats = self._ask_and_evaluate()
-            self.algorithm.tell(samples_fitness)
+        try:
+            if self.distributed:  # actors sample their shares; the update happens in there too
+                ray_evaluator = cast("RayEvaluator", self.evaluator)  # checked: parallel=ray
+                samples_fitness = ray_evaluator.distributed_step(self.algorithm)
+                stats = [dict(self.evaluator.last_stats)]
+            else:
+                samples_fitness, stats = self._ask_and_evaluate()
+                self.algorithm.tell(samples_fitness)
+        except SearchDivergedError as error:  # the config's step size: resuming would diverge again
+            raise ConfigError(str(error)) from error
         center_eval = self._evaluate_center()
         seconds = time.perf_counter() - tick
         sense = self.algorithm.objective_sense
@@ -342,7 +346,8 @@ class Runner:
                       "last_policy": str(folder / "last.pt"),
                       "best_center_eval": self.best["score"]}
         except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
-            if snapshot is not None:
+            # not after a config error (a diverged search): its own config would fail again
+            if snapshot is not None and not isinstance(error, ConfigError):
                 try:
                     self._save_state(snapshot)
                 except OSError as saving:  # a full disk: the last state written stays

@@ -368,3 +368,36 @@ def test_a_list_where_the_schema_has_a_mapping_is_a_config_error(tmp_path):
     cfg.env.env_config = [1]
     with pytest.raises(ConfigError, match=r"env.env_config=\[1\]: expected a mapping"):
         run(cfg, run_dir=tmp_path / "run")
+
+
+# issue 37 item 6: a diverged search stops; its non-finite center is never evaluated or saved
+@pytest.mark.parametrize(("overrides", "named"), [
+    (["algo=snes", "algo.center_learning_rate=1e308"], "center_learning_rate"),
+    (["algo=snes", "algo.stdev_learning_rate=1e308"], "stdev_learning_rate"),
+    (["algo=xnes", "algo.stdev_learning_rate=1e308"], "stdev_learning_rate"),
+])
+def test_a_diverged_search_stops_naming_the_rate(tmp_path, overrides, named):
+    with pytest.raises(ConfigError, match=rf"diverged in generation 1: .*algo\.{named}=1e\+308"
+                                          rf".*Fix: a smaller algo\.{named}\.$"):
+        run(tiny(*overrides), run_dir=tmp_path / "run")
+    assert not (tmp_path / "run" / "checkpoints").exists()  # nothing was saved
+
+
+def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
+    class Explode(Callbacks):  # generation 2's update overflows the center
+        def on_generation_end(self, runner, generation, status):
+            runner.algorithm.center_lr = 1e308
+
+    evaluated = []
+    with pytest.raises(ConfigError, match="diverged in generation 2: its center"):
+        runner = Runner(tiny("algo=snes", "generations=5"), run_dir=tmp_path,
+                        callbacks=Explode())
+        evaluate = runner._evaluate_center
+        runner._evaluate_center = lambda: evaluated.append(runner.generation) or evaluate()
+        runner.run()
+    assert evaluated == [1] and len(metrics(tmp_path)) == 1
+    for name in ("best.pt", "last.pt"):
+        saved = torch.load(tmp_path / "checkpoints" / name, weights_only=True)["solution"]
+        assert bool(torch.isfinite(saved).all())
+    state = torch.load(tmp_path / "checkpoints" / "state.pt", weights_only=True)
+    assert state["generation"] == 1

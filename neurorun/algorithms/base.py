@@ -22,6 +22,7 @@ Subclasses set ``SUMS`` (which sums each weight vector needs) and implement ``sa
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -33,6 +34,10 @@ from neurorun.algorithms.options import options_from_flat, require_count
 OBJECTIVE_SENSES = ("max", "min")
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
 Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
+
+
+class SearchDivergedError(ArithmeticError):
+    """An update left the center or the stdev infinite or NaN (a step size far too large)."""
 
 
 class SearchAlgorithm:
@@ -182,10 +187,38 @@ class SearchAlgorithm:
                  fitness: Any) -> dict[str, float]:
         """Apply the update from the generation's (added-up) sums; the generation ends."""
         self.update({k: v.to(self.device, self.dtype) for k, v in sums.items()}, weights, shaped)
+        self._require_finite()
         self.generation += 1
         self._last = population_stats(torch.as_tensor(fitness, dtype=self.dtype).reshape(-1),
                                       self.objective_sense)
         return self.status
+
+    def _require_finite(self) -> None:
+        """Stop at the update that made the center or stdev infinite or NaN: such a center
+        would be evaluated, saved and even reported as the best policy."""
+        for part, values in (("center", self.center), ("stdev", self.stdev)):
+            if bool(torch.isfinite(values).all()):
+                continue
+            rates = self.step_options()
+            culprits = [k for k in rates if ("stdev" in k) == (part == "stdev")] or list(rates)
+            given = ", ".join(f"algo.{k}={'null' if v is None else f'{v:g}'}"
+                              for k, v in rates.items())
+            fix = " or ".join(f"a smaller algo.{k}" for k in culprits) or "finite rewards"
+            raise SearchDivergedError(
+                f"algo={self.name} diverged in generation {self.generation + 1}: its {part} is "
+                f"no longer finite (inf or NaN){f' with {given}' if given else ''}. Fix: {fix}.")
+
+    def step_options(self) -> dict[str, Any]:
+        """The options that size the update's steps (``*learning_rate``, ``step_size``)."""
+        flat = {}
+        for option in dataclasses.fields(self.options):
+            value = getattr(self.options, option.name)
+            if dataclasses.is_dataclass(value):
+                flat.update({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+            else:
+                flat[option.name] = value
+        return {k: v for k, v in flat.items() if (k.endswith("learning_rate") or k == "step_size")
+                and not isinstance(v, bool)}  # not scale_learning_rate
 
     def _check_fitness(self, fitness: Any, expected: int) -> torch.Tensor:
         fitness = torch.as_tensor(fitness, device=self.device, dtype=self.dtype).reshape(-1)
