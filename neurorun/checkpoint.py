@@ -31,7 +31,13 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from neurorun.build import FolderInUseError
 from neurorun.imports import code_in_config, refuse_untrusted
-from neurorun.layout import CHECKPOINT_DIR, LOCK_FILE, STATE_FILE, saved_config_path
+from neurorun.layout import (
+    CHECKPOINT_DIR,
+    LOCK_FILE,
+    STATE_FILE,
+    linked_names,
+    saved_config_path,
+)
 
 Write = Callable[[Path], None]  # writes one file's content to the path it is given
 
@@ -213,8 +219,9 @@ def lock_run(run_dir: str | Path) -> int:
         FolderInUseError: another process holds it (the message names its pid and host).
     """
     folder = Path(run_dir)
+    refuse_links(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -229,6 +236,20 @@ def lock_run(run_dir: str | Path) -> int:
     return fd
 
 
+def refuse_links(run_dir: str | Path) -> None:
+    """ValueError (one line) when a file or folder that a run writes in ``run_dir`` is a
+    symbolic link: a write, cut or append would follow it out of the folder."""
+    folder = Path(run_dir)
+    linked = linked_names(folder)
+    if linked:
+        shown = ", ".join(f"{name} -> {os.readlink(folder / name)}" for name in linked)
+        raise ValueError(
+            f"run folder {str(folder)!r} has symbolic links where a run writes ({shown}); "
+            "writing through them would change what lies outside the folder. Fix: replace "
+            "each link by a copy of its target (remove the link, then cp -r the target to its "
+            "name), or use another folder.")
+
+
 def remove_if_only_lock(run_dir: str | Path) -> None:
     """Remove ``run_dir`` when it holds nothing but its (released) lock file."""
     folder = Path(run_dir)
@@ -238,8 +259,10 @@ def remove_if_only_lock(run_dir: str | Path) -> None:
 
 
 def require_free(run_dir: str | Path) -> None:
-    """FolderInUseError when another process holds ``run_dir`` (checked before Hydra writes its
-    files into a folder; the run takes the lock itself when it starts)."""
+    """FolderInUseError when another process holds ``run_dir``, ValueError when it has links
+    where a run writes (checked before Hydra writes its files into a folder; the run takes the
+    lock itself when it starts)."""
+    refuse_links(run_dir)
     if (Path(run_dir) / LOCK_FILE).is_file():
         os.close(lock_run(run_dir))
 

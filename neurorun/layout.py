@@ -14,11 +14,25 @@ HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"  # in CHECKPOINT_DIR
 LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
+LOG_FILE = "neurorun.log"  # Hydra's log of the run (hydra.job.name)
+# what neurorun, Hydra and the trackers write, cut or append to in a run folder, besides the
+# metric files: none may be a symbolic link, which the write would follow out of the folder
+WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",
+           f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", "tensorboard", "wandb",
+           "mlflow.db", "mlartifacts")
 
 
 def saved_config_path(run_dir: str | Path) -> Path:
     """Where a run folder keeps its composed config."""
     return Path(run_dir) / HYDRA_DIR / "config.yaml"
+
+
+def linked_names(run_dir: str | Path) -> list[str]:
+    """The names of ``run_dir`` that neurorun writes and that are symbolic links."""
+    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
+
+    folder = Path(run_dir)
+    return [name for name in (*WRITTEN, *METRIC_FILES) if (folder / name).is_symlink()]
 
 
 def overrides_path(run_dir: str | Path) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from tools.helpers import save_checkpoint
+from tools.helpers import rows, save_checkpoint, write_run
 
 from neurorun.checkpoint import load_run_config
 from neurorun.cli import compose_config
@@ -197,3 +197,97 @@ def test_resuming_a_run_of_ones_own_module_asks_once_then_runs_it(trap, tmp_path
     assert saved.trust_code is False  # the next resume asks again
 
 
+# ----- the tools that read a run folder's metrics and saved config -----
+@pytest.mark.parametrize("tool", ["plot", "compare"])
+def test_plot_and_compare_read_a_folder_naming_code_as_data(tool, trap, tmp_path):
+    from neurorun.tools import compare, plot
+
+    run = write_run(tmp_path / "run", rows([1.0, 2.0]), ["network.spec=nr_trap:net"])
+    (run / ".hydra" / "config.yaml").write_text(
+        "env: {id: 'nr_trap:make_env'}\nnetwork: {spec: 'nr_trap:net'}\n")
+    if tool == "plot":
+        assert plot.main([str(run), "--out", str(tmp_path / "curve.png")]) == 0
+    else:
+        assert compare.main([str(run)]) == 0
+    assert not trap.exists()
+
+
+# ----- item 3: no write follows a symbolic link out of the run folder -----
+@pytest.fixture
+def trained(tmp_path):
+    """A finished debug run (2 generations, checkpoints) in tmp_path/run."""
+    from neurorun.runner import run
+
+    run(compose_config(["debug=default", "logger.console.quiet=true"]),
+        run_dir=tmp_path / "run")
+    return tmp_path / "run"
+
+
+def _link_out(run: Path, name: str) -> tuple[Path, dict[str, bytes]]:
+    """Replace `name` in `run` by a link to a copy outside the folder (a file: its bytes and 200
+    lines more, which a resume would cut and append to); returns the outside path and its
+    files' bytes."""
+    import shutil
+
+    inside, outside = run / name, run.parent / "elsewhere" / name.replace("/", "_")
+    outside.parent.mkdir(exist_ok=True)
+    if inside.is_dir():
+        shutil.copytree(inside, outside)
+        shutil.rmtree(inside)
+    else:
+        own = inside.read_bytes() if inside.is_file() else b""
+        outside.write_bytes(own + b"".join(b"someone else's line %d\n" % i for i in range(200)))
+        inside.unlink(missing_ok=True)
+    inside.symlink_to(outside)
+    files = [outside] if outside.is_file() else sorted(p for p in outside.rglob("*"))
+    return outside, {str(p): p.read_bytes() for p in files if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["metrics.csv", ".neurorun.lock"])
+def test_resume_refuses_a_folder_whose_written_files_link_elsewhere(trained, name):
+    outside, before = _link_out(trained, name)
+    result = _neurorun(f"resume={trained}", "generations=4", cwd=trained.parent)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert f"{name} -> {outside}" in result.stderr and "Fix:" in result.stderr
+    assert {str(p): Path(p).read_bytes() for p in before} == before  # byte-identical
+
+
+@pytest.mark.parametrize("name", ["metrics.csv", "metrics.jsonl", ".neurorun.lock",
+                                  "neurorun.log", "checkpoints", ".hydra",
+                                  ".hydra/config.yaml", "tensorboard"])
+def test_a_run_refuses_links_where_it_writes_before_writing_anything(trained, name):
+    from neurorun.build import ConfigError
+    from neurorun.runner import run
+
+    config = load_run_config(trained, ["generations=4"])
+    outside, before = _link_out(trained, name)
+    with pytest.raises(ConfigError) as refused:
+        run(config, run_dir=trained)
+    assert "\n" not in str(refused.value) and f"{name} -> {outside}" in str(refused.value)
+    assert {p: Path(p).read_bytes() for p in before} == before
+    assert (trained / name).is_symlink()
+
+
+def test_metric_files_never_open_through_a_link(tmp_path):
+    from neurorun.loggers.files import MetricsFiles
+
+    outside = tmp_path / "outside.csv"
+    outside.write_text("keep\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").symlink_to(outside)
+    with pytest.raises(OSError):
+        MetricsFiles(tmp_path / "run")
+    assert outside.read_text() == "keep\n"
+
+
+def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_path):
+    from neurorun.checkpoint import atomic_write_text
+
+    outside = tmp_path / "outside.json"
+    outside.write_text("keep\n")
+    (tmp_path / "best.json").symlink_to(outside)
+    atomic_write_text("new\n", tmp_path / "best.json")  # a rename replaces the link itself
+    assert outside.read_text() == "keep\n"
+    assert not (tmp_path / "best.json").is_symlink()
+    assert (tmp_path / "best.json").read_text() == "new\n"

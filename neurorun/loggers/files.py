@@ -18,6 +18,12 @@ JSONL_NAME = "metrics.jsonl"
 METRIC_FILES = (CSV_NAME, JSONL_NAME)  # what a run folder's metrics are written to
 
 
+def _no_follow(path: str, flags: int) -> int:
+    """open()'s opener that never follows a symbolic link (it could lead out of the run
+    folder: ELOOP instead)."""
+    return os.open(path, flags | os.O_NOFOLLOW, 0o666)
+
+
 def _plain(value: Any) -> Any:
     """JSON has no NaN or infinity: write them as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -42,15 +48,15 @@ class MetricsFiles(Logger):
         self.columns: list[str] | None = None
         self.rows = 0  # data rows written, saved with the offsets
         if offsets is None:
-            self.csv_path.write_text("")
-            self.jsonl_path.write_text("")
+            for path in (self.csv_path, self.jsonl_path):
+                open(path, "w", opener=_no_follow).close()
         else:
             rows = offsets.get("rows")
             for path in (self.csv_path, self.jsonl_path):
                 size = int(offsets.get(path.name, 0))
                 self._check(path, size, None if rows is None else int(rows) + (
                     path == self.csv_path and int(rows) > 0))
-                with open(path, "r+b") as file:
+                with open(path, "r+b", opener=_no_follow) as file:
                     file.truncate(size)  # never longer: the check above saw size bytes
             self.rows = int(rows or 0)
             self.columns = self._existing_columns()
@@ -97,7 +103,7 @@ class MetricsFiles(Logger):
 
     @staticmethod
     def _append(path: Path, text: str) -> None:
-        with open(path, "a", encoding="utf-8") as file:
+        with open(path, "a", encoding="utf-8", opener=_no_follow) as file:
             file.write(text)
             file.flush()
 
