@@ -10,13 +10,14 @@ A config error ends with one message and exit status 2 and leaves no run folder 
 sweep a job that fails (a config error, or an error while it runs: its traceback goes to the
 job's neurorun.log) prints one line, the other jobs still run, and the sweep ends with one
 report of every failed job and exit status 2. For Optuna a job without an objective (failed,
-or NaN: no center evaluation) is a failed trial. Ctrl-C, SIGTERM
-and SIGUSR1 end a run with a checkpoint of its last finished generation, the resume command
-and exit status 128 + the signal number (130, 143, 138), without a traceback.
+or NaN: no center evaluation) is a failed trial. Ctrl-C, SIGTERM,
+SIGUSR1 and SIGHUP end a run with a checkpoint of its last finished generation, the resume
+command and exit status 128 + the signal number (130, 143, 138, 129), without a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -255,7 +256,7 @@ def _app(cfg: DictConfig) -> float | None:
             return None
         print(f"neurorun: config error: {error}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
-    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM, SIGUSR1: the resume hint is printed
+    except KeyboardInterrupt as error:  # Ctrl-C or a signal: the resume hint is printed
         if not cfg.resume:
             _remove_stub(run_dir)  # stopped before generation 1 (e.g. while ray starts)
         _interrupted(error)
@@ -338,7 +339,8 @@ def quote_network_strings(argv: Sequence[str]) -> list[str]:
 
 def _interrupted(error: KeyboardInterrupt) -> None:
     """One line and 128 + the signal number, however early the signal came."""
-    print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
+    with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
+        print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
     sys.exit(exit_status(error))
 
 

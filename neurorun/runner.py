@@ -321,7 +321,7 @@ class Runner:
         result: dict[str, Any] = {}
         snapshot = None  # the state before the running generation, saved if it fails
         try:
-            with interrupts_on_signals():  # SIGTERM and SIGUSR1 end the run like Ctrl-C
+            with interrupts_on_signals():  # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C
                 while reason is None:
                     if self.restart_due:
                         self._restart()

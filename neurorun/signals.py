@@ -1,8 +1,10 @@
 """Signals that end a run the way Ctrl-C does: SIGTERM (SLURM time limits, `docker stop`,
-`kill`) and SIGUSR1 (SLURM's `--signal=USR1@<seconds>` before a requeue).
+`kill`), SIGUSR1 (SLURM's `--signal=USR1@<seconds>` before a requeue) and SIGHUP (a closed
+SSH session or terminal).
 
-Inside `interrupts_on_signals()` both raise `RunInterrupted`, a KeyboardInterrupt, wherever
-the main thread is; the runner then checkpoints the last finished generation, prints the
+Inside `interrupts_on_signals()` each raises `RunInterrupted`, a KeyboardInterrupt, wherever
+the main thread is (a signal the process was started ignoring stays ignored: `nohup` keeps a
+run alive through SIGHUP); the runner then checkpoints the last finished generation, prints the
 resume command, and the command exits with 128 + the signal number (130 for Ctrl-C).
 """
 
@@ -13,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -25,7 +27,8 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def exit_status(error: KeyboardInterrupt) -> int:
-    """128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM, 138 for SIGUSR1."""
+    """128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM, 138 for SIGUSR1, 129 for
+    SIGHUP."""
     return 128 + getattr(error, "signum", signal.SIGINT)
 
 
@@ -35,12 +38,13 @@ def _raise(signum: int, frame: object) -> None:
 
 @contextmanager
 def interrupts_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGUSR1 raise RunInterrupted while inside (main thread only: signal
-    handlers cannot be set elsewhere, e.g. in a ray actor)."""
+    """SIGTERM, SIGUSR1 and SIGHUP raise RunInterrupted while inside, unless ignored (main
+    thread only: signal handlers cannot be set elsewhere, e.g. in a ray actor)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.signal(number, _raise) for number in SIGNALS}
+    previous = {number: signal.signal(number, _raise) for number in SIGNALS
+                if signal.getsignal(number) is not signal.SIG_IGN}
     try:
         yield
     finally:

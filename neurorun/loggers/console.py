@@ -3,6 +3,7 @@ config tree at start), a plain one-line-per-generation mode for logs, and a quie
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -148,9 +149,11 @@ class ConsoleLogger(Logger):
         self.progress.update(self.task, completed=fraction, description=description)
 
     def close(self, summary: Mapping[str, Any]) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
-        reason = summary.get("stop_reason")
-        if reason and not self.quiet:
-            self.console.print(f"stopped: {reason}", soft_wrap=True, markup=False)
+        progress, self.progress = self.progress, None
+        # a terminal that hung up (SIGHUP) fails every write: the other loggers still close
+        with contextlib.suppress(OSError):
+            if progress is not None:
+                progress.stop()
+            reason = summary.get("stop_reason")
+            if reason and not self.quiet:
+                self.console.print(f"stopped: {reason}", soft_wrap=True, markup=False)

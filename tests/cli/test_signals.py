@@ -1,4 +1,4 @@
-"""Ctrl-C, SIGTERM and SIGUSR1 end a real `neurorun` process the same way: a checkpoint of
+"""Ctrl-C, SIGTERM, SIGUSR1 and SIGHUP end a real `neurorun` process the same way: a checkpoint of
 the last finished generation, the resume command, exit status 128 + signal, no traceback."""
 
 from __future__ import annotations
@@ -18,12 +18,24 @@ RUN = [*NEURORUN, "env=Pendulum-v1", "env.backend=gymnasium",
        "checkpoint_every=1000", "logger.console.plain=true"]
 
 
-def start(run_dir: Path, *args: str) -> subprocess.Popen:
+def start(run_dir: Path, *args: str, ignored: tuple[int, ...] = ()) -> subprocess.Popen:
     """A long neurorun run in `run_dir`, with SIGINT at its default in the child: a shell's
-    `cmd &` starts pytest with SIGINT ignored, which the child would inherit (and ignore Ctrl-C)."""
+    `cmd &` starts pytest with SIGINT ignored, which the child would inherit (and ignore Ctrl-C).
+    The child starts with the `ignored` signals ignored, as `nohup` starts it with SIGHUP."""
+    def signals() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for signum in ignored:
+            signal.signal(signum, signal.SIG_IGN)
+
     return subprocess.Popen([*RUN, "generations=100000", *args, f"hydra.run.dir={run_dir}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=signals)
+
+
+def wait_for_rows(process: subprocess.Popen, run_dir: Path, rows: int) -> None:
+    deadline = time.monotonic() + 120
+    while data_rows(run_dir) < rows and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.1)
 
 
 def data_rows(run_dir: Path) -> int:
@@ -31,7 +43,9 @@ def data_rows(run_dir: Path) -> int:
     return max(0, len(path.read_text().splitlines()) - 1) if path.is_file() else 0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
+# SIGHUP: what a closed SSH session sends (issue 37 item 8: it killed the run unsaved)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1,
+                                    signal.SIGHUP])
 def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
     run_dir = tmp_path / "run"
     process = start(run_dir)
@@ -68,3 +82,44 @@ def test_ctrl_c_as_the_run_starts_is_one_line(tmp_path):
     lines = [line for line in err.splitlines() if line.startswith("neurorun: ")]
     assert lines and all(line.strip() != "neurorun:" for line in lines), err
     assert "neurorun: interrupted (Ctrl-C)" in err
+
+
+def test_a_run_started_under_nohup_goes_on_through_sighup(tmp_path):
+    """issue 37 item 8: SIGHUP stops a run like SIGTERM, except where the run was started
+    ignoring it (`nohup neurorun ... &`): that run survives the closed session."""
+    run_dir = tmp_path / "run"
+    process = start(run_dir, ignored=(signal.SIGHUP,))
+    wait_for_rows(process, run_dir, 2)
+    process.send_signal(signal.SIGHUP)
+    before = data_rows(run_dir)
+    wait_for_rows(process, run_dir, before + 3)
+    assert process.poll() is None and data_rows(run_dir) >= before + 3
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+
+
+def test_a_closed_terminal_checkpoints_the_run(tmp_path):
+    """issue 37 item 8: closing the run's terminal (an SSH session that ends) sends SIGHUP and
+    makes every later write to it fail: the run still saves its last finished generation,
+    logs the resume command and exits 129."""
+    import os
+    import pty
+
+    run_dir = tmp_path / "run"
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: a neurorun run on the terminal, as typed in an SSH session
+        os.execv(sys.executable, [*RUN, "generations=100000", f"hydra.run.dir={run_dir}"])
+    deadline = time.monotonic() + 120
+    while data_rows(run_dir) < 3 and time.monotonic() < deadline:
+        try:
+            os.read(terminal, 65536)  # what it shows (a full terminal would block it)
+        except OSError:
+            break
+    os.close(terminal)  # hang up
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP
+    state = torch.load(run_dir / "checkpoints" / "state.pt", weights_only=True)
+    assert state["generation"] >= 3
+    log = (run_dir / "neurorun.log").read_text()
+    assert f"neurorun resume={run_dir}" in log and "Traceback" not in log
