@@ -24,7 +24,7 @@ from neurorun.nets.catalog import LAYERS, REFUSED
 from neurorun.nets.chain import Chain
 from neurorun.nets.expression import BINARY, UNARY
 
-MAX_PARAMETERS = 100_000_000  # a layer larger than this is a typo, not a policy
+MAX_PARAMETERS = 100_000_000  # a layer, or a network, larger than this is a typo, not a policy
 _MAX_POWER_BITS = 4096  # integer powers beyond this many bits are refused, not computed
 _SCALARS = (int, float, bool, str, type(None))
 
@@ -215,7 +215,14 @@ def parse_network(text: str, **constants: Any) -> nn.Module:
                                 "Linear(obs_length, act_length)", text)
     try:
         tree = ast.parse(source, mode="eval")
-        return _Builder(text, source, lead, constants).module(tree.body)
+        builder = _Builder(text, source, lead, constants)
+        with torch.device("meta"):  # the whole network's size first, without memory
+            total = sum(p.numel() for p in builder.module(tree.body).parameters())
+        if total > MAX_PARAMETERS:
+            raise NetworkParseError(f"the network would hold {total:,} parameters in all, more "
+                                    f"than the limit of {MAX_PARAMETERS:,}; check the sizes",
+                                    text, lead)
+        return builder.module(tree.body)
     except SyntaxError as error:
         column = lead + max((error.offset or 1) - 1, 0)
         raise NetworkParseError(f"invalid syntax: {error.msg}", text, column) from None

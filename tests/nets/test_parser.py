@@ -153,3 +153,21 @@ def _only_parse_errors(text: str) -> None:
         assert str(error)
     else:
         assert isinstance(net, nn.Module)
+
+
+def test_a_network_too_large_in_all_is_refused_before_any_layer_is_allocated(monkeypatch):
+    """Issue 37 item 4: 13 layers of 9,000 units (about 1e9 parameters) each pass the per-layer
+    limit; the total is checked before anything is allocated (here with a limit of 1,000)."""
+    from neurorun.nets import parser
+
+    monkeypatch.setattr(parser, "MAX_PARAMETERS", 1000)
+    allocated = []
+    linear = parser.LAYERS["Linear"]
+    monkeypatch.setitem(parser.LAYERS, "Linear", lambda *a, **k: (
+        allocated.append(torch.get_default_device().type), linear(*a, **k))[1])
+    text = "Linear(obs_length, 20) >> Linear(20, 20) >> Linear(20, 20) >> Linear(20, act_length)"
+    with pytest.raises(NetworkParseError) as caught:
+        parse_network(text, obs_length=6, act_length=2)
+    total = (6 * 20 + 20) + 2 * (20 * 20 + 20) + (20 * 2 + 2)  # 1,022: each layer under 1,000
+    assert f"{total:,} parameters in all" in str(caught.value)
+    assert "cpu" not in allocated  # only shapes (the meta device), no memory
