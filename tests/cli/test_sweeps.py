@@ -177,3 +177,27 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     assert ("neurorun: 2 job(s) of the sweep failed (no trial completed: the search has no "
             "best)") in result.stderr
     assert result.stderr.count("objective mean_center_eval_last_5 = nan") == 4  # 2 + report
+
+
+# issue 37 item 10: bad search settings, and a search over keys the chosen algorithm lacks,
+# are one line before the first trial (they were tracebacks, or ended the search at trial 0)
+@pytest.mark.parametrize(("args", "expected"), [
+    (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=interval(0.3,0.01)"],
+     "algo.center_learning_rate=interval(0.3,0.01) is not one Optuna takes (`low <= high`"),
+    (["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=0",
+      "algo.center_learning_rate=interval(0.01,0.3)"],
+     "hydra.sweeper.n_trials=0; expected an integer >= 1. Fix:"),
+    (["hparams_search=optuna_pgpe_cartpole", "algo=ars"],
+     "the search sets algo.center_learning_rate, which algo=ars does not have"),
+    # a choice of algorithm: the choice that lacks the key is named (ars has it, pgpe not)
+    (["-m", "hydra/sweeper=optuna", "algo=choice(ars,pgpe)", "algo.step_size=interval(0.01,0.1)"],
+     "the search sets algo.step_size, which algo=pgpe does not have"),
+])
+def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args, expected):
+    result = neurorun(*args, "generations=1", "logger.console.quiet=true",
+                      "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and "#0 :" not in result.stderr  # no trial ran
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: config error")]
+    assert expected in line and "Fix:" in line
+    assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").iterdir())

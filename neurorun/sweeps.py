@@ -1,0 +1,114 @@
+"""Checks of an Optuna search's settings before its first trial (a Hydra callback).
+
+Hydra's Optuna sweeper reads its search space and trial counts only when the search starts,
+and a trial whose overrides do not compose ends the whole search: a reversed interval, zero
+trials or a search over another algorithm's keys came as a traceback, at once or after a
+trial. `SearchCheck` (hydra.callbacks in conf/config.yaml) runs what the sweeper would, once,
+before it starts: each search space is built, and the config is composed with one value of
+each searched key (and with each choice of a searched config group, e.g. algo=choice(pgpe,cem)).
+A problem is one line and exit status 2, as any config error.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+CONFIG_ERROR_EXIT = 2  # the status of every config error (neurorun.cli)
+SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
+
+
+def _refuse(message: str) -> None:
+    print(f"neurorun: config error: {message}", file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT)
+
+
+def _check_counts(sweeper: DictConfig) -> None:
+    for key, low in (("n_trials", 1), ("n_jobs", 1)):
+        value = sweeper.get(key)
+        if not isinstance(value, int) or value < low:
+            _refuse(f"hydra.sweeper.{key}={value!r}; expected an integer >= {low}. "
+                    f"Fix: e.g. hydra.sweeper.{key}={20 if key == 'n_trials' else 1}.")
+    rate = sweeper.get("max_failure_rate")
+    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        _refuse(f"hydra.sweeper.max_failure_rate={rate!r}; expected a share of the trials "
+                "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
+
+
+def _trial_values(arguments: list[str]) -> list[list[str]]:
+    """Each searched or fixed key's values to compose with: one, or every choice of a config
+    group (a key without a dot). Refuses a search space Optuna does not take."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.hydra_optuna_sweeper._impl import (
+        create_optuna_distribution_from_override,
+    )
+    from optuna.distributions import CategoricalDistribution
+
+    values = []
+    for override in OverridesParser.create().parse_overrides(arguments):
+        key = override.get_key_element()
+        try:
+            space = create_optuna_distribution_from_override(override)
+        except Exception as error:  # Optuna's ValueError, the plugin's AssertionError
+            text = " ".join(str(error).split()).rstrip(".") or type(error).__name__
+            _refuse(f"the search space {override.input_line} is not one Optuna takes "
+                    f"({text}). Fix: {SPACES}.")
+        if isinstance(space, CategoricalDistribution):
+            choices = space.choices if "." not in key.lstrip("+~") else space.choices[:1]
+        else:  # a fixed value, or a numeric range: its low end stands for all
+            choices = [getattr(space, "low", space)]
+        values.append([f"{key}={choice}" for choice in choices])
+    return values
+
+
+def _compose(overrides: list[str], algo: str) -> None:
+    """Compose the config as the sweeper's launcher would for a trial with these overrides."""
+    from hydra import compose
+    from hydra.errors import ConfigCompositionException
+
+    try:
+        compose("config", overrides=overrides)
+    except ConfigCompositionException as error:
+        first = str(error).splitlines()[0]  # "Could not override 'algo.<key>'."
+        found = re.search(r"override '([^']+)'", first)
+        key = found.group(1) if found else None
+        if key is None:
+            _refuse(f"a trial of this search would not compose ({first}). Fix: the search's "
+                    "keys and values.")
+        if key.startswith("algo."):
+            _refuse(f"the search sets {key}, which algo={algo} does not have: every trial "
+                    f"with algo={algo} would fail. Fix: search keys of algo={algo} (`neurorun "
+                    f"algo={algo} --cfg job -p algo` lists them), or the algorithm the search "
+                    "was written for.")
+        _refuse(f"the search sets {key}, which the config does not have: every trial would "
+                f"fail. Fix: correct the name, or add the key with +{key}=<value>.")
+
+
+class SearchCheck(Callback):
+    """Refuses an Optuna search's bad settings before its first trial (other sweeps pass)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweeper = config.hydra.sweeper
+        if "optuna" not in str(sweeper.get("_target_", "")).lower():
+            return
+        _check_counts(sweeper)
+        params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
+        keyed = _trial_values([*params, *config.hydra.overrides.task])
+        fixed = [values[0] for values in keyed]
+        # one composition, and one more for each other choice of a searched config group
+        trials = [fixed] + [[*fixed[:i], value, *fixed[i + 1:]]
+                            for i, values in enumerate(keyed) for value in values[1:]]
+        for overrides in trials:
+            _compose(overrides, _chosen_algo(overrides, config))
+
+
+def _chosen_algo(overrides: list[str], config: DictConfig) -> str:
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.lstrip("+~") == "algo":
+            return value
+    return str(config.hydra.runtime.choices.get("algo"))
