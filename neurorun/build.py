@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import ConfigKeyError, ConfigTypeError
+from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
 
 from neurorun.objective import objective_error
 from neurorun.seeding import derive_seed
@@ -170,10 +170,69 @@ def _check_known_keys(cfg: DictConfig) -> None:
                           ) from None
 
 
+# Keys whose packaged default is null but that otherwise take true/false (null: decide).
+NULLABLE_BOOLEANS = ("logger.console.plain",)
+
+
+def _boolean_keys(schema: Any, prefix: str = "") -> list[str]:
+    """Every key of ``schema`` whose packaged default is a bool (nested keys as a.b.c)."""
+    keys = []
+    for key, node in schema.items():
+        if OmegaConf.is_dict(node):
+            keys += _boolean_keys(node, f"{prefix}{key}.")
+        elif isinstance(node, bool):
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def _check_booleans(cfg: DictConfig) -> None:
+    """A boolean key takes true or false (what YAML 1.2 reads as such): text such as `no` or
+    `off` would otherwise be truthy and turn the option on. (algo.* keys: the algorithm's
+    options dataclass types them, checked by `options_from_flat`.)"""
+    absent = object()  # a config saved before a key existed lacks it: its default applies
+    for key in (*_boolean_keys(_packaged_schema()), *NULLABLE_BOOLEANS):
+        value = OmegaConf.select(cfg, key, default=absent)
+        if value is absent or isinstance(value, bool) or (
+                value is None and key in NULLABLE_BOOLEANS):
+            continue
+        also = " or null" if key in NULLABLE_BOOLEANS else ""
+        raise ConfigError(f"{key}={value!r}: expected true or false{also}. Fix: {key}=true "
+                          f"or {key}=false.")
+
+
+# problem.* keys of how a rollout turns rewards into fitness (RolloutOptions.parse)
+ROLLOUT_KEYS = ("num_episodes", "decrease_rewards_by", "alive_bonus_schedule",
+                "action_noise_stdev")
+
+
+def _raw_value(cfg: DictConfig, key: str) -> Any:
+    """The value of ``key`` (a.b[0].c) as written, its `${...}` unresolved."""
+    node: Any = OmegaConf.to_container(cfg, resolve=False)
+    for part in re.findall(r"[^.\[\]]+", key):
+        try:
+            node = node[int(part) if isinstance(node, list) else part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    return node
+
+
+def check_interpolations(cfg: DictConfig) -> None:
+    """Every `${...}` of the config resolves and no key is `???`: otherwise OmegaConf raises
+    its traceback wherever the key is first read, mid-run or in a logger."""
+    try:
+        OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as error:
+        key = str(error.full_key or "")
+        cause = " ".join(str(error).splitlines()[0].split())
+        raise ConfigError(f"{key}={_raw_value(cfg, key)!r} cannot be resolved ({cause}). "
+                          f"Fix: give {key} a value (or an interpolation that resolves; "
+                          "`neurorun --cfg job` shows the config).") from None
+
+
 def _check_problem(cfg: DictConfig) -> None:
     """problem.* values that would otherwise fail late or deep inside torch."""
     from neurorun.envs.gym_env import VECTORIZATIONS
-    from neurorun.problems.options import AliveBonus
+    from neurorun.problems.options import RolloutOptions
 
     vectorization = cfg.problem.get("vectorization")
     if vectorization not in VECTORIZATIONS:
@@ -192,9 +251,9 @@ def _check_problem(cfg: DictConfig) -> None:
                           "GPU is (make install TORCH=torch).")
     if kind == "cuda":
         _check_jax_gpu(cfg, device)
+    problem = OmegaConf.to_container(cfg.problem, resolve=True)
     try:
-        AliveBonus.parse(OmegaConf.to_container(cfg.problem, resolve=True)
-                         .get("alive_bonus_schedule"))
+        RolloutOptions.parse(**{key: problem[key] for key in ROLLOUT_KEYS if key in problem})
     except ValueError as error:
         raise ConfigError(f"problem.{error}") from None
     _check_episode_length(cfg)
@@ -308,7 +367,9 @@ def validate_config(cfg: DictConfig) -> None:
     """
     from neurorun.algorithms import ALGORITHMS, make_algorithm
 
+    check_interpolations(cfg)
     _check_known_keys(cfg)
+    _check_booleans(cfg)
     _check_problem(cfg)
     _count(cfg, "seed", minimum=0, optional=False, maximum=2**63 - 1)
     for key in ("generations", "max_interactions"):

@@ -210,6 +210,25 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
             "folder.")
 
 
+def require_creatable(folder: str | Path, source: str) -> None:
+    """ValueError (one line) when ``folder`` cannot be made here: a file of that name, or a
+    parent that cannot hold it. Checked by making the missing folders and removing them
+    again, before Hydra makes them (which would end in a traceback)."""
+    path = Path(folder)
+    made: list[Path] = []
+    try:
+        for step in reversed([path, *path.parents]):
+            if not step.is_dir():
+                step.mkdir()
+                made.append(step)
+    except OSError as error:
+        raise ValueError(f"{source}={str(folder)!r}: cannot make that folder ({error.strerror}: "
+                         f"{error.filename}). Fix: name a folder that can be made here.") from None
+    finally:
+        for step in reversed(made):
+            step.rmdir()
+
+
 def lock_run(run_dir: str | Path) -> int:
     """Take the run folder's lock (creating the folder); returns the lock's file descriptor,
     held until it is closed (``os.close``) or the process ends, however it ends: the kernel

@@ -37,12 +37,13 @@ from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neurorun.build import ConfigError, FolderInUseError
+from neurorun.build import ConfigError, FolderInUseError, check_interpolations
 from neurorun.checkpoint import (
     atomic_write,
     is_disk_full,
     load_run_config,
     refuse_existing_run,
+    require_creatable,
     require_free,
     require_saved_config,
     saved_config_path,
@@ -76,16 +77,22 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
         cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
-        _preset_algo_replaced(cfg, cfg.hydra.runtime.choices, cfg.hydra.overrides.task)
+        _preset_algo_replaced(cfg, cfg.hydra.runtime.choices, task_overrides(cfg.hydra))
     if not hydra_config:
         with open_dict(cfg):
             del cfg.hydra
     return cfg
 
 
+def task_overrides(hydra_cfg: DictConfig) -> list[str]:
+    """The command line's overrides as given: reading Hydra's list item by item would resolve
+    a `${...}` inside them (`'algo.x=${oc.env:NOPE}'` fails there, before any check)."""
+    return OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+
+
 def _resumed_config(cfg: DictConfig) -> DictConfig:
     """A resumed run's saved config with this command line's overrides applied on top."""
-    overrides = list(HydraConfig.get().overrides.task)
+    overrides = task_overrides(HydraConfig.get())
     try:
         return load_run_config(cfg.resume, overrides)
     except (FileNotFoundError, ValueError) as error:
@@ -146,7 +153,7 @@ def _job_failed(hydra_cfg: DictConfig, cause: str) -> None:
     """Report a failed sweep job in one line and keep it for main()'s report. When it was
     the last trial of an Optuna search and no trial completed, the search ends here with that
     report (the sweeper would end in a traceback asking for its best trial)."""
-    job = f"job {hydra_cfg.job.num} ({' '.join(hydra_cfg.overrides.task)})"
+    job = f"job {hydra_cfg.job.num} ({' '.join(task_overrides(hydra_cfg))})"
     print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
     _failed_jobs.append(f"{job}: {cause}")
     trials = hydra_cfg.sweeper.get("n_trials")
@@ -230,19 +237,20 @@ def _app(cfg: DictConfig) -> float | None:
     if sweep:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    chose_env = any(o.startswith("env=") for o in hydra_cfg.overrides.task)
-    if chose_env and not sweep and not cfg.resume and hydra_cfg.runtime.choices.get(
-            "experiment") in (None, "null"):  # a bare `neurorun env=Hopper-v5`
-        preset = experiment_for(cfg.env.id)
-        if preset is not None:
-            print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun experiment={preset}` "
-                  "(docs/locomotion.md)", file=sys.stderr)
+    overrides = task_overrides(hydra_cfg)
     try:
+        check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+        chose_env = any(o.startswith("env=") for o in overrides)
+        if chose_env and not sweep and not cfg.resume and hydra_cfg.runtime.choices.get(
+                "experiment") in (None, "null"):  # a bare `neurorun env=Hopper-v5`
+            preset = experiment_for(cfg.env.id)
+            if preset is not None:
+                print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun "
+                      f"experiment={preset}` (docs/locomotion.md)", file=sys.stderr)
         if cfg.resume:
             cfg = _resumed_config(cfg)
         else:
-            changed, said = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices,
-                                                  hydra_cfg.overrides.task)
+            changed, said = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices, overrides)
             for line in said:  # said once
                 print(line, file=sys.stderr)
             if changed:  # the saved config (what resume= reads) is the one that runs
@@ -293,7 +301,7 @@ def _app(cfg: DictConfig) -> float | None:
 def _folder_error(argv: Sequence[str]) -> str | None:
     """What is wrong with the folders named on the command line, checked before Hydra writes
     its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
-    must not hold one."""
+    must not hold one; the run or sweep folder must be one that can be made."""
     given = {}
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
@@ -301,6 +309,9 @@ def _folder_error(argv: Sequence[str]) -> str | None:
         if value not in ("", "null") and "," not in value:
             given[key] = value
     try:
+        for key in ("hydra.run.dir", "hydra.sweep.dir"):
+            if key in given and "${" not in given[key]:  # interpolated: known once composed
+                require_creatable(given[key], key)
         if "resume" in given:
             require_saved_config(given["resume"])
             require_free(given["resume"])

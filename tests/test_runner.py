@@ -89,6 +89,30 @@ def no_problem(monkeypatch):
     (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),
+    # issue 37 item 5: text for a boolean is not true
+    *[([f"{key}={bad}", *more], [f"{key}={shown}", "expected true or false", "Fix:"])
+      for key, bad, shown, more in (("problem.observation_normalization", "no", "'no'", []),
+                                    ("logger.tensorboard.enabled", "no", "'no'", []),
+                                    ("logger.console.quiet", "off", "'off'", []),
+                                    ("logger.console.quiet", "maybe", "'maybe'", []),
+                                    ("logger.console.plain", "yes", "'yes'", []),
+                                    ("algo.symmetric", "no", "'no'", []),
+                                    ("algo.separable", "0", "0", ["algo=cmaes"]))],
+    # issue 37 item 7: what crashed mid-run is refused before anything is built
+    *[([f"algo={name}", f"algo.popsize={size}"], [f"algo.popsize={size}", ">= 4", "Fix:"])
+      for name in ("cmaes", "sep_cmaes") for size in (1, 2, 3)],
+    (["problem.alive_bonus_schedule=[1e308,1]"], ["problem.alive_bonus_schedule=", "Fix:"]),
+    (["problem.alive_bonus_schedule=[5,nan]"], ["problem.alive_bonus_schedule=", "Fix:"]),
+    (["problem.decrease_rewards_by=inf"], ["problem.decrease_rewards_by=inf", "finite",
+                                           "Fix:"]),
+    (["problem.action_noise_stdev=nan"], ["problem.action_noise_stdev=nan", "Fix:"]),
+    # issue 37 item 9: interpolations that do not resolve, or resolve to text, name the key
+    (["algo.center_learning_rate=${oc.env:NOPE_XYZ}"],
+     ["algo.center_learning_rate='${oc.env:NOPE_XYZ}' cannot be resolved", "NOPE_XYZ", "Fix:"]),
+    (["network.spec=${network.spec}"], ["network.spec='${network.spec}'", "Recursive", "Fix:"]),
+    (["algo.center_learning_rate=${oc.env:HOME}"], ["algo.center_learning_rate=",
+                                                    "expected a number", "Fix:"]),
+    (["algo=ars", "algo.noise_table_size=abc"], ["algo.noise_table_size='abc'", "integer"]),
 ])
 def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
                                                              expected):

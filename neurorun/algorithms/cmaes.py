@@ -34,6 +34,8 @@ from neurorun.algorithms.gaussian import nes_popsize
 from neurorun.algorithms.options import SearchOptions, as_vector, initial_stdev
 from neurorun.algorithms.sizing import check_full_covariance
 
+MIN_POPSIZE = 4  # the smallest lambda whose weights (cma_constants) are defined
+
 
 @dataclass(frozen=True)
 class CMAESOptions(SearchOptions):
@@ -107,6 +109,11 @@ class CMAES(SearchAlgorithm):
             check_full_covariance("cmaes", solution_length, kwargs.get("dtype"),
                                   alternative="sep_cmaes")
         super().__init__(solution_length, **kwargs)
+        if self.popsize < MIN_POPSIZE:  # fewer: mu_eff = 1, c_mu = 0 and the weights divide by 0
+            raise ValueError(
+                f"popsize={self.popsize}: {self.name} needs popsize >= {MIN_POPSIZE} (at least "
+                "two positive recombination weights). Fix: popsize=null (4 + 3 ln D) or "
+                f"popsize >= {MIN_POPSIZE}.")
         self.separable = bool(self.options.separable)
         self.SUMS = {"mean": ("eps",), "cov": ("eps2",) if self.separable else ("outer",)}
         kind = {"device": self.device, "dtype": self.dtype}

@@ -7,7 +7,6 @@ from typing import Any
 
 from neurorun.problems.options import (
     REFERENCE_INITIAL_BOUNDS,
-    AliveBonus,
     EnvOptions,
     RolloutOptions,
 )
@@ -67,12 +66,8 @@ def make_problem(
         max_num_envs=None if max_num_envs is None else int(max_num_envs), device=str(device),
         streaming=bool(streaming), num_threads=None if num_threads is None else int(num_threads),
     )
-    rollout_options = RolloutOptions(
-        num_episodes=int(num_episodes),
-        decrease_rewards_by=float(decrease_rewards_by or 0.0),
-        alive_bonus=AliveBonus.parse(alive_bonus_schedule),
-        action_noise_stdev=None if action_noise_stdev is None else float(action_noise_stdev),
-    )
+    rollout_options = RolloutOptions.parse(num_episodes, decrease_rewards_by,
+                                           alive_bonus_schedule, action_noise_stdev)
     bounds = REFERENCE_INITIAL_BOUNDS if initial_bounds is None else tuple(initial_bounds)
     if len(bounds) != 2 or not bounds[0] <= bounds[1]:
         raise ValueError(f"initial_bounds={initial_bounds!r}; expected (low, high), low <= high")

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
+# Reward shaping per step, times any episode length (< 2**63 steps) and squared in the episode
+# statistics, stays finite in float64 up to this size; steps of a schedule fit a float64 exactly.
+MAX_SHAPING = 1e100
+MAX_STEP = 2**53
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -27,15 +36,17 @@ class AliveBonus:
             schedule, str) else []
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
-        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in items)
-        if len(items) != 3 or not numbers:
+        numbers = all(_is_number(x) and math.isfinite(x) for x in items)
+        if len(items) != 3 or not numbers or max(map(abs, items[:2])) > MAX_STEP or abs(
+                items[2]) > MAX_SHAPING:
             raise ValueError(f"alive_bonus_schedule={schedule!r}; expected [t, bonus] or "
-                             "[t0, t1, bonus] (numbers). Fix: e.g. alive_bonus_schedule=[400,10]"
-                             " or null")
+                             f"[t0, t1, bonus]: steps within +-{MAX_STEP:.0e}, a bonus within "
+                             f"+-{MAX_SHAPING:.0e}. Fix: e.g. alive_bonus_schedule=[400,10] or "
+                             "null")
         t0, t1, bonus = int(items[0]), int(items[1]), float(items[2])
         if t1 < t0:
             raise ValueError(f"alive_bonus_schedule={schedule!r}: t1={t1} < t0={t0}; expected "
-                             "t0 <= t1")
+                             "t0 <= t1. Fix: e.g. alive_bonus_schedule=[t0, t1, bonus], t0 <= t1")
         return cls(t0, t1, bonus)
 
 
@@ -50,10 +61,32 @@ class RolloutOptions:
 
     def __post_init__(self) -> None:
         if self.num_episodes < 1:
-            raise ValueError(f"num_episodes={self.num_episodes}; expected at least 1")
-        if self.action_noise_stdev is not None and self.action_noise_stdev < 0:
-            raise ValueError(f"action_noise_stdev={self.action_noise_stdev}; expected >= 0 "
-                             "or None")
+            raise ValueError(f"num_episodes={self.num_episodes}; expected at least 1. Fix: "
+                             "num_episodes=1")
+        if not abs(self.decrease_rewards_by) <= MAX_SHAPING:  # inf, nan: every fitness lost
+            raise ValueError(f"decrease_rewards_by={self.decrease_rewards_by}; expected a finite "
+                             f"number within +-{MAX_SHAPING:.0e}. Fix: decrease_rewards_by=0.0")
+        noise = self.action_noise_stdev
+        if noise is not None and not 0 <= noise <= MAX_SHAPING:
+            raise ValueError(f"action_noise_stdev={noise}; expected a finite number >= 0 or "
+                             "null. Fix: action_noise_stdev=null (no noise)")
+
+    @classmethod
+    def parse(cls, num_episodes: Any = 1, decrease_rewards_by: Any = 0.0,
+              alive_bonus_schedule: Any = None, action_noise_stdev: Any = None
+              ) -> RolloutOptions:
+        """From plain options (a config's `problem.*`); ValueError naming the bad one."""
+        given = {"num_episodes": num_episodes, "decrease_rewards_by": decrease_rewards_by,
+                 "action_noise_stdev": action_noise_stdev}
+        for key, value in given.items():
+            if not (_is_number(value) or (value is None and key != "num_episodes")) or (
+                    key == "num_episodes" and not isinstance(value, int)):
+                kind = "an integer" if key == "num_episodes" else "a number"
+                raise ValueError(f"{key}={value!r}; expected {kind}. Fix: {key}=<{kind}>")
+        return cls(num_episodes=num_episodes, decrease_rewards_by=float(decrease_rewards_by or 0),
+                   alive_bonus=AliveBonus.parse(alive_bonus_schedule),
+                   action_noise_stdev=None if action_noise_stdev is None
+                   else float(action_noise_stdev))
 
     @property
     def shapes_rewards(self) -> bool:

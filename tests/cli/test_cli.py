@@ -98,6 +98,34 @@ def test_config_error_exits_2_with_one_message(tmp_path):
     assert not list(tmp_path.rglob(".hydra"))  # no stub run folder is left behind
 
 
+# issue 37 item 9: what ended in an OmegaConf or Hydra traceback is one line naming the key
+@pytest.mark.parametrize(("arg", "expected"), [
+    ("algo.center_learning_rate=${oc.env:NOPE_XYZ}",
+     "algo.center_learning_rate='${oc.env:NOPE_XYZ}' cannot be resolved"),
+    ("network.spec=${network.spec}", "network.spec='${network.spec}' cannot be resolved"),
+    ("algo.center_learning_rate=${oc.env:HOME}", "algo.center_learning_rate="),
+    ("hydra.run.dir=a_file", "hydra.run.dir='a_file': cannot make that folder"),
+])
+def test_an_unresolvable_value_or_folder_is_one_config_error(tmp_path, arg, expected):
+    (tmp_path / "a_file").write_text("not a folder\n")
+    result = neurorun("debug=default", arg, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.count("\n") == 1 and expected in result.stderr, result.stderr[-2000:]
+    assert "Fix:" in result.stderr and "Traceback" not in result.stderr
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "a_file"]  # no stub
+
+
+def test_a_run_folder_that_cannot_be_made_is_refused_before_hydra_makes_it(tmp_path):
+    from neurorun.cli import _folder_error
+
+    (tmp_path / "a_file").write_text("")
+    for folder in (tmp_path / "a_file", tmp_path / "a_file" / "sub", "/proc/self/nope"):
+        problem = _folder_error([f"hydra.run.dir={folder}"])
+        assert problem.startswith(f"hydra.run.dir='{folder}': cannot make that folder")
+    assert _folder_error([f"hydra.run.dir={tmp_path / 'new' / 'run'}"]) is None
+    assert [p.name for p in tmp_path.iterdir()] == ["a_file"]  # the probe leaves nothing
+
+
 def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
     missing = tmp_path / "no" / "such" / "run"
     result = neurorun(f"resume={missing}", cwd=tmp_path)
