@@ -326,11 +326,18 @@ class Problem(ProblemState):
         for native vector envs, brax and Playground). No action noise, no reward shaping;
         counters and obs stats are left alone. An episode that met a non-finite observation
         or reward returns NaN (its return so far would look like a real one). The center
-        evaluation and ``neurorun-eval`` both run this."""
-        params = self._as_params(solution)[:1].expand(int(num_episodes), -1)
-        result = self._run("test", params, 0, PLAIN_ROLLOUT, int(seed), None, int(num_episodes))
-        returns = torch.where(result.nonfinite, float("nan"), result.fitness)
-        return returns.to(params.dtype), result.lengths
+        evaluation and ``neurorun-eval`` both run this. Episodes run in batches of at most
+        ``TEST_SLOTS`` (the batch from episode f with seed ``seed + f``), so memory does not
+        grow with ``num_episodes``."""
+        params = self._as_params(solution)[:1]
+        returns, lengths = [], []
+        for first in range(0, int(num_episodes), TEST_SLOTS):
+            count = min(TEST_SLOTS, int(num_episodes) - first)
+            result = self._run("test", params.expand(count, -1), first, PLAIN_ROLLOUT,
+                               int(seed) + first, None, count)
+            returns.append(torch.where(result.nonfinite, float("nan"), result.fitness))
+            lengths.append(result.lengths)
+        return torch.cat(returns).to(params.dtype), torch.cat(lengths)
 
     # ----- policies -----
     def make_net(self, solution: Any) -> nn.Module:
@@ -368,6 +375,8 @@ SAMPLE_COPIES = 3  # float32 copies of a generation's P x D samples alive at onc
 HOST_SLOTS = 4096  # env slots when max_num_envs is null and the evaluation is not the compiled
 # jax program (gymnasium, EnvPool, factories, jax envs stepped from Python): more only cost
 # memory, and seeded results do not depend on the count
+TEST_SLOTS = 1024  # env slots of test episodes: more episodes run in turns (seeds as one batch
+# on backends that seed every episode)
 
 
 def device_free_bytes(device: torch.device) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from neurorun.tools.common import ToolError, write_output
-from neurorun.tools.episodes import Episode
+from neurorun.tools.episodes import FRAME_COPIES, Episode, check_memory
 from neurorun.tools.loading import LoadedPolicy
 from neurorun.tools.video import no_renderer_error, write_video
 
@@ -20,17 +20,19 @@ def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, se
     """Play `episodes` episodes of a brax env and write them to `out` (.html, .gif, .mp4)."""
     import jax
 
-    from neurorun.envs.brax_env import DEFAULT_EPISODE_LENGTH, _import_brax
+    from neurorun.envs.brax_env import DEFAULT_EPISODE_LENGTH, _brax_envs
 
     config = dict(loaded.env_config)
     length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
     length = length if limit is None else min(length, int(limit))
-    env = _import_brax().create(name, episode_length=length, auto_reset=False, **config)
+    env = _brax_envs().create(name, episode_length=length, auto_reset=False, **config)
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     states: list[Any] = []
     results = []
     for index in range(episodes):
         state = reset(jax.random.PRNGKey(seed + index))
+        if index == 0:  # every step's state (and frame) is held until the file is written
+            _check_memory(episodes, state.pipeline_state, length, out)
         if callable(getattr(loaded.policy, "reset", None)):
             loaded.policy.reset()
         states.append(state.pipeline_state)
@@ -46,6 +48,15 @@ def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, se
         results.append(episode)
     _write(env.sys, states, out, fps)
     return results
+
+
+def _check_memory(episodes: int, pipeline_state: Any, length: int, out: Path) -> None:
+    import jax
+
+    step = sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(pipeline_state))
+    if out.suffix != ".html":
+        step += FRAME_HEIGHT * FRAME_WIDTH * 3 * FRAME_COPIES
+    check_memory(episodes, step * (length + 1), "states and frames")
 
 
 def _write(system: Any, states: list[Any], out: Path, fps: float) -> None:

@@ -10,7 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from neurorun.tools.common import ToolError
 from neurorun.tools.loading import LoadedPolicy
+
+EPISODE_BYTES = 4096  # what one episode's results hold until printed: its row, the table's
+# cells, the JSON (measured: about 3.5 KB)
+FRAME_COPIES = 3  # a frame held for the video, Pillow's image of it, the GIF's palette image
 
 
 @dataclass
@@ -19,6 +24,31 @@ class Episode:
     episode_return: float
     length: int
     frames: list[np.ndarray] = field(default_factory=list)  # (H, W, 3) uint8 each
+
+
+def available_memory() -> int:
+    """Bytes this machine can still give (MemAvailable)."""
+    import torch
+
+    from neurorun.problems.problem import device_free_bytes
+
+    return device_free_bytes(torch.device("cpu"))
+
+
+def check_memory(episodes: int, per_episode: int, what: str) -> None:
+    """ToolError (one line) before any episode runs when ``episodes`` episodes, each holding
+    ``per_episode`` bytes of ``what``, would not fit in the memory available (a share of it,
+    as a run's generation plans); it names the largest count that fits."""
+    from neurorun.problems.problem import MEMORY_SHARE
+
+    spare = MEMORY_SHARE * available_memory()
+    need = episodes * per_episode
+    if need <= spare:
+        return
+    fits = int(spare // per_episode)
+    fix = f"--episodes {fits:,} or fewer" if fits else "a smaller --max-steps"
+    raise ToolError(f"--episodes {episodes:,} would hold about {need / 1e9:,.1f} GB of {what}, "
+                    f"more than the {spare / 1e9:.1f} GB this machine can spare; pass {fix}")
 
 
 def step_limit(loaded: LoadedPolicy, max_steps: int | None) -> int | None:
@@ -57,6 +87,10 @@ def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
             obs, _ = env.reset(seed=seed + index)
             _reset(policy)
             episode = Episode(seed + index, 0.0, 0, [env.render()] if frames else [])
+            steps = limit or getattr(env.spec, "max_episode_steps", None)
+            if frames and index == 0 and steps:  # every frame is held until the video is written
+                check_memory(episodes, episode.frames[0].nbytes * (steps + 1) * FRAME_COPIES,
+                             "frames")
             done = False
             while not done:
                 obs, reward, terminated, truncated, _ = env.step(policy.act(obs))

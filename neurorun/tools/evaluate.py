@@ -5,7 +5,10 @@
 
 Episode i is reset with seed `seed + i` on one env (a plain gymnasium loop; brax and env
 factories through neurorun.envs), with the policy's own obs normalization and action
-clipping and no reward shaping: the numbers anyone gets from the checkpoint alone.
+clipping and no reward shaping: the numbers anyone gets from the checkpoint alone. Without
+--seed and --episodes, a run folder's checkpoint runs the run's own center evaluation (its
+eval_episodes, its evaluation seed stream, its episode_length), printed beside the center_eval
+the run recorded for it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ import argparse
 import contextlib
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
+from neurorun.layout import saved_config_path
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
@@ -24,25 +31,65 @@ from neurorun.tools.common import (
     positive_int,
     run_tool,
 )
-from neurorun.tools.episodes import Episode, run_episodes, step_limit
+from neurorun.tools.episodes import (
+    EPISODE_BYTES,
+    Episode,
+    check_memory,
+    run_episodes,
+    step_limit,
+)
 from neurorun.tools.loading import load_policy
 
 
-def evaluate(path: str, *, episodes: int = 10, seed: int = 0, env: str | None = None,
-             checkpoint: str = "best", max_steps: int | None = None,
+def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
+             env: str | None = None, checkpoint: str = "best", max_steps: int | None = None,
              trust_pickle: bool = False, trust_code: bool = False) -> dict[str, Any]:
-    """Per-episode returns and lengths of the policy at `path`, with their mean and std."""
-    if episodes < 1:
+    """Per-episode returns and lengths of the policy at `path`, with their mean and std, and
+    the center_eval its run recorded (`recorded_center_eval`, None when unknown). `episodes`
+    and `seed` default to the run's center evaluation (`center_evaluation`), else 10 and 0."""
+    if episodes is not None and episodes < 1:
         raise ToolError(f"--episodes {episodes}; expected at least 1")
     loaded = load_policy(path, checkpoint=checkpoint, env=env, trust_pickle=trust_pickle,
                          trust_code=trust_code)
+    own = center_evaluation(loaded.source)
+    as_run = own is not None and all(v is None for v in (episodes, seed, env, max_steps))
+    episodes = episodes or (own[0] if own else 10)
+    seed = seed if seed is not None else (own[1] if own else 0)
+    check_memory(episodes, EPISODE_BYTES, "episode results")
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=max_steps)
     except Exception as error:
         raise ToolError(f"running {loaded.env!r} failed: {type(error).__name__}: {error}") \
             from error
     return summarize(results, source=str(loaded.source), env=loaded.env, seed=seed,
-                     max_steps=step_limit(loaded, max_steps))
+                     max_steps=step_limit(loaded, max_steps), as_run=as_run,
+                     recorded_center_eval=recorded_center_eval(loaded.source))
+
+
+def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
+    """(episodes, base seed) of the center evaluation of the run `checkpoint` belongs to (its
+    saved config's eval_episodes and seed, as the runner derives it), or None."""
+    from neurorun.seeding import derive_seed
+
+    config_path = saved_config_path(checkpoint.parent.parent)
+    try:
+        config = OmegaConf.load(config_path)
+        episodes, seed = config.eval_episodes, config.seed
+    except Exception:  # no run folder, or a damaged config: the plain defaults
+        return None
+    if type(episodes) is not int or type(seed) is not int or episodes < 1:
+        return None
+    return episodes, derive_seed(seed, "evaluation")
+
+
+def recorded_center_eval(checkpoint: Path) -> float | None:
+    """The center_eval the run recorded for `checkpoint` in its .json (best: its score)."""
+    try:
+        meta = json.loads(checkpoint.with_suffix(".json").read_text(encoding="utf-8"))
+        value = meta.get("score", meta.get("center_eval"))
+    except (OSError, ValueError, AttributeError):  # no .json beside it, or not an object
+        return None
+    return float(value) if type(value) in (int, float) else None
 
 
 def summarize(results: list[Episode], **info: Any) -> dict[str, Any]:
@@ -64,6 +111,8 @@ def print_table(summary: dict[str, Any], console: Any = None) -> None:
 
     limit = summary["max_steps"]
     title = summary["env"] + ("" if limit is None else f", at most {limit} steps")
+    if summary.get("as_run"):
+        title += ", as the run evaluated its center"
     table = Table(title=title, caption=summary["source"])
     for column in ("episode", "seed", "return", "length"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -74,6 +123,9 @@ def print_table(summary: dict[str, Any], console: Any = None) -> None:
                                                     summary["return_std"]),
                   format_mean_std(summary["length_mean"], summary["length_std"], 1),
                   style="bold")
+    recorded = summary.get("recorded_center_eval")
+    if recorded is not None:
+        table.add_row("the run's center_eval", "", f"{recorded:.2f}", "", style="dim")
     (console or Console()).print(table)
 
 
@@ -81,8 +133,11 @@ def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(
         prog="neurorun-eval", description="Run seeded test episodes of a saved policy.")
     result.add_argument("path", help="a run folder, a policy .pkl or a weights-only .pt")
-    result.add_argument("--episodes", type=int, default=10, help="how many episodes (10)")
-    result.add_argument("--seed", type=int, default=0, help="episode i is seeded seed+i (0)")
+    result.add_argument("--episodes", type=int, default=None,
+                        help="how many episodes (default: a run's eval_episodes, else 10)")
+    result.add_argument("--seed", type=int, default=None,
+                        help="episode i is seeded seed+i (default: a run's center evaluation "
+                             "seeds, else 0)")
     result.add_argument("--env", default=None, help="run on this env id instead of the saved one")
     result.add_argument("--checkpoint", choices=("best", "last"), default="best",
                         help="which checkpoint of a run folder (best)")

@@ -71,6 +71,8 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame: silent, no audio device needed
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=limit, frames=True)
+    except ToolError:  # the request itself (memory): not the renderer's failure
+        raise
     except Exception as error:
         if is_mujoco_env(name):
             raise no_renderer_error(error) from error

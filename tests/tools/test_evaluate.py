@@ -10,12 +10,13 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from neurorun.tools import evaluate as evaluate_tool
 from neurorun.tools import loading
 from neurorun.tools.common import ToolError
 
-from .helpers import BIAS, WEIGHT, save_checkpoint
+from .helpers import BIAS, SOLUTION, WEIGHT, save_checkpoint
 
 
 def expected_episodes(seed: int, episodes: int, mean=None, stdev=None, limit=None):
@@ -143,3 +144,64 @@ def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
     summary = evaluate_tool.evaluate(str(tmp_path / "run"), episodes=3, checkpoint="last",
                                      seed=derive_seed(4, "evaluation"))
     assert summary["return_mean"] == pytest.approx(float(last["center_eval"]), rel=1e-12)
+
+
+def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys):
+    """Issue 37 item 12: no --seed/--episodes evaluates as the run evaluated its center (its
+    seed stream, eval_episodes, episode_length) and shows the run's own figure beside it."""
+    import csv
+
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+
+    cfg = compose_config(["debug=default", "logger.console.quiet=true", "env=Pendulum-v1",
+                          "generations=3", "eval_episodes=3", "seed=4",
+                          "problem.observation_normalization=true"])
+    run(cfg, run_dir=tmp_path / "run")
+    with open(tmp_path / "run" / "metrics.csv", newline="") as file:
+        best = max(float(row["center_eval"]) for row in csv.DictReader(file))
+    assert evaluate_tool.main([str(tmp_path / "run"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert len(summary["episodes"]) == 3
+    assert summary["return_mean"] == best
+    assert summary["recorded_center_eval"] == best
+    assert evaluate_tool.main([str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().out.count(f"{best:.2f}") == 2  # the new mean and the run's
+    other = evaluate_tool.evaluate(str(tmp_path / "run"), seed=0)  # --seed still chooses
+    assert [e["seed"] for e in other["episodes"]] == [0, 1, 2]
+
+
+def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, monkeypatch,
+                                                                       capsys):
+    """Issue 37 item 4: the largest count that fits, from the memory available."""
+    from neurorun.problems import Problem
+    from neurorun.tools import episodes
+
+    monkeypatch.setattr(episodes, "available_memory", lambda: 100_000_000)
+    monkeypatch.setattr(Problem, "test_episodes", lambda *a: pytest.fail("episodes ran"))
+    assert evaluate_tool.main([str(run_dir), "--episodes", "1000000000000"]) == 2
+    err = capsys.readouterr().err
+    fits = int(0.8 * 100_000_000) // episodes.EPISODE_BYTES
+    assert err.count("\n") == 1 and f"--episodes {fits:,} or fewer" in err
+    assert "1,000,000,000,000" in err
+
+
+def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
+    """Issue 37 item 4: episodes stream through at most TEST_SLOTS env slots, seeded as one
+    batch would be (gymnasium: episode k seeded seed + k)."""
+    from neurorun.problems import make_problem, problem
+
+    made = make_problem("CartPole-v1", "Linear(obs_length, act_length)")
+    solution = torch.from_numpy(SOLUTION)
+    whole = made.test_episodes(solution, 7, 3)
+    monkeypatch.setattr(problem, "TEST_SLOTS", 3)
+    sizes = []
+    make_env = problem.make_env
+    monkeypatch.setattr(problem, "make_env", lambda spec, n, **kw: (sizes.append(n),
+                                                                     make_env(spec, n, **kw))[1])
+    made.close()
+    chunked = made.test_episodes(solution, 7, 3)
+    made.close()
+    assert max(sizes) == 3
+    assert chunked[0].tolist() == whole[0].tolist() == expected_episodes(3, 7)[0]
+    assert chunked[1].tolist() == whole[1].tolist()

@@ -85,3 +85,21 @@ def test_mp4_without_imageio_ffmpeg_names_the_extra(run_dir, tmp_path, monkeypat
 def test_html_is_only_for_brax(run_dir, tmp_path, capsys):
     assert render_tool.main([str(run_dir), "--out", str(tmp_path / "x.html")]) == 2
     assert "brax" in capsys.readouterr().err
+
+
+def test_a_render_that_cannot_fit_in_memory_is_refused_before_its_episodes(run_dir, tmp_path,
+                                                                           monkeypatch, capsys):
+    """Issue 37 item 4: every frame is held for the video; the largest count that fits, from
+    the memory available, a frame's size and the episodes' step limit."""
+    from neurorun.tools import episodes
+
+    monkeypatch.setattr(episodes, "available_memory", lambda: 50_000_000)
+    out = tmp_path / "policy.gif"
+    code = render_tool.main([str(run_dir), "--out", str(out), "--episodes", "100000",
+                             "--max-steps", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    frame = 400 * 600 * 3  # CartPole's rgb_array frame
+    fits = int(0.8 * 50_000_000 // (frame * (5 + 1) * episodes.FRAME_COPIES))
+    assert f"--episodes {fits:,} or fewer" in err and "100,000" in err
+    assert not out.exists()
