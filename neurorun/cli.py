@@ -37,7 +37,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neurorun.build import ConfigError, FolderInUseError, check_interpolations
+from neurorun.build import OPEN_MAPPINGS, ConfigError, FolderInUseError, check_interpolations
 from neurorun.checkpoint import (
     atomic_write,
     is_disk_full,
@@ -76,7 +76,8 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+        cfg = compose("config", overrides=open_mapping_overrides(overrides),
+                      return_hydra_config=True)
         _preset_algo_replaced(cfg, cfg.hydra.runtime.choices, task_overrides(cfg.hydra))
     if not hydra_config:
         with open_dict(cfg):
@@ -348,6 +349,20 @@ def quote_network_strings(argv: Sequence[str]) -> list[str]:
     return quoted
 
 
+def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
+    """A key under a free-form mapping (OPEN_MAPPINGS: passed on as it is, so any key may be
+    new) as Hydra's force-add: `env.env_config.backend=spring` -> `++env.env_config.backend=
+    spring`. Hydra's struct mode would refuse a new key without `+`; a key spelt with a
+    `+`, `++` or `~` is left as it is."""
+    opened = []
+    for arg in argv:
+        key, sep, _ = arg.partition("=")
+        if sep and any(key.startswith(path + ".") for path in OPEN_MAPPINGS):
+            arg = f"++{arg}"
+        opened.append(arg)
+    return opened
+
+
 def _interrupted(error: KeyboardInterrupt) -> None:
     """One line and 128 + the signal number, however early the signal came."""
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
@@ -365,7 +380,7 @@ def main() -> None:
 
 
 def _main() -> None:
-    sys.argv[1:] = quote_network_strings(sys.argv[1:])
+    sys.argv[1:] = open_mapping_overrides(quote_network_strings(sys.argv[1:]))
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
     # Optuna deprecates: six FutureWarnings per search that no user can act on
     warnings.filterwarnings("ignore", category=FutureWarning,

@@ -292,6 +292,38 @@ def test_network_strings_are_quoted_for_hydra_as_the_shell_hands_them_over():
         assert quote_network_strings([arg]) == [arg]
 
 
+# issue 37 item 14: the free-form mappings take new keys as written, without Hydra's `+`
+OPEN_KEYS = {"env.env_config.sutton_barto_reward": True, "network.network_args.hidden": 3,
+             "parallel.actor_config.num_cpus": 1, "algo.optimizer_config.momentum": 0.8}
+
+
+def test_the_open_mappings_take_new_keys_as_written(tmp_path):
+    from neurorun.checkpoint import load_run_config
+
+    cfg = compose_config(["parallel=ray", *(f"{k}={v}" for k, v in OPEN_KEYS.items())])
+    assert {key: OmegaConf.select(cfg, key) for key in OPEN_KEYS} == OPEN_KEYS
+    assert cfg.algo.optimizer_config.max_speed == 0.15  # the preset's keys stay
+    plus = compose_config(["+env.env_config.sutton_barto_reward=true"])  # `+` still works
+    assert plus.env.env_config == {"sutton_barto_reward": True}
+    (tmp_path / ".hydra").mkdir()  # a saved run's config takes them on resume, too
+    OmegaConf.save(compose_config([]), tmp_path / ".hydra" / "config.yaml")
+    from neurorun.cli import open_mapping_overrides
+
+    resumed = load_run_config(tmp_path, open_mapping_overrides(["env.env_config.x=1"]))
+    assert resumed.env.env_config == {"x": 1}
+    with pytest.raises(Exception, match="env.env_confg"):  # a typo outside them is not taken
+        compose_config(["env.env_confg.x=1"])
+
+
+def test_a_new_env_config_key_runs_from_the_command_line(tmp_path):
+    result = neurorun("debug=default", "generations=1", "env.backend=gymnasium",
+                      "env.env_config.sutton_barto_reward=true", "hydra.run.dir=run",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    saved = OmegaConf.load(tmp_path / "run" / ".hydra" / "config.yaml")
+    assert saved.env.env_config == {"sutton_barto_reward": True}
+
+
 def test_a_sweep_over_network_strings_runs_one_job_per_spec(tmp_path):
     result = neurorun("-m", 'network.spec="Linear(obs_length, act_length)",'
                       '"Linear(obs_length, 4) >> Tanh() >> Linear(4, act_length)"',
