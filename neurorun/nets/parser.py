@@ -14,7 +14,9 @@ from __future__ import annotations
 import ast
 import difflib
 import inspect
+import io
 import operator
+import tokenize
 from typing import Any
 
 import torch
@@ -72,10 +74,6 @@ class _Builder:
         byte_column = getattr(node, "col_offset", 0)
         chars = len(self.source.encode()[:byte_column].decode("utf-8", errors="ignore"))
         return NetworkParseError(problem, self.text, self.lead + chars)
-
-    def module(self, node: ast.expr) -> nn.Module:
-        members = self.chain_members(node)
-        return members[0] if len(members) == 1 else Chain(*members)
 
     def chain_members(self, node: ast.expr) -> list[nn.Module]:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.RShift):
@@ -191,6 +189,45 @@ def _describe(node: ast.AST) -> str:
         return type(node).__name__
 
 
+def _links(source: str) -> list[tuple[int, str]]:
+    """``source`` cut at its top-level ``>>`` (outside brackets and strings, found by Python's
+    tokenizer), each part with its offset: one ast of a flat chain nests a level per layer,
+    past Python's recursion limit at a few thousand layers; its parts do not."""
+    cuts, depth = [], 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.OP:
+                depth += (token.string in "([{") - (token.string in ")]}")
+                if token.string == ">>" and depth == 0:
+                    cuts.append(token.start[1])
+    except (tokenize.TokenError, SyntaxError):  # unbalanced or unreadable: ast says where
+        return [(0, source)]
+    starts = [0, *(cut + 2 for cut in cuts)]
+    ends = [*cuts, len(source)]
+    return [(start, source[start:end]) for start, end in zip(starts, ends, strict=True)]
+
+
+def _parse_links(text: str, source: str, lead: int, constants: dict[str, Any]
+                 ) -> list[tuple[_Builder, ast.expr]]:
+    """Each link of the chain parsed, with the builder that reports its columns."""
+    parts = []
+    for start, link in _links(source):
+        stripped = link.lstrip()
+        offset = lead + start + len(link) - len(stripped)
+        try:
+            body = ast.parse(stripped, mode="eval").body
+        except SyntaxError as error:
+            column = offset + max((error.offset or 1) - 1, 0)
+            raise NetworkParseError(f"invalid syntax: {error.msg}", text, column) from None
+        parts.append((_Builder(text, stripped, offset, constants), body))
+    return parts
+
+
+def _build(parts: list[tuple[_Builder, ast.expr]]) -> nn.Module:
+    members = [member for builder, body in parts for member in builder.chain_members(body)]
+    return members[0] if len(members) == 1 else Chain(*members)
+
+
 def parse_network(text: str, **constants: Any) -> nn.Module:
     """Build the module that a network string describes.
 
@@ -214,18 +251,14 @@ def parse_network(text: str, **constants: Any) -> nn.Module:
         raise NetworkParseError("the network string is empty; expected e.g. "
                                 "Linear(obs_length, act_length)", text)
     try:
-        tree = ast.parse(source, mode="eval")
-        builder = _Builder(text, source, lead, constants)
+        parts = _parse_links(text, source, lead, constants)
         with torch.device("meta"):  # the whole network's size first, without memory
-            total = sum(p.numel() for p in builder.module(tree.body).parameters())
+            total = sum(p.numel() for p in _build(parts).parameters())
         if total > MAX_PARAMETERS:
             raise NetworkParseError(f"the network would hold {total:,} parameters in all, more "
                                     f"than the limit of {MAX_PARAMETERS:,}; check the sizes",
                                     text, lead)
-        return builder.module(tree.body)
-    except SyntaxError as error:
-        column = lead + max((error.offset or 1) - 1, 0)
-        raise NetworkParseError(f"invalid syntax: {error.msg}", text, column) from None
+        return _build(parts)
     except (RecursionError, MemoryError):
         raise NetworkParseError("the network string is nested too deeply", text) from None
     except ValueError as error:

@@ -171,3 +171,17 @@ def test_a_network_too_large_in_all_is_refused_before_any_layer_is_allocated(mon
     total = (6 * 20 + 20) + 2 * (20 * 20 + 20) + (20 * 2 + 2)  # 1,022: each layer under 1,000
     assert f"{total:,} parameters in all" in str(caught.value)
     assert "cpu" not in allocated  # only shapes (the meta device), no memory
+
+
+def test_a_flat_chain_of_thousands_of_layers_parses():
+    """Issue 37 small item: a flat `>> Tanh()` chain nests one ast level per layer, past
+    Python's recursion limit; it is a chain, not a nesting, and parses as one."""
+    net = parse_network("Linear(obs_length, 3)" + " >> Tanh()" * 3000, **SIZES)
+    assert len(net) == 3001 and type(net[0]) is nn.Linear and type(net[-1]) is nn.Tanh
+    assert net(torch.zeros(6)).shape == (3,)
+    with pytest.raises(NetworkParseError) as caught:  # columns still point into the text
+        parse_network("Tanh() >> " * 2000 + "Foo()")
+    assert caught.value.column == len("Tanh() >> ") * 2000 + 1 and "unknown layer" in str(
+        caught.value)
+    with pytest.raises(NetworkParseError, match="nested"):  # real nesting still is refused
+        parse_network("(" * 3000 + "Tanh()" + ")" * 3000)
