@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import urllib.parse
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -76,18 +77,22 @@ SERVER_TIMEOUT_S = 5.0  # a tracking server that does not answer this fast is re
 
 
 def _check_server(uri: str) -> None:
-    """Connect once to an http(s) tracking server: a refused or silent one fails in seconds
-    (MLflow's own retries, minutes of them, are for a server that was up and went away)."""
+    """Connect once to an http(s) tracking server (or the proxy the environment names for it):
+    a refused or silent one fails in seconds (MLflow's and W&B's own retries, minutes of them,
+    are for a server that was up and went away)."""
     parsed = urllib.parse.urlsplit(uri)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if proxy and not urllib.request.proxy_bypass(parsed.hostname):
+        parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
         socket.create_connection((parsed.hostname, port), timeout=SERVER_TIMEOUT_S).close()
     except OSError as error:
         reason = error.strerror or type(error).__name__
-        raise ConnectionError(f"no tracking server answers at {parsed.hostname}:{port} "
-                              f"({reason})") from error
+        raise ConnectionError(f"no {'proxy' if proxy else 'tracking server'} answers at "
+                              f"{parsed.hostname}:{port} ({reason})") from error
 
 
 class MLflowLogger(Logger):
@@ -149,6 +154,15 @@ class WandbLogger(Logger):
         self.project = project
         self.mode = mode
         self.run: Any = None
+        if mode == "online":  # before wandb.init, which retries for minutes and writes wandb/
+            try:
+                _check_server(wandb.setup().settings.base_url)  # env, `wandb login --host`
+            except Exception as error:
+                wandb.teardown()
+                raise tracker_error("wandb", error, "logger.wandb.mode='online' needs its "
+                                    "server reachable (WANDB_BASE_URL or `wandb login --host` "
+                                    "name another); logger.wandb.mode=offline needs no network "
+                                    "(`wandb sync` uploads later)") from error
 
     def start(self, config: Mapping[str, Any]) -> None:
         try:

@@ -141,3 +141,38 @@ def test_a_missing_tracker_names_the_pip_extra(tmp_path, monkeypatch, section, m
     settings = {section: {"enabled": True}, "console": {"quiet": True}}
     with pytest.raises(ImportError, match=rf"pip install neurorun\[{extra}\]"):
         make_loggers(settings, tmp_path, StopLimits(generations=1))
+
+
+def test_wandb_online_without_its_server_fails_in_seconds_and_leaves_no_folder(tmp_path):
+    """issue 37 item 11: W&B online with no server to reach (nothing listens on port 9 here)
+    stalled ~100 s in W&B's retries and left a run folder with wandb/ in it."""
+    import os
+    import subprocess
+    import time
+
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env.update(WANDB_API_KEY="x" * 40, WANDB_BASE_URL="http://127.0.0.1:9",
+               WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"))  # no user settings
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("neurorun")), "debug=default",
+         "logger.wandb.enabled=true", "logger.wandb.mode=online", "hydra.run.dir=run"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert time.monotonic() - started < 30
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: config")]
+    assert "logger.wandb could not start" in line and "127.0.0.1:9" in line
+    assert "logger.wandb.mode=offline" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_tracking_server_behind_a_proxy_is_checked_through_the_proxy(monkeypatch):
+    """Where the environment names a proxy, the server is reached through it (a machine whose
+    only way out is a proxy is not refused); a proxy that does not answer is named."""
+    from neurorun.loggers.trackers import _check_server
+
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    with pytest.raises(ConnectionError, match="no proxy answers at 127.0.0.1:9"):
+        _check_server("https://tracker.invalid")
