@@ -127,6 +127,12 @@ class Runner:
     def _build(self, cfg: DictConfig, state: Mapping[str, Any] | None) -> None:
         """Build every part (under the folder's lock, held until ``run`` ends) and restore
         ``state`` when resuming."""
+        saved_seed = None if state is None else state.get("seed")  # None: saved before it was
+        if saved_seed is not None and saved_seed != cfg.seed:  # e.g. edited in the saved config
+            raise ConfigError(f"resume: seed={cfg.seed} but the run was started with "
+                              f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
+                              f"it (its random state is saved). Fix: seed: {saved_seed} in "
+                              f"{saved_config_path(self.run_dir)}, or start a new run.")
         if cfg.get("torch_threads") is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(int(cfg.torch_threads))
         seed_everything(int(cfg.seed))
@@ -185,7 +191,7 @@ class Runner:
                 "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
                 "status": {} if self.status is None else self.status.as_dict(),
                 "restarts": self.restarts, "restart_due": self.restart_due,
-                "stall_history": list(self.stall.history),
+                "stall_history": list(self.stall.history), "seed": int(self.cfg.seed),
                 "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:

@@ -425,3 +425,22 @@ def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
         assert bool(torch.isfinite(saved).all())
     state = torch.load(tmp_path / "checkpoints" / "state.pt", weights_only=True)
     assert state["generation"] == 1
+
+
+def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
+    """Issue 37 small item: resume keeps the run's seed (its random state is saved); a seed
+    edited into .hydra/config.yaml is refused as seed= on the command line is."""
+    from neurorun.checkpoint import load_run_config, saved_config_path
+
+    run_dir = tmp_path / "run"
+    run(tiny("generations=2", "seed=3"), run_dir=run_dir)
+    saved = OmegaConf.load(saved_config_path(run_dir))
+    saved.seed = 4
+    OmegaConf.save(saved, saved_config_path(run_dir))
+    before = metrics(run_dir)
+    with pytest.raises(ConfigError, match=r"seed=4 .*seed=3.*Fix:"):
+        Runner(load_run_config(run_dir, ["generations=3"]), run_dir=run_dir)
+    assert metrics(run_dir) == before  # nothing ran
+    saved.seed = 3  # put back: resumes
+    OmegaConf.save(saved, saved_config_path(run_dir))
+    assert run(load_run_config(run_dir, ["generations=3"]), run_dir=run_dir)["generation"] == 3
