@@ -202,9 +202,26 @@ class GymVecEnv(TorchVecEnv):
         return result if self._on_cpu else result.to(self.device)
 
     def _obs(self, obs: np.ndarray) -> np.ndarray:
+        if obs.shape[1:] != self.single_observation_space.shape:  # a user's env, or its space
+            raise self._wrong_shape(obs.shape[1:])
         # a copy (np.array copies): the caller may keep results across steps, and a user's env
         # may reuse its buffers
         return np.array(obs.reshape(self.num_envs, -1), dtype=np.float32)
+
+    def _wrong_shape(self, got: tuple[int, ...] | None) -> ValueError:
+        shown = "another shape" if got is None else f"shape {got}"
+        return ValueError(
+            f"env {self.spec!r}: observations of {shown}, but its observation_space says "
+            f"{self.single_observation_space.shape}. Fix: make the env's observations match "
+            "its observation_space (or the space match them).")
+
+    def _reset_shape(self, seed: Any) -> tuple[int, ...] | None:
+        """The shape of a sub-env's own reset observation (None: it has none to ask)."""
+        envs = getattr(self.env, "envs", None)
+        try:
+            return np.shape(envs[0].reset(seed=seed)[0]) if envs else None
+        except Exception:  # the sub-env fails by itself: the original error stands
+            return None
 
     def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
         if self._stepper is not None:
@@ -213,7 +230,14 @@ class GymVecEnv(TorchVecEnv):
     def reset_arrays(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
         if seed is not None and not np.isscalar(seed):
             seed = [int(s) for s in seed] if self._seeds_per_env else int(seed[0])
-        obs, _ = self.env.reset(seed=seed)
+        try:
+            obs, _ = self.env.reset(seed=seed)
+        except ValueError as error:  # gymnasium stacks the sub-envs' observations by the space
+            first = seed[0] if isinstance(seed, list) else seed
+            got = self._reset_shape(first)
+            if got is None or got == self.single_observation_space.shape:
+                raise
+            raise self._wrong_shape(got) from error
         if self._stepper is not None:
             self._stepper.reset(obs)
         return self._obs(obs)

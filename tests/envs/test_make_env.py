@@ -124,6 +124,35 @@ def make_not_vector(num_envs):
     return _Exploding()
 
 
+class _WrongObs(_Exploding):
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(3, np.float32), {}  # its observation_space says (1,)
+
+
+class _WidensOnStep(SyncVectorEnv):  # a user's vector env whose steps return the wrong shape
+    def step(self, actions):
+        obs, *rest = super().step(actions)
+        return (np.zeros((self.num_envs, 4), np.float32), *rest)
+
+
+def make_wrong_obs(num_envs):
+    return SyncVectorEnv([_WrongObs for _ in range(num_envs)])
+
+
+def make_widens_on_step(num_envs):
+    return _WidensOnStep([_Exploding for _ in range(num_envs)])
+
+
+def test_a_factory_with_the_wrong_observation_shape_says_which_and_both_shapes():
+    """Issue 37 small item: not just gymnasium's "Output array is the wrong shape"."""
+    with pytest.raises(ValueError, match=rf"env '{__name__}:make_wrong_obs': observations of "
+                                         r"shape \(3,\).*observation_space says \(1,\).*Fix:"):
+        make_env(f"{__name__}:make_wrong_obs", 2)
+    env = make_env(f"{__name__}:make_widens_on_step", 2)
+    with pytest.raises(ValueError, match=r"shape \(4,\).*says \(1,\)"):
+        env.step(torch.zeros(2, 1))
+
+
 def test_factory_env_and_failing_step_names_the_sub_env():
     env = make_env(f"{__name__}:make_exploding", 4)
     with pytest.raises(EnvStepError, match="sub-env 2 raised FloatingPointError: boom") as info:
