@@ -139,6 +139,16 @@ _ROW_WISE: dict[type[nn.Module], Callable[[Ops, Any, Array], Array]] = {
 
 
 @functools.cache
+def _apply_forward(compiled: Callable[..., Array]) -> Callable[..., Array]:
+    """An Apply expression's forward step: `x / 0` or `log(-1)` give inf and nan, which the
+    rollout reports as non-finite fitness, not as numpy's RuntimeWarning on every step."""
+    def forward(o: Ops, w: Any, x: Array) -> Array:
+        with np.errstate(all="ignore"):
+            return compiled(expression_functions(o), x)
+
+    return forward
+
+
 def expression_functions(ops: Ops) -> dict[str, Callable[..., Array]]:
     """The functions of ``Apply`` expressions (:data:`neurorun.nets.expression.FUNCTIONS`)
     on ``ops``'s arrays."""
@@ -260,9 +270,7 @@ def array_layer(member: nn.Module, prefix: str,
         return ArrayLayer(name, slots, forward=lambda o, w, x: function(o, member, x),
                           needs_erf=kind is nn.GELU and member.approximate != "tanh")
     if kind is Apply:
-        compiled = parse_expression(member.expression)
-        return ArrayLayer(name, slots,
-                          forward=lambda o, w, x: compiled(expression_functions(o), x))
+        return ArrayLayer(name, slots, forward=_apply_forward(parse_expression(member.expression)))
     if kind is nn.Linear:
         return ArrayLayer(name, slots, forward=lambda o, w, x: linear(o, w, x))
     if kind is nn.LayerNorm:

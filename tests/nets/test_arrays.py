@@ -91,6 +91,21 @@ def test_array_form_equals_the_torch_module_on_each_row(name, backend):
     np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5)
 
 
+def test_an_apply_dividing_by_zero_gives_non_finite_values_without_numpy_warnings():
+    """Issue 37 small item: inf and nan are reported as non-finite fitness; numpy's
+    RuntimeWarnings (one per step) must not reach the console."""
+    import warnings
+
+    module = _chain("Apply('x / 0 + log(x - 100)')")
+    form = ArrayPolicy(module)
+    params = np.ones((P, parameter_count(module)), np.float32)
+    inputs = [torch.ones(P, OBS), torch.zeros(P, OBS)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _array_rows(form, numpy_ops(), params, inputs)
+    assert not np.isfinite(got).any()
+
+
 def test_recurrent_state_is_explicit_and_zero_at_start():
     form = ArrayPolicy(_chain("LSTM(8, 6)"))
     assert form.is_recurrent and form.state_sizes == (6, 6)
