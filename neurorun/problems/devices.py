@@ -1,0 +1,91 @@
+"""Which jax devices share the compiled evaluation (``problem.devices``).
+
+``auto`` is every local device of jax's backend: the GPUs of a node, the cores of a TPU, or on
+a CPU one XLA host device per core this process may use. XLA makes its CPU host devices when
+jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so the ``neurorun``
+command sets the count before anything imports jax (``host_device_flags``) and never changes a
+count the user's own ``XLA_FLAGS`` forces.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+HOST_COUNT_FLAG = "--xla_force_host_platform_device_count"
+_FLAG = re.compile(re.escape(HOST_COUNT_FLAG) + r"=(\d+)")
+
+
+def check_devices(devices: Any) -> Any:
+    """``devices`` as given if it is ``auto``, a count >= 1 or a non-empty list of distinct
+    ids >= 0, else ValueError (checked before jax starts)."""
+    if devices == "auto":
+        return devices
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        if devices >= 1:
+            return devices
+    elif isinstance(devices, Sequence) and not isinstance(devices, str) and devices and all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in devices) \
+            and len(set(devices)) == len(devices):
+        return list(devices)
+    raise ValueError(f"problem.devices={devices!r}; expected auto, a count >= 1 or a list of "
+                     "distinct device ids, e.g. [0, 1]")
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """The ``XLA_FLAGS`` that give jax's CPU as many host devices as ``devices`` asks for
+    (None: leave them as they are), and one line saying which count is used."""
+    flags = environ.get("XLA_FLAGS", "")
+    given = _FLAG.search(flags)
+    if given:
+        return None, (f"jax's CPU has {given.group(1)} host device(s), as XLA_FLAGS "
+                      f"({HOST_COUNT_FLAG}) says")
+    if devices == "auto":
+        count, why = usable_cores(), "one per core this process may use"
+    elif isinstance(devices, int):
+        count, why = devices, "problem.devices"
+    else:
+        count, why = max(devices) + 1, "the highest id of problem.devices"
+    if count == 1:
+        return None, "jax's CPU has 1 host device"
+    return (f"{flags} {HOST_COUNT_FLAG}={count}".strip(),
+            f"jax's CPU has {count} host devices ({why})")
+
+
+def jax_devices(devices: Any) -> list[Any]:
+    """The jax devices ``devices`` names (``check_devices``' forms), of jax's backend.
+
+    Raises:
+        ValueError: more devices, or ids, than jax has (the message lists what it has).
+    """
+    import jax
+
+    present = jax.local_devices()
+    devices = check_devices(devices)
+    if devices == "auto":
+        return present
+    kind = f"{len(present)} {present[0].platform} device(s)"
+    fix = ("; on a CPU, XLA_FLAGS=" + HOST_COUNT_FLAG + "=N before jax starts (the neurorun "
+           "command sets it from problem.devices)") if present[0].platform == "cpu" else ""
+    if isinstance(devices, int):
+        if devices > len(present):
+            raise ValueError(f"problem.devices={devices}, but jax has {kind}. Fix: "
+                             f"problem.devices=auto or at most {len(present)}{fix}")
+        return present[:devices]
+    by_id = {device.id: device for device in present}
+    unknown = [i for i in devices if i not in by_id]
+    if unknown:
+        raise ValueError(f"problem.devices={devices}: no device with id {unknown} (jax has "
+                         f"{kind}, ids {sorted(by_id)}). Fix: ids from that list, or "
+                         f"problem.devices=auto{fix}")
+    return [by_id[i] for i in devices]
