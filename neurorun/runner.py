@@ -323,6 +323,7 @@ class Runner:
                      "trust_code": False}  # a later resume trusts code only when told again
             checkpoint.atomic_write_text(OmegaConf.to_yaml(plain), saved)
         self.callbacks.on_run_start(self)
+        self.loggers.begin()  # the console's config and header: everything is built by now
         reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}
         snapshot = None  # the state before the running generation, saved if it fails

@@ -444,3 +444,22 @@ def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
     saved.seed = 3  # put back: resumes
     OmegaConf.save(saved, saved_config_path(run_dir))
     assert run(load_run_config(run_dir, ["generations=3"]), run_dir=run_dir)["generation"] == 3
+
+
+def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_path, capsys,
+                                                                          monkeypatch):
+    """Issue 37 small item: parallel=ray refuses some settings only once ray is up (after the
+    loggers started); the console's config and header come once everything is built."""
+    import neurorun.runner
+    from neurorun.loggers.console import format_header
+
+    def refuse(cfg, problem):
+        raise ConfigError("parallel: refused")
+    monkeypatch.setattr(neurorun.runner, "make_evaluator", refuse)
+    shown = ("debug=default", "logger.console.quiet=false", "logger.console.plain=true")
+    with pytest.raises(ConfigError, match="refused"):
+        Runner(compose_config(list(shown)), run_dir=tmp_path / "run")
+    assert format_header().strip() not in capsys.readouterr().out
+    monkeypatch.undo()
+    run(compose_config([*shown, "generations=1"]), run_dir=tmp_path / "ok")
+    assert format_header().strip() in capsys.readouterr().out  # still shown when it runs

@@ -2,7 +2,8 @@
 
     from neurorun.loggers import make_loggers
     loggers = make_loggers(cfg.logger, run_dir, limits)   # console + metrics.csv/.jsonl + extras
-    loggers.start(config_dict); loggers.log(generation, status); loggers.close(summary)
+    loggers.start(config_dict); loggers.begin(); loggers.log(generation, status)
+    loggers.close(summary)
 """
 
 from __future__ import annotations

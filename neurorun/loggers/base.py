@@ -18,6 +18,10 @@ class Logger:
     def start(self, config: Mapping[str, Any]) -> None:
         """Called once before the first generation."""
 
+    def begin(self) -> None:
+        """Called once everything is built and checked, right before the first generation
+        (what a user reads as "the run started" belongs here, not in `start`)."""
+
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
@@ -41,6 +45,10 @@ class LoggerGroup(Logger):
     def start(self, config: Mapping[str, Any]) -> None:
         for logger in self.loggers:
             logger.start(config)
+
+    def begin(self) -> None:
+        for logger in self.loggers:
+            logger.begin()
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for logger in self.loggers:

@@ -117,12 +117,16 @@ class ConsoleLogger(Logger):
         self.show_config = show_config
         self.progress: Progress | None = None
         self.task: Any = None
+        self.config: Mapping[str, Any] = {}
 
     def start(self, config: Mapping[str, Any]) -> None:
+        self.config = config  # shown by begin(): a config error may still come before it
+
+    def begin(self) -> None:
         if self.quiet:
             return
         if self.show_config:
-            self.console.print(config_tree(config), soft_wrap=True)
+            self.console.print(config_tree(self.config), soft_wrap=True)
         self.console.print(format_header(), style="bold", soft_wrap=True, markup=False)
         if self.plain:
             return

@@ -37,6 +37,7 @@ def test_plain_mode_is_automatic_off_a_terminal_and_prints_one_line_per_generati
     console = ConsoleLogger(StopLimits(generations=5), stream=stream)
     assert console.plain
     console.start({"algo": {"name": "pgpe", "popsize": 20}, "seed": 0})
+    console.begin()
     console.log(3, STATUS)
     console.close({"stop_reason": "generations: 5 of 5 done"})
     lines = stream.getvalue().splitlines()
@@ -50,6 +51,7 @@ def test_quiet_mode_prints_nothing():
     stream = io.StringIO()
     console = ConsoleLogger(StopLimits(generations=5), quiet=True, stream=stream)
     console.start({"seed": 0})
+    console.begin()
     console.log(1, STATUS)
     console.close({"stop_reason": "done"})
     assert stream.getvalue() == ""
@@ -60,6 +62,7 @@ def test_live_view_prints_rows_above_the_progress_bar():
     console = ConsoleLogger(StopLimits(generations=5, target_score=475), plain=False,
                             show_config=False, stream=stream)
     console.start({"seed": 0})
+    console.begin()
     console.log(3, {**STATUS, "center_eval": 100.0})
     assert console.progress.tasks[0].completed == pytest.approx(3 / 5)
     assert "center 100.0 / target 475" in console.progress.tasks[0].description
