@@ -115,6 +115,14 @@ def test_an_unresolvable_value_or_folder_is_one_config_error(tmp_path, arg, expe
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "a_file"]  # no stub
 
 
+def test_a_cmaes_popsize_too_small_is_a_config_error_without_a_resume_hint(tmp_path):
+    """Issue 37 item 7: it was a ZeroDivisionError after the env was built."""
+    result = neurorun("debug=default", "algo=sep_cmaes", "algo.popsize=2", cwd=tmp_path)
+    assert result.returncode == 2 and "algo.popsize=2" in result.stderr, result.stderr[-2000:]
+    assert "resume=" not in result.stderr and "Traceback" not in result.stderr
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
 def test_a_run_folder_that_cannot_be_made_is_refused_before_hydra_makes_it(tmp_path):
     from neurorun.cli import _folder_error
 
