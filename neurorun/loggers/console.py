@@ -6,7 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import site
 import sys
+import sysconfig
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
@@ -23,10 +27,10 @@ LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.g
 
 def show_library_messages(*, quiet: bool) -> Callable[[], None]:
     """Print neurorun's log records (backend chosen, compiles, actor placement) to stderr as
-    `neurorun: <message>` while a run lives: INFO and up, or warnings only when `quiet`.
-    Returns the function that takes the handler off again. Under Hydra the records also reach
-    the run's neurorun.log (config.yaml's hydra.job_logging routes them there, not to Hydra's
-    console handler, so nothing prints twice)."""
+    `neurorun: <message>` while a run lives: INFO and up, or warnings only when `quiet`; and
+    route Python warnings (`route_warning`). Returns the function that undoes both. Under
+    Hydra the records also reach the run's neurorun.log (config.yaml's hydra.job_logging
+    routes them there, and other libraries' records only there)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("neurorun: %(message)s"))
     handler.setLevel(logging.WARNING if quiet else logging.INFO)
@@ -35,12 +39,38 @@ def show_library_messages(*, quiet: bool) -> Callable[[], None]:
     level = library.level
     if level == logging.NOTSET or level > logging.INFO:
         library.setLevel(logging.INFO)
+    shown_before, warnings.showwarning = warnings.showwarning, route_warning
 
     def hide() -> None:
         library.removeHandler(handler)
         library.setLevel(level)  # a user's own level comes back
+        warnings.showwarning = shown_before
 
     return hide
+
+
+_OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+_INSTALLED = tuple({os.path.join(path, "") for path in (
+    *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")),
+    site.getusersitepackages()) if path})
+
+
+def route_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """`warnings.showwarning` while a run lives: a warning of an installed package or of
+    Python (brax's "not actively being maintained") is a `py.warnings` record, which Hydra's
+    logging sends to neurorun.log only; neurorun's own and the user's code's warnings print as
+    one `neurorun: ` line (and reach the log too)."""
+    where = os.path.abspath(filename)
+    if not where.startswith(_OWN_CODE) and where.startswith(_INSTALLED):
+        logging.getLogger("py.warnings").warning("%s:%d: %s: %s", filename, lineno,
+                                                 category.__name__, message)
+    elif where.startswith(_OWN_CODE):
+        logging.getLogger(f"{LIBRARY_LOGGER}.warnings").warning("%s: %s", category.__name__,
+                                                                message)
+    else:  # the user's code: where it warned
+        logging.getLogger(f"{LIBRARY_LOGGER}.warnings").warning(
+            "%s: %s (%s:%d)", category.__name__, message, filename, lineno)
 
 
 # (status key, header, width, format)

@@ -7,10 +7,13 @@ cluster can be found for ``auto``, or the cluster runs another ray or Python ver
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from typing import Any
 
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
+RAYLET_LOG = logging.getLogger("raylet")  # not under "ray", whose level ERROR would drop them
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes
 
 
 class ClusterError(ValueError):
@@ -31,6 +34,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
 
     if ray.is_initialized():
         return False
+    route_raylet_messages()
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address:
         _join(ray, str(address), quiet)
@@ -71,6 +75,25 @@ def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
             f"{where}: the cluster runs another ray or Python than this process ({versions}). "
             "Fix: install the cluster's versions here (pip install ray==<its version>), or "
             "start the cluster from this environment") from None
+
+
+def route_raylet_messages() -> None:
+    """ray prints its raylet's messages (e.g. "A worker died or was killed ...") to stdout,
+    with colour codes, from a thread of the driver: make them records of the `raylet` logger
+    (neurorun.log under the command; the pool says in its own line what it did about a dead
+    actor). A ray without that hook (another version) keeps printing them."""
+    from ray._private import worker
+
+    printer = getattr(worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "routed", False):
+        return
+
+    def to_log(data: dict[str, Any], ignore_prefix: bool) -> None:
+        for line in data.get("lines", []):
+            RAYLET_LOG.warning("(%s) %s", data.get("pid"), ANSI.sub("", str(line)))
+
+    to_log.routed = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_log
 
 
 def disconnect() -> None:

@@ -10,11 +10,13 @@ twice. An exception raised by the job itself stops the pool with the actor's tra
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+log = logging.getLogger(__name__)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # ray colors the actor's name in tracebacks
 START_TIMEOUT_S = 300.0  # waiting longer for actors means the cluster cannot place them
 Job = Callable[[int], tuple[str, tuple[Any, ...]]]
@@ -111,6 +113,9 @@ class ActorPool:
                 "find why actors die (memory: fewer envs per actor via max_num_envs; a lost "
                 f"node), or raise parallel.max_actor_restarts. Cause: {error}") from error
         self.restarts += 1
+        log.warning("actor %d (pid %s) died; its job runs again on a new actor (%d of "
+                    "parallel.max_actor_restarts=%d replaced; ray's own lines are in the run's "
+                    "neurorun.log)", slot, self.pids[slot], self.restarts, self.max_restarts)
         self._ray.kill(self.actors[slot], no_restart=True)
         self.actors[slot] = self._make_actor(slot)
         self.pids[slot] = self._ray.get(self.actors[slot].pid.remote())

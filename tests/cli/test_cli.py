@@ -366,3 +366,19 @@ def test_a_bare_mujoco_env_trains_on_a_time_budget_and_names_its_preset(tmp_path
     assert "Hopper-v5 has a tuned preset: `neurorun experiment=hopper`" in result.stderr
     plain = neurorun("debug=default", "hydra.run.dir=plain", cwd=tmp_path)
     assert "tuned preset" not in plain.stderr  # the default run names none
+
+
+def test_other_libraries_lines_go_to_the_run_log_not_the_console(tmp_path):
+    """issue 37 item 13: root-logger INFO records (MJX's "Using JAX default device", once per
+    env built) and installed packages' warnings (brax's) reach neurorun.log only."""
+    from tests.cli.chatty_env import ROOT_LINE, SPEC, WARNING
+
+    result = neurorun("debug=default", f"env={SPEC}", "problem.episode_length=null",
+                      "logger.console.plain=true", "hydra.run.dir=run", cwd=tmp_path,
+                      test_envs=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert ROOT_LINE not in output and WARNING not in output
+    assert "run folder:" in result.stdout  # the run's own lines still show
+    log = (tmp_path / "run" / "neurorun.log").read_text()
+    assert ROOT_LINE in log and f"UserWarning: {WARNING}" in log

@@ -94,3 +94,28 @@ def test_library_messages_print_while_shown_and_leave_the_users_level_alone(caps
         assert library.level == logging.ERROR
     finally:
         library.setLevel(logging.NOTSET)
+
+
+def test_warnings_of_installed_packages_go_to_the_log_and_neurorun_s_print(capsys, caplog):
+    """issue 37 item 13: while a run lives, a warning raised in an installed package's file
+    (brax's) is a log record only; one raised in neurorun's own code prints one line."""
+    import sysconfig
+    import warnings
+    from pathlib import Path
+
+    import neurorun
+    from neurorun.loggers.console import show_library_messages
+
+    installed = str(Path(sysconfig.get_path("purelib")) / "brax" / "io" / "mjcf.py")
+    own = str(Path(neurorun.__file__).parent / "envs" / "gym_env.py")
+    hide = show_library_messages(quiet=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn_explicit("not actively being maintained", UserWarning, installed, 480)
+            warnings.warn_explicit("MuJoCo: settotalmass", RuntimeWarning, own, 64)
+    finally:
+        hide()
+    assert capsys.readouterr().err == "neurorun: RuntimeWarning: MuJoCo: settotalmass\n"
+    (record,) = [r for r in caplog.records if r.name == "py.warnings"]
+    assert "UserWarning: not actively being maintained" in record.getMessage()

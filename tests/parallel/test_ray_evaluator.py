@@ -256,7 +256,7 @@ def test_a_killed_actor_in_a_distributed_step_is_replaced_and_the_update_is_the_
     torch.testing.assert_close(algo.stdev, local.stdev, rtol=1e-5, atol=1e-6)
 
 
-def test_killed_actor_sub_batch_reruns_on_a_replacement(toy):
+def test_killed_actor_sub_batch_reruns_on_a_replacement(toy, caplog):
     toy.subbatch_size = 1  # 12 jobs of ~6 steps x 5 ms: the kill lands mid-generation
     params, seeds = _biases(12), 30 + np.arange(12)
     count, restarts = toy.interaction_count, toy.pool.restarts
@@ -269,6 +269,8 @@ def test_killed_actor_sub_batch_reruns_on_a_replacement(toy):
                                rtol=1e-6)
     assert toy.interaction_count - count == _lengths(seeds).sum()  # nothing counted twice
     assert toy.last_stats["num_episodes"] == 12
+    # issue 37 item 13: neurorun's own line says what happened (ray's go to the run's log)
+    assert "actor 0 (pid " in caplog.text and "died; its job runs again" in caplog.text
 
 
 def test_restart_limit_stops_with_a_clear_error(toy):
