@@ -33,9 +33,10 @@ from typing import Any
 import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import ConfigCompositionException
+from hydra.errors import ConfigCompositionException, HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.build import OPEN_MAPPINGS, ConfigError, FolderInUseError, check_interpolations
 from neurorun.checkpoint import (
@@ -325,6 +326,8 @@ def _folder_error(argv: Sequence[str]) -> str | None:
 
 
 NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
+# what config.yaml's hydra.run.dir and hydra.sweep.subdir name the run folder after
+FOLDER_KEYS = ("resume", "env", "env.id", "algo", "algo.name", "seed")
 
 
 def quote_network_strings(argv: Sequence[str]) -> list[str]:
@@ -389,7 +392,18 @@ def _main() -> None:
     if problem:
         print(f"neurorun: config error: {problem}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
-    _app()
+    named = [arg for arg in sys.argv[1:] if "${" in arg and _override_key(arg) in FOLDER_KEYS]
+    if named:  # Hydra resolves them to name the folder, and its report of a failure fails
+        os.environ["HYDRA_FULL_ERROR"] = "1"  # so it raises, and the failure is said here
+    try:
+        _app()
+    except (OmegaConfBaseException, HydraException) as error:
+        if not named:
+            raise
+        cause = " ".join(str(error).splitlines()[0].split())
+        print(f"neurorun: config error: {', '.join(named)} cannot be resolved ({cause}), and "
+              "the run folder is named after it. Fix: give it a value.", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
     if _failed_jobs:
         _report_failed_jobs()
 

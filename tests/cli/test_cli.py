@@ -105,6 +105,7 @@ def test_config_error_exits_2_with_one_message(tmp_path):
     ("network.spec=${network.spec}", "network.spec='${network.spec}' cannot be resolved"),
     ("algo.center_learning_rate=${oc.env:HOME}", "algo.center_learning_rate="),
     ("hydra.run.dir=a_file", "hydra.run.dir='a_file': cannot make that folder"),
+    ("seed=${oc.env:NOPE_XYZ}", "seed=${oc.env:NOPE_XYZ} cannot be resolved"),  # names the folder
 ])
 def test_an_unresolvable_value_or_folder_is_one_config_error(tmp_path, arg, expected):
     (tmp_path / "a_file").write_text("not a folder\n")
