@@ -17,6 +17,10 @@ command and exit status 128 + the signal number (130, 143, 138, 129), without a 
 
 from __future__ import annotations
 
+# isort: off
+import neurorun.startup  # first: Ctrl-C while the modules below load is one line, not a traceback
+# isort: on
+
 import contextlib
 import logging
 import math
@@ -58,6 +62,8 @@ from neurorun.layout import HYDRA_DIR, LOCK_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
 from neurorun.signals import exit_status
+
+neurorun.startup.loaded()  # from here main() catches Ctrl-C
 
 # Hydra needs the env config source and the run-folder resolvers before any compose, including
 # compose calls of Python users and tests that import CONFIG_MODULE from here.
@@ -375,7 +381,8 @@ def _interrupted(error: KeyboardInterrupt) -> None:
 
 def main() -> None:
     """Console-script entry point (Ctrl-C before the run starts, while Hydra composes the
-    config, ends the same way as later: one line, exit status 130)."""
+    config, ends the same way as later: one line, exit status 130; while this module's imports
+    load, neurorun.startup does the same)."""
     try:
         _main()
     except KeyboardInterrupt as error:

@@ -123,3 +123,20 @@ def test_a_closed_terminal_checkpoints_the_run(tmp_path):
     assert state["generation"] >= 3
     log = (run_dir / "neurorun.log").read_text()
     assert f"neurorun resume={run_dir}" in log and "Traceback" not in log
+
+
+def test_ctrl_c_while_the_command_loads_its_modules_is_one_line(tmp_path):
+    """issue 37 small item: Ctrl-C in the first second, while `neurorun` imports torch and
+    Hydra (before main() runs), gave Python's KeyboardInterrupt traceback."""
+    script = Path(sys.executable).with_name("neurorun")
+    process = subprocess.Popen([str(script), "debug=default"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 60
+    while "torch" not in maps.read_text() and time.monotonic() < deadline:  # torch loading
+        time.sleep(0.005)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip() == "neurorun: interrupted (Ctrl-C)" and out == ""
