@@ -292,10 +292,8 @@ def _app(cfg: DictConfig) -> float | None:
             return None
         print(f"neurorun: the run failed: {cause}", file=sys.stderr)
         sys.exit(1)
-    score = result.get("best_center_eval")
-    shown = "" if score is None else f" (center_eval {score:.2f})"
     print(f"run folder:  {result['run_dir']}")
-    print(f"best policy: {result['best_policy']}{shown}")
+    print(f"best policy: {result['best_policy']} ({_best_score(result, cfg)})")
     print(f"objective:   {cfg.objective} = {result['objective']}")
     objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
@@ -304,6 +302,18 @@ def _app(cfg: DictConfig) -> float | None:
                                "evaluation: more generations, or eval_every=1)")
         return None
     return objective
+
+
+def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
+    """`center_eval <score>` of the best policy, or why the run has none."""
+    score = result.get("best_center_eval")
+    if score is not None:
+        return f"center_eval {score:.2f}"
+    bad = int(result.get("nonfinite_center_evals") or 0)
+    why = (f"all {bad} center evaluation(s) met a NaN or infinite reward or observation" if bad
+           else f"no center evaluation ran (eval_every={cfg.eval_every}, "
+                f"{result.get('generation') or 0} generation(s))")
+    return f"no best score: {why}; it holds the last center"
 
 
 def _folder_error(argv: Sequence[str]) -> str | None:

@@ -383,3 +383,22 @@ def test_other_libraries_lines_go_to_the_run_log_not_the_console(tmp_path):
     assert "run folder:" in result.stdout  # the run's own lines still show
     log = (tmp_path / "run" / "neurorun.log").read_text()
     assert ROOT_LINE in log and f"UserWarning: {WARNING}" in log
+
+
+@pytest.mark.parametrize(("overrides", "why"), [
+    # NaN actions (log of -1): the toy env's reward 1 + action is NaN in every episode
+    (["network.spec=Linear(obs_length, act_length) >> Apply('log(x - x - 1)')"],
+     "no best score: all 2 center evaluation(s) met a NaN or infinite reward or observation"),
+    (["eval_every=0", "target_score=null"],
+     "no best score: no center evaluation ran (eval_every=0, 2 generation(s))"),
+])
+def test_a_run_without_a_best_score_says_why(tmp_path, overrides, why):
+    """issue 37 small item: such a run printed "best policy: .../best.pt" and nothing more."""
+    from tests.cli.failing_env import SPEC
+
+    result = neurorun("debug=default", f"env={SPEC}", "problem.episode_length=null",
+                      *overrides, "logger.console.quiet=true", "hydra.run.dir=run",
+                      cwd=tmp_path, test_envs=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("best policy:")]
+    assert line.endswith(f"best.pt ({why}; it holds the last center)")
