@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its 
     from neurorun.problems import Evaluator, Problem
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
+# More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but
+# torch_threads=100000 crashed the process (SIGSEGV) as it exited, after the run had finished.
+MAX_THREADS = 1024
 
 
 class ConfigError(ValueError):
@@ -232,7 +235,7 @@ def check_interpolations(cfg: DictConfig) -> None:
 def _check_problem(cfg: DictConfig) -> None:
     """problem.* values that would otherwise fail late or deep inside torch."""
     from neurorun.envs.gym_env import VECTORIZATIONS
-    from neurorun.problems.options import RolloutOptions
+    from neurorun.problems.options import RolloutOptions, parse_initial_bounds
 
     vectorization = cfg.problem.get("vectorization")
     if vectorization not in VECTORIZATIONS:
@@ -254,6 +257,7 @@ def _check_problem(cfg: DictConfig) -> None:
     problem = OmegaConf.to_container(cfg.problem, resolve=True)
     try:
         RolloutOptions.parse(**{key: problem[key] for key in ROLLOUT_KEYS if key in problem})
+        parse_initial_bounds(problem.get("initial_bounds"))
     except ValueError as error:
         raise ConfigError(f"problem.{error}") from None
     _check_episode_length(cfg)
@@ -377,8 +381,8 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "eval_every", minimum=0, optional=False)
     _count(cfg, "eval_episodes", minimum=1, optional=False)
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
-    _count(cfg, "torch_threads", minimum=1, optional=True)
-    _count(cfg, "env.num_threads", minimum=1, optional=True)
+    _count(cfg, "torch_threads", minimum=1, optional=True, maximum=MAX_THREADS)
+    _count(cfg, "env.num_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _number(cfg, "max_time", positive=True)
     _number(cfg, "target_score", positive=False)
     _check_parallel(cfg)

@@ -86,7 +86,7 @@ def no_problem(monkeypatch):
     (["parallel=ray", "parallel.subbatch_size=0"], ["parallel.subbatch_size=0", "Fix:"]),
     (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
                                             "Fix:"]),
-    (["torch_threads=0"], ["torch_threads=0", "integer >= 1", "Fix:"]),
+    (["torch_threads=0"], ["torch_threads=0", "integer in [1, 1024]", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),
     # issue 37 item 5: text for a boolean is not true
@@ -113,6 +113,15 @@ def no_problem(monkeypatch):
     (["algo.center_learning_rate=${oc.env:HOME}"], ["algo.center_learning_rate=",
                                                     "expected a number", "Fix:"]),
     (["algo=ars", "algo.noise_table_size=abc"], ["algo.noise_table_size='abc'", "integer"]),
+    # issue 37 probe C15, C16, C19, C20, C12: values that ran wrong, diverged or crashed late
+    *[([f"algo.{key}={value}"], [f"algo.{key}={value}", "finite number > 0", "Fix:"])
+      for key, value in (("stdev_max", -5), ("stdev_max", 0), ("stdev_min", -1),
+                         ("stdev_min", 1e308), ("radius_init", 1e308))],
+    *[([f"problem.initial_bounds={bounds}"], [f"problem.initial_bounds={shown}", "Fix:"])
+      for bounds, shown in (("[-1e308,1e308]", "[-1e+308, 1e+308]"), ("[-inf,1]", "[-inf, 1]"))],
+    (["problem.alive_bonus_schedule=[-5,1]"], ["problem.alive_bonus_schedule=[-5, 1]", "Fix:"]),
+    (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),
+    (["env.num_threads=100000"], ["env.num_threads=100000", "in [1, 1024]", "Fix:"]),
 ])
 def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
                                                              expected):

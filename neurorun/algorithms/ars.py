@@ -23,7 +23,13 @@ import torch
 
 from neurorun.algorithms.base import Sums, Weights
 from neurorun.algorithms.gaussian import SeparableSearch
-from neurorun.algorithms.options import SearchOptions, require_count, require_positive
+from neurorun.algorithms.options import (
+    SearchOptions,
+    as_vector,
+    require_count,
+    require_positive,
+    require_stdev,
+)
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,10 @@ class ARS(SeparableSearch):
             raise ValueError(
                 f"stdev_init={start.stdev_init!r}, radius_init={start.radius_init!r}: ARS "
                 "explores with its fixed `noise`. Fix: set noise instead (and null those).")
-        return torch.full((self.solution_length,), float(options.noise), device=self.device,
-                          dtype=self.dtype)
+        noise = as_vector(float(options.noise), "noise", self.solution_length, self.device,
+                          self.dtype)
+        require_stdev("noise", options.noise, noise)
+        return noise
 
     def _learning_rates(self) -> tuple[float, float]:
         return 1.0, 0.0  # the step size is in the weights; the noise stays fixed

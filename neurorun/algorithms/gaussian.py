@@ -19,6 +19,7 @@ from neurorun.algorithms.options import (
     as_vector,
     initial_stdev,
     require_positive,
+    require_stdev,
 )
 from neurorun.algorithms.ranking import check_ranking, rank
 
@@ -120,6 +121,8 @@ class SeparableSearch(SearchAlgorithm):
             if value is not None:
                 bounds[name] = as_vector(value, name, self.solution_length, self.device,
                                          self.dtype)
+                if name != "stdev_max_change":  # a bound on the stdev is itself a stdev
+                    require_stdev(name, value, bounds[name])
         change = bounds.get("stdev_max_change")
         if change is not None and not bool(torch.all((change > 0) & (change < 1))):
             raise ValueError(

@@ -204,14 +204,25 @@ def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tens
         radius = float(start.radius_init)
         require_positive("radius_init", radius)
         stdev = as_vector(radius / math.sqrt(length), "radius_init", length, device, dtype)
+        require_stdev("radius_init", start.radius_init, stdev)
     else:
         stdev = as_vector(start.stdev_init, "stdev_init", length, device, dtype)
-    if not bool(torch.all(stdev > 0)):
-        raise ValueError(
-            f"stdev_init={start.stdev_init!r} has non-positive entries; expected values > 0. "
-            "Fix: give a positive standard deviation."
-        )
+        require_stdev("stdev_init", start.stdev_init, stdev)
     return stdev
+
+
+# The largest stdev (initial, or a bound): its square times a sample's squared noise (< 400)
+# stays finite in float32 (3.4e38); a larger one overflows the update in generation 1.
+MAX_STDEV = 1e18
+
+
+def require_stdev(name: str, given: Any, stdev: torch.Tensor) -> None:
+    """Raise a ValueError unless every entry of ``stdev`` (option ``name``, given as ``given``)
+    is a usable standard deviation: > 0 (0 stops the search, < 0 is none) and <= MAX_STDEV."""
+    if not bool(torch.all((stdev > 0) & (stdev <= MAX_STDEV))):
+        raise ValueError(f"{name}={given!r}; expected a finite number > 0 and at most "
+                         f"{MAX_STDEV:.0e} (a standard deviation) in each entry. Fix: e.g. "
+                         f"{name}=0.1, or a list of such numbers (one per parameter).")
 
 
 def require_positive(name: str, value: float | None) -> None:

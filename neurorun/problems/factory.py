@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neurorun.problems.options import (
-    REFERENCE_INITIAL_BOUNDS,
     EnvOptions,
     RolloutOptions,
+    parse_initial_bounds,
 )
 from neurorun.problems.problem import Problem
 
@@ -68,11 +68,8 @@ def make_problem(
     )
     rollout_options = RolloutOptions.parse(num_episodes, decrease_rewards_by,
                                            alive_bonus_schedule, action_noise_stdev)
-    bounds = REFERENCE_INITIAL_BOUNDS if initial_bounds is None else tuple(initial_bounds)
-    if len(bounds) != 2 or not bounds[0] <= bounds[1]:
-        raise ValueError(f"initial_bounds={initial_bounds!r}; expected (low, high), low <= high")
     return Problem(env_options, network, rollout_options,
                    network_args=dict(network_args or {}),
                    observation_normalization=bool(observation_normalization),
-                   initial_bounds=(float(bounds[0]), float(bounds[1])), seed=seed,
+                   initial_bounds=parse_initial_bounds(initial_bounds), seed=seed,
                    jit=bool(jit))

@@ -37,10 +37,10 @@ class AliveBonus:
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
         numbers = all(_is_number(x) and math.isfinite(x) for x in items)
-        if len(items) != 3 or not numbers or max(map(abs, items[:2])) > MAX_STEP or abs(
-                items[2]) > MAX_SHAPING:
+        if len(items) != 3 or not numbers or not all(0 <= t <= MAX_STEP for t in items[:2]) \
+                or abs(items[2]) > MAX_SHAPING:  # steps count from 1 within an episode
             raise ValueError(f"alive_bonus_schedule={schedule!r}; expected [t, bonus] or "
-                             f"[t0, t1, bonus]: steps within +-{MAX_STEP:.0e}, a bonus within "
+                             f"[t0, t1, bonus]: steps from 0 to {MAX_STEP:.0e}, a bonus within "
                              f"+-{MAX_SHAPING:.0e}. Fix: e.g. alive_bonus_schedule=[400,10] or "
                              "null")
         t0, t1, bonus = int(items[0]), int(items[1]), float(items[2])
@@ -48,6 +48,24 @@ class AliveBonus:
             raise ValueError(f"alive_bonus_schedule={schedule!r}: t1={t1} < t0={t0}; expected "
                              "t0 <= t1. Fix: e.g. alive_bonus_schedule=[t0, t1, bonus], t0 <= t1")
         return cls(t0, t1, bonus)
+
+
+# The widest initial_bounds: a weight beyond it times an observation, or squared, overflows
+# float32 (the search's precision), so the first generation could only diverge.
+MAX_INITIAL_WEIGHT = 1e18
+
+
+def parse_initial_bounds(bounds: Any) -> tuple[float, float]:
+    """``problem.initial_bounds`` as (low, high); None: REFERENCE_INITIAL_BOUNDS."""
+    if bounds is None:
+        return REFERENCE_INITIAL_BOUNDS
+    items = list(bounds) if isinstance(bounds, Sequence) and not isinstance(bounds, str) else []
+    if len(items) != 2 or not all(_is_number(x) and abs(x) <= MAX_INITIAL_WEIGHT
+                                  for x in items) or not items[0] <= items[1]:
+        raise ValueError(f"initial_bounds={bounds!r}; expected [low, high], low <= high, both "
+                         f"within +-{MAX_INITIAL_WEIGHT:.0e}. Fix: e.g. initial_bounds=[-0.1, "
+                         "0.1], or null for [-1e-05, 1e-05]")
+    return float(items[0]), float(items[1])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Bad input is refused with a ValueError naming the option, the value and the fix."""
 
+import re
+
 import pytest
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
@@ -87,3 +89,25 @@ def test_popsize_one_that_cannot_move_the_center_is_refused(name, extra):
     # raw fitness does move a single sample's center: allowed
     make_algorithm(name, solution_length=4, popsize=1, ranking_method="raw", **options)
 
+
+
+# issue 37 probe C15, C16: a stdev bound or start that is not a usable stdev (finite, > 0, its
+# square finite in float32) is refused when the algorithm is built, naming the option; stdev_max
+# -5 ran with a negative stdev, 0 stopped the search silently, 1e308 diverged in generation 1
+@pytest.mark.parametrize(("name", "options", "named"), [
+    ("pgpe", {"stdev_max": -5.0}, "stdev_max=-5.0"),
+    ("pgpe", {"stdev_max": 0.0}, "stdev_max=0.0"),
+    ("pgpe", {"stdev_min": -1.0}, "stdev_min=-1.0"),
+    ("snes", {"stdev_min": 0.0}, "stdev_min=0.0"),
+    ("pgpe", {"stdev_max": [1.0, 1.0, -1.0, 1.0, 1.0]}, "stdev_max=[1.0, 1.0, -1.0, 1.0, 1.0]"),
+    ("pgpe", {"stdev_min": float("inf")}, "stdev_min=inf"),
+    ("pgpe", {"stdev_min": 1e308}, "stdev_min=1e+308"),
+    ("pgpe", {"stdev_init": None, "radius_init": 1e308}, "radius_init=1e+308"),
+    ("snes", {"stdev_init": 1e20}, "stdev_init=1e+20"),
+    ("cmaes", {"stdev_init": float("inf")}, "stdev_init=inf"),
+    ("ars", {"noise": 1e308}, "noise=1e+308"),
+])
+def test_stdev_bounds_and_starts_must_be_usable_stdevs(name, options, named, build):
+    with pytest.raises(ValueError, match=re.escape(named) + r"; expected a finite number > 0 "
+                                                            r"and at most 1e\+18.*Fix"):
+        build(name, **options)
