@@ -447,7 +447,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
                 f"Fix: check the spelling, or add it with +{override.input_line}."
             ) from error
     OmegaConf.set_struct(config, False)
-    if not config.trust_code:
+    if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
         refuse_untrusted(named, source, f"resume with trust_code=true: neurorun "
                          f"resume={str(run_dir)!r} trust_code=true")
     config.resume = str(run_dir)

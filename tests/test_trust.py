@@ -161,6 +161,14 @@ def test_the_saved_config_cannot_trust_itself(tmp_path):
     assert load_run_config(run, ["trust_code=true"]).network.spec == "nr_trap:net"
 
 
+@pytest.mark.parametrize("text", ["no", "false ", "0", "off"])
+def test_trust_code_given_as_text_trusts_nothing(text, tmp_path):
+    """Issue 37 item 5: `trust_code=no` is text, and text is truthy; only true trusts."""
+    run = _saved_run(tmp_path / "run", **{"network.spec": "nr_trap:net"})
+    with pytest.raises(UntrustedCodeError):
+        load_run_config(run, [f"trust_code='{text}'"])
+
+
 def test_code_the_command_line_names_on_resume_is_the_users(tmp_path):
     run = _saved_run(tmp_path / "run", **{"parallel.address": "203.0.113.9:6379"})
     assert load_run_config(run, ["parallel.address=auto"]).parallel.address == "auto"
