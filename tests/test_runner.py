@@ -410,8 +410,11 @@ def test_a_list_where_the_schema_has_a_mapping_is_a_config_error(tmp_path):
     (["algo=xnes", "algo.stdev_learning_rate=1e308"], "stdev_learning_rate"),
 ])
 def test_a_diverged_search_stops_naming_the_rate(tmp_path, overrides, named):
+    # issue 37 probe C16, C19: the keys of the initial spread are named beside the rate
     with pytest.raises(ConfigError, match=rf"diverged in generation 1: .*algo\.{named}=1e\+308"
-                                          rf".*Fix: a smaller algo\.{named}\.$"):
+                                          rf".*algo\.radius_init=.*Fix: a smaller algo\.{named}, "
+                                          r"or a smaller start \(algo\.radius_init, "
+                                          r"algo\.center_init or problem\.initial_bounds\)\.$"):
         run(tiny(*overrides), run_dir=tmp_path / "run")
     assert not (tmp_path / "run" / "checkpoints").exists()  # nothing was saved
 

@@ -199,17 +199,32 @@ class SearchAlgorithm:
         for part, values in (("center", self.center), ("stdev", self.stdev)):
             if bool(torch.isfinite(values).all()):
                 continue
-            rates = self.step_options()
+            rates, spread = self.step_options(), self.spread_options()
             culprits = [k for k in rates if ("stdev" in k) == (part == "stdev")] or list(rates)
-            given = ", ".join(f"algo.{k}={'null' if v is None else f'{v:g}'}"
-                              for k, v in rates.items())
+            given = ", ".join(f"algo.{k}={_shown(v)}" for k, v in {**rates, **spread}.items())
             fix = " or ".join(f"a smaller algo.{k}" for k in culprits) or "finite rewards"
+            # the start sets the first steps too (radius_init=1e308 overflows the first update)
+            start = ", ".join([*(f"algo.{k}" for k in spread),
+                               "algo.center_init or problem.initial_bounds"])
             raise SearchDivergedError(
                 f"algo={self.name} diverged in generation {self.generation + 1}: its {part} is "
-                f"no longer finite (inf or NaN){f' with {given}' if given else ''}. Fix: {fix}.")
+                f"no longer finite (inf or NaN){f' with {given}' if given else ''}. Fix: {fix}, "
+                f"or a smaller start ({start}).")
+
+    def spread_options(self) -> dict[str, Any]:
+        """The options given that set the samples' spread (initial stdev and its bounds)."""
+        flat = self._flat_options()
+        return {k: flat[k] for k in ("stdev_init", "radius_init", "noise", "stdev_min",
+                                     "stdev_max") if flat.get(k) is not None}
 
     def step_options(self) -> dict[str, Any]:
         """The options that size the update's steps (``*learning_rate``, ``step_size``)."""
+        return {k: v for k, v in self._flat_options().items() if (
+            k.endswith("learning_rate") or k == "step_size") and not isinstance(v, bool)
+        }  # not scale_learning_rate
+
+    def _flat_options(self) -> dict[str, Any]:
+        """The options as flat keyword options (the groups' fields at the top level)."""
         flat = {}
         for option in dataclasses.fields(self.options):
             value = getattr(self.options, option.name)
@@ -217,8 +232,7 @@ class SearchAlgorithm:
                 flat.update({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
             else:
                 flat[option.name] = value
-        return {k: v for k, v in flat.items() if (k.endswith("learning_rate") or k == "step_size")
-                and not isinstance(v, bool)}  # not scale_learning_rate
+        return flat
 
     def _check_fitness(self, fitness: Any, expected: int) -> torch.Tensor:
         fitness = torch.as_tensor(fitness, device=self.device, dtype=self.dtype).reshape(-1)
@@ -296,3 +310,13 @@ def population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
         "median_eval": float(values.quantile(0.5)),
         "pop_best_eval": float(values.max() if sense == "max" else values.min()),
     }
+
+
+def _shown(value: Any) -> str:
+    """An option's value as a message shows it: null, 1e+308, or a short list."""
+    if value is None:
+        return "null"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}"
+    text = repr(value.tolist() if isinstance(value, torch.Tensor) else value)
+    return text if len(text) <= 40 else text[:37] + "..."
