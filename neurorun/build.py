@@ -491,7 +491,8 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         problem.close()
         raise
     try:
-        problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0))
+        problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0),
+                               int(cfg.eval_episodes) if cfg.eval_every else 0)
     except (ValueError, RuntimeError) as error:
         problem.close()
         raise ConfigError(str(error)) from error

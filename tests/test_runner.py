@@ -475,3 +475,14 @@ def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_pat
     monkeypatch.undo()
     run(compose_config([*shown, "generations=1"]), run_dir=tmp_path / "ok")
     assert format_header().strip() in capsys.readouterr().out  # still shown when it runs
+
+
+# issue 37 probe C13, C18: episode counts whose per-episode results cannot fit the memory are
+# refused with the largest count that fits, before any env runs (num_episodes=1e11 failed
+# mid-run with a MemoryError; eval_episodes=1e12 sat in generation 1 growing)
+@pytest.mark.parametrize("key", ["problem.num_episodes", "eval_episodes"])
+def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key):
+    with pytest.raises(ConfigError, match=rf"^{key}=100,000,000,000: .* GB .*Fix: "
+                                          rf"{key}=[1-9][\d,]* or less"):
+        Runner(tiny(f"{key}=100000000000"), run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

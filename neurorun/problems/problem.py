@@ -147,10 +147,28 @@ class Problem(ProblemState):
             return min(limit, total * self.rollout_options.num_episodes)
         return min(limit, total)
 
-    def check_capacity(self, popsize: int) -> None:
+    def check_capacity(self, popsize: int, test_episodes: int = 0) -> None:
         """ValueError, before anything runs or compiles, when a generation of ``popsize``
         would not fit the device's free memory: on jax envs the compiled evaluation, elsewhere
-        the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over)."""
+        the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over); on any
+        env, the results of its ``popsize`` x num_episodes episodes or of a center evaluation
+        of ``test_episodes`` episodes (both held on the host until the evaluation ends)."""
+        self._check_generation_memory(popsize)
+        free = device_free_bytes(torch.device("cpu"))
+        for key, count, each, what in (
+                ("problem.num_episodes", self.rollout_options.num_episodes, popsize * PAIR_BYTES,
+                 f"episodes of each of {popsize:,} solutions"),
+                ("eval_episodes", test_episodes, TEST_EPISODE_BYTES, "test episodes")):
+            if count * each > MEMORY_SHARE * free:
+                fits = int(MEMORY_SHARE * free // each)
+                raise ValueError(
+                    f"{key}={count:,}: {what} hold at least {count * each / 1e9:,.1f} GB of "
+                    f"results until the evaluation ends, and this machine has "
+                    f"{free / 1e9:.1f} GB free. Fix: "
+                    + (f"{key}={fits:,} or less" if fits else "a smaller algo.popsize"))
+
+    def _check_generation_memory(self, popsize: int) -> None:
+        """``check_capacity``'s samples (or compiled evaluation) of a generation."""
         if self._compiled is None:
             samples = SAMPLE_COPIES * popsize * self.solution_length * 4
             free = (torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda"
@@ -375,6 +393,10 @@ SAMPLE_COPIES = 3  # float32 copies of a generation's P x D samples alive at onc
 HOST_SLOTS = 4096  # env slots when max_num_envs is null and the evaluation is not the compiled
 # jax program (gymnasium, EnvPool, factories, jax envs stepped from Python): more only cost
 # memory, and seeded results do not depend on the count
+PAIR_BYTES = 128  # what each (solution, episode) pair of an evaluation holds until it ends,
+# counting its one step at least: per-pair returns, lengths and flags, per-step trace rows
+TEST_EPISODE_BYTES = 32  # what each test episode holds until the evaluation ends (its return
+# and length, and their concatenation)
 TEST_SLOTS = 1024  # env slots of test episodes: more episodes run in turns (seeds as one batch
 # on backends that seed every episode)
 
