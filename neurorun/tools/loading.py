@@ -47,6 +47,8 @@ class LoadedPolicy:
     def make_problem(self, episode_length: int | None) -> Problem:
         """The problem the run evaluated its center with: same env, network and observation
         statistics; episodes cut at ``episode_length``."""
+        from neurorun.nets import NetworkParseError
+        from neurorun.nets.factory import NetworkFactoryError
         from neurorun.problems import make_problem
 
         try:
@@ -54,6 +56,12 @@ class LoadedPolicy:
                                    network_args=self.network_args or None,
                                    env_config=self.env_config, episode_length=episode_length,
                                    observation_normalization=self.obs_stats is not None)
+        except (NetworkParseError, NetworkFactoryError) as error:  # the network, not the env
+            where = (f"'architecture' of {self.source.with_suffix('.json').name}"
+                     if self.source.suffix == ".pt" else "the pickle's 'architecture'")
+            raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} ({where}) "
+                            f"cannot be built: {_detail(error)}. Fix: restore the architecture "
+                            "the run wrote") from error
         except Exception as error:
             raise _env_error(self, error) from error
         if problem.solution_length != self.solution.numel():
@@ -142,7 +150,19 @@ def _read_meta(path: Path) -> dict[str, Any]:
                         "checkpoint's env and network") from error
     if not isinstance(meta, dict):
         raise ToolError(f"{str(json_path)!r}: expected a JSON object, got {type(meta).__name__}")
+    for key, kind, fits in META_TYPES:
+        if key in meta and not fits(meta[key]):
+            raise ToolError(f"{str(json_path)!r}: {key}={meta[key]!r}; expected {kind}. Fix: "
+                            f"restore the {key} the run wrote (or pass a checkpoint whose "
+                            ".json is intact)")
     return meta
+
+
+# The .json keys a policy is rebuilt from, and their types (a run writes them so).
+META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
+              ("architecture", "a string", lambda v: isinstance(v, str)),
+              ("network_args", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+              ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)))
 
 
 def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
@@ -220,12 +240,15 @@ def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None
         raise ToolError(str(error)) from None
 
 
-def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
+def _detail(error: Exception) -> str:
+    """``error`` on one line, at most 300 characters."""
     detail = " ".join(f"{type(error).__name__}: {error}".split())
-    if len(detail) > 300:
-        detail = detail[:297] + "..."
+    return detail if len(detail) <= 300 else detail[:297] + "..."
+
+
+def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
     return ToolError(f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
-                     f"({detail}); install what provides it (e.g. pip install "
+                     f"({_detail(error)}); install what provides it (e.g. pip install "
                      "'gymnasium[mujoco]' or brax) or pass --env ID")
 
 

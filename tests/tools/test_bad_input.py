@@ -158,3 +158,30 @@ def test_max_steps_below_one_is_refused(tool, value, run_dir, tmp_path, capsys):
         TOOLS[tool](argv)
     assert exited.value.code == 2
     assert f"--max-steps: {value}: expected an integer >= 1" in capsys.readouterr().err
+
+
+# issue 37 probe C4, C5: a checkpoint .json key of the wrong type is one line naming the .json,
+# the key and the type expected (a TypeError traceback before)
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("network_args", [1], "a JSON object or null"),
+    ("env_config", [1, 2], "a JSON object or null"),
+    ("architecture", ["Linear(obs_length, act_length)"], "a string"),
+    ("env", 5, "a string"),
+])
+def test_a_json_key_of_the_wrong_type_is_named(run_dir, capsys, key, value, expected):
+    meta_path = run_dir / "checkpoints" / "best.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, key: value}))
+    fails_with(capsys, "eval", [str(run_dir), "--episodes", "1"], str(meta_path),
+               f"{key}={value!r}", expected)
+
+
+# issue 37 probe C6: a network string in the .json that does not parse is the network's fault,
+# not the env's (it said the env cannot be made and advised installing mujoco)
+def test_a_bad_architecture_in_the_json_names_the_network(run_dir, capsys):
+    meta_path = run_dir / "checkpoints" / "best.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "architecture": "Foo()"}))
+    line = fails_with(capsys, "eval", [str(run_dir), "--episodes", "1"], "network 'Foo()'",
+                      "architecture", "best.json", "Foo")
+    assert "cannot be made" not in line and "install" not in line
