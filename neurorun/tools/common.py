@@ -99,6 +99,31 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_SEED = 2**63 - 1  # episode seeds are int64 (numpy's, EnvPool's), as a run's seed is
+
+
+def seed_int(text: str) -> int:
+    """argparse type: a seed from 0 to MAX_SEED (-1 and 2**64 failed inside the env)."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value}: expected an integer from 0 to {MAX_SEED}")
+    return value
+
+
+def check_episode_seeds(seed: int, episodes: int) -> None:
+    """ToolError unless the episode seeds ``seed + i`` lie from 0 to MAX_SEED (past it they
+    would wrap round to negative seeds)."""
+    if not 0 <= seed <= MAX_SEED - episodes + 1:
+        raise ToolError(f"--seed {seed} with --episodes {episodes:,}: episode i is seeded "
+                        f"seed + i, each from 0 to {MAX_SEED}; pass a --seed from 0 to "
+                        f"{MAX_SEED - episodes + 1}")
+
+
 def add_trust_options(parser: Any) -> None:
     """The opt-ins of the tools that load policies: ``--trust-pickle``, ``--trust-code``."""
     parser.add_argument("--trust-pickle", action="store_true",

@@ -26,10 +26,12 @@ from neurorun.layout import saved_config_path
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
+    check_episode_seeds,
     format_mean_std,
     mean_std,
     positive_int,
     run_tool,
+    seed_int,
 )
 from neurorun.tools.episodes import (
     EPISODE_BYTES,
@@ -55,6 +57,7 @@ def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
     as_run = own is not None and all(v is None for v in (episodes, seed, env, max_steps))
     episodes = episodes or (own[0] if own else 10)
     seed = seed if seed is not None else (own[1] if own else 0)
+    check_episode_seeds(seed, episodes)
     check_memory(episodes, EPISODE_BYTES, "episode results")
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=max_steps)
@@ -135,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("path", help="a run folder, a policy .pkl or a weights-only .pt")
     result.add_argument("--episodes", type=int, default=None,
                         help="how many episodes (default: a run's eval_episodes, else 10)")
-    result.add_argument("--seed", type=int, default=None,
+    result.add_argument("--seed", type=seed_int, default=None,
                         help="episode i is seeded seed+i (default: a run's center evaluation "
                              "seeds, else 0)")
     result.add_argument("--env", default=None, help="run on this env id instead of the saved one")

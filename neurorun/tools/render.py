@@ -23,9 +23,11 @@ from pathlib import Path
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
+    check_episode_seeds,
     check_writable,
     positive_int,
     run_tool,
+    seed_int,
 )
 from neurorun.tools.episodes import Episode, run_episodes, step_limit
 from neurorun.tools.loading import load_policy
@@ -49,6 +51,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     if episodes < 1 or fps <= 0:
         raise ToolError(f"--episodes {episodes} --fps {fps}; expected at least 1 episode and "
                         "a positive fps")
+    check_episode_seeds(seed, episodes)
     check_writable(out, "video")
     if out.suffix != ".html":
         check_video_writer(out)
@@ -88,7 +91,8 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("path", help="a run folder, a policy .pkl or a weights-only .pt")
     result.add_argument("--out", required=True, help="output .gif or .mp4 (.html for brax)")
     result.add_argument("--episodes", type=int, default=1, help="episodes to play (1)")
-    result.add_argument("--seed", type=int, default=0, help="episode i is seeded seed+i (0)")
+    result.add_argument("--seed", type=seed_int, default=0,
+                        help="episode i is seeded seed+i (0)")
     result.add_argument("--fps", type=float, default=30.0, help="frames per second (30)")
     result.add_argument("--max-steps", type=positive_int, default=None,
                         help="cut episodes after this many steps (default: the run's "

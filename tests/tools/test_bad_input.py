@@ -185,3 +185,27 @@ def test_a_bad_architecture_in_the_json_names_the_network(run_dir, capsys):
     line = fails_with(capsys, "eval", [str(run_dir), "--episodes", "1"], "network 'Foo()'",
                       "architecture", "best.json", "Foo")
     assert "cannot be made" not in line and "install" not in line
+
+
+# issue 37 probe C10: a --seed that episode seeds cannot take is one argparse line naming --seed
+# and the range, before anything is loaded (-1 and 2**64 failed inside the env, 2**63-1 with two
+# episodes wrapped round to a negative seed)
+@pytest.mark.parametrize("tool", ["eval", "render"])
+@pytest.mark.parametrize("value", ["-1", str(2**64)])
+def test_a_seed_outside_the_range_is_refused(tool, value, tmp_path, capsys):
+    argv = [str(tmp_path / "nope"), "--seed", value] + (
+        ["--out", str(tmp_path / "v.gif")] if tool == "render" else [])
+    with pytest.raises(SystemExit) as exited:
+        TOOLS[tool](argv)
+    assert exited.value.code == 2
+    assert f"--seed: {value}: expected an integer from 0 to {2**63 - 1}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tool", ["eval", "render"])
+def test_episode_seeds_past_the_range_are_refused(tool, run_dir, tmp_path, capsys):
+    out = old_file(tmp_path, "v.gif")
+    argv = [str(run_dir), "--seed", str(2**63 - 1), "--episodes", "2"] + (
+        ["--out", str(out)] if tool == "render" else [])
+    fails_with(capsys, tool, argv, f"--seed {2**63 - 1} with --episodes 2",
+               f"pass a --seed from 0 to {2**63 - 2}")
+    assert out.read_bytes() == b"old"
