@@ -71,9 +71,11 @@ def read_metrics(folder: Path) -> dict[str, np.ndarray]:
             rows = []
             for line in jsonl_path.read_text(encoding="utf-8").splitlines():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except ValueError:  # a line cut short by a run still writing it
                     continue
+                if isinstance(row, dict):  # a run writes objects only: skip the rest likewise
+                    rows.append(row)
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise ToolError(f"cannot read the metrics of {str(folder)!r}: {error}") from error
     columns = list(dict.fromkeys(key for row in rows for key in row if key is not None))

@@ -209,3 +209,20 @@ def test_episode_seeds_past_the_range_are_refused(tool, run_dir, tmp_path, capsy
     fails_with(capsys, tool, argv, f"--seed {2**63 - 1} with --episodes 2",
                f"pass a --seed from 0 to {2**63 - 2}")
     assert out.read_bytes() == b"old"
+
+
+# issue 37 probe C37: a metrics.jsonl line that is JSON but not an object is skipped as a cut
+# line is (a TypeError traceback before)
+@pytest.mark.parametrize("tool", ["plot", "compare"])
+def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
+    from neurorun.tools.runs import read_metrics
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"generation": 1, "mean_eval": 2.0}, {"generation": 2, "mean_eval": 5.0}]
+    lines = [json.dumps(rows[0]), "5", "null", "[1, 2]", '"text"', json.dumps(rows[1]), '{"gen']
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    metrics = read_metrics(run)
+    assert metrics["generation"].tolist() == [1, 2] and metrics["mean_eval"].tolist() == [2, 5]
+    argv = [str(run)] + (["--out", str(tmp_path / "curves.png")] if tool == "plot" else [])
+    assert TOOLS[tool](argv) == 0, capsys.readouterr().err
