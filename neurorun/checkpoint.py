@@ -38,6 +38,8 @@ from neurorun.layout import (
     linked_names,
     saved_config_path,
 )
+from neurorun.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
+from neurorun.state_record import check_record
 
 Write = Callable[[Path], None]  # writes one file's content to the path it is given
 
@@ -367,7 +369,8 @@ def load_state(run_dir: str | Path) -> dict[str, Any] | None:
     never code, so a state.pt from a shared folder cannot run anything.
 
     Raises:
-        ValueError: the file is truncated, not a torch file, or holds other objects (one line).
+        ValueError: the file is truncated, not a torch file, holds other objects, or a record
+            no run writes (state_record.check_record) (one line).
     """
     path = Path(run_dir) / CHECKPOINT_DIR / STATE_FILE
     if not path.is_file():
@@ -383,6 +386,7 @@ def load_state(run_dir: str | Path) -> dict[str, Any] | None:
     if not isinstance(state, dict) or "generation" not in state:
         raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "
                          "Fix: resume from the run's own folder, or start a new run.")
+    check_record(state, path)  # plain data can still lie: a negative count, a zero stdev
     return state
 
 
@@ -408,17 +412,25 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
 
     Raises:
         FileNotFoundError: `run_dir` has no saved config.
-        ValueError: an override changes a config group (e.g. `algo=snes`) or misses a key.
+        ValueError: an override changes a config group (e.g. `algo=snes`) or misses a key;
+            the file is no bounded YAML mapping, or reads the environment without trust_code.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     source = require_saved_config(run_dir)
-    config = OmegaConf.load(source)
+    config = read_config(source)  # bounded: no aliases, UTF-8, a mapping
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    opt_in = f"resume with trust_code=true: neurorun resume={str(run_dir)!r} trust_code=true"
+    if not any(o.key_or_group == "trust_code" and o.value() is True for o in parsed):
+        # nothing below may resolve the file's ${oc.env:...}: the keys given here replace them
+        refuse_env_reads({key: value for key, value in env_reads(config).items()
+                          if not any(_covers(o.key_or_group, key) for o in parsed)}, source, opt_in)
+        config = without_env_reads(config)
     named = code_in_config(config)
     with open_dict(config):
         config.trust_code = False  # only the command line trusts code, never the file itself
     OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
-    for override in OverridesParser.create().parse_overrides(overrides):
+    for override in parsed:
         key = override.key_or_group
         named = {k: v for k, v in named.items() if not _covers(key, k)}  # given here: the user's
         if key == "resume" or key.startswith("hydra."):
@@ -448,8 +460,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             ) from error
     OmegaConf.set_struct(config, False)
     if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
-        refuse_untrusted(named, source, f"resume with trust_code=true: neurorun "
-                         f"resume={str(run_dir)!r} trust_code=true")
+        refuse_untrusted(named, source, opt_in)
     config.resume = str(run_dir)
     return config
 

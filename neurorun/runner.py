@@ -35,13 +35,14 @@ from neurorun.build import (
     resolve_env_backend,
     validate_config,
 )
-from neurorun.layout import CHECKPOINT_DIR, saved_config_path
+from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
 from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
+from neurorun.state_record import check_layout
 from neurorun.status import GenerationStatus, StallWatch, StopLimits, improves
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,9 @@ class Runner:
         with ExitStack() as parts:  # what was built is closed if a later part fails
             self.problem, self.algorithm = build_parts(cfg)
             parts.callback(self.problem.close)
+            if state is not None:  # before any env, metrics file or actor: e.g. a short center
+                check_layout(state, self.algorithm, self.problem,
+                             self.run_dir / CHECKPOINT_DIR / STATE_FILE)
             self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
                                      cfg.target_score, self.algorithm.objective_sense)
             self.distributed = distributed_mode(cfg, self.algorithm)

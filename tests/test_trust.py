@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,170 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
     assert outside.read_text() == "keep\n"
     assert not (tmp_path / "best.json").is_symlink()
     assert (tmp_path / "best.json").read_text() == "new\n"
+
+
+# ----- the probe's cases: state.pt and saved config -----
+def _craft_state(run: Path, change) -> Path:
+    """Apply ``change`` (a function of the loaded record) to the run's state.pt."""
+    import torch
+
+    path = run / "checkpoints" / "state.pt"
+    state = torch.load(path, weights_only=True)
+    change(state)
+    torch.save(state, path)
+    return path
+
+
+def _set(key: str, value):
+    """A change setting the dotted ``key`` (a callable value: of the old one) of the record."""
+    def change(state):
+        *parents, last = key.split("/")
+        for part in parents:
+            state = state[part]
+        state[last] = value(state[last]) if callable(value) else value
+    return change
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [  # probe C21, C22, C23, C25, C26, C28
+    ("generation", -5, "generation"),
+    ("generation", 100, "generation"),
+    ("generation", 10**30, "generation"),
+    ("generation", True, "generation"),
+    ("algorithm/generation", -3, "algorithm.generation"),
+    ("algorithm/search/mu", lambda mu: mu[:7].clone(), "algorithm.search.mu"),
+    ("algorithm/search/mu", "abc", "algorithm.search.mu"),
+    ("algorithm/search/sigma", lambda sigma: -sigma, "algorithm.search.sigma"),
+    ("algorithm/search/sigma", lambda sigma: sigma * 0, "algorithm.search.sigma"),
+    ("algorithm/algorithm", "snes", "algorithm.algorithm"),
+    ("problem/interaction_count", -1000, "problem.interaction_count"),
+    ("problem/interaction_count", 10**40, "problem.interaction_count"),
+    ("problem/interaction_count", lambda count: count + 7, "status.total_interaction_count"),
+    ("elapsed_s", -1e9, "elapsed_s"),
+    ("elapsed_s", float("nan"), "elapsed_s"),
+    ("restarts", -7, "restarts"),
+    ("best/score", float("nan"), "best.score"),
+    ("best/score", float("inf"), "best.score"),
+    ("best/solution", lambda solution: solution[:3].clone(), "best.solution"),
+    ("loggers/metrics.csv", -5, "loggers['metrics.csv']"),
+    ("loggers/metrics.jsonl", "x", "loggers['metrics.jsonl']"),
+    ("loggers/rows", "2", "loggers.rows"),
+], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
+def test_resume_refuses_a_state_whose_content_does_not_fit(trained, key, value, named):
+    from neurorun.build import ConfigError
+    from neurorun.runner import run
+
+    path = _craft_state(trained, _set(key, value))
+    metrics = {name: (trained / name).read_bytes() for name in ("metrics.csv", "metrics.jsonl")}
+    with pytest.raises(ConfigError) as refused:
+        run(load_run_config(trained, ["generations=3"]), run_dir=trained)
+    message = str(refused.value)
+    assert "\n" not in message and str(path) in message and f" {named} is " in message
+    assert {name: (trained / name).read_bytes() for name in metrics} == metrics
+
+
+def test_a_state_the_runner_wrote_without_a_best_resumes(trained):
+    """A run whose center evaluations were never finite saves best.score None: not refused."""
+    from neurorun.runner import run
+
+    _craft_state(trained, _set("best", {"solution": None, "score": None, "generation": 0,
+                                        "obs_stats": None}))
+    result = run(load_run_config(trained, ["generations=3", "logger.console.quiet=true"]),
+                 run_dir=trained)
+    assert result["generation"] == 3
+
+
+def test_resume_of_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained):
+    path = _craft_state(trained, _set("algorithm/search/mu", lambda mu: mu[:7].clone()))
+    result = _neurorun(f"resume={trained}", "generations=3", cwd=trained.parent)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(path) in result.stderr and "algorithm.search.mu" in result.stderr
+    assert "resume=" not in result.stderr.replace(f"resume={trained}", "")
+
+
+BOMB = "".join(["env:\n  id: CartPole-v1\nnetwork_args:\n  a0: &a0 [", ",".join("x" * 10), "]\n",
+                *(f"  a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))])
+
+
+def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):  # probe C31
+    run = _saved_run(tmp_path / "run")
+    saved = run / ".hydra" / "config.yaml"
+    saved.write_text(BOMB)  # 10**9 leaves once expanded
+    result = _neurorun(f"resume={run}", "generations=3", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and str(saved) in result.stderr
+    assert "alias" in result.stderr
+
+
+@pytest.mark.parametrize("tool", ["compare", "plot", "eval"])
+def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):  # probe C31
+    from neurorun.tools import compare, plot
+
+    run = write_run(tmp_path / "run", rows([1.0, 2.0]), [])
+    saved = run / ".hydra" / "config.yaml"
+    saved.write_text("a: &x [1, 2]\nb: *x\nenv: {id: CartPole-v1}\n")
+    if tool == "eval":  # its extras (env_config, episodes) come from the config: left out
+        from neurorun.tools.loading import run_settings
+
+        save_checkpoint(run / "checkpoints" / "best")
+        assert run_settings(run / "checkpoints" / "best.pt") == {}
+        return
+    code = (plot.main([str(run), "--out", str(tmp_path / "c.png")]) if tool == "plot"
+            else compare.main([str(run)]))
+    err = capsys.readouterr().err
+    assert code == 2 and str(saved) in err and "alias" in err
+
+
+@pytest.mark.parametrize(("content", "said"), [  # probe C33
+    (b"", "is empty"),
+    (b"# nothing\n", "is empty"),
+    (b"- env\n- algo\n", "is not a mapping"),
+    (b"\x94\xff random", "is not UTF-8 text"),
+])
+def test_a_saved_config_that_is_no_config_is_named(content, said, tmp_path):
+    run = _saved_run(tmp_path / "run")
+    saved = run / ".hydra" / "config.yaml"
+    saved.write_bytes(content)
+    with pytest.raises(ValueError) as refused:
+        load_run_config(run, ["generations=3"])
+    message = str(refused.value)
+    assert "\n" not in message and str(saved) in message and said in message
+    assert "generations=3" not in message  # not the override's fault
+
+
+@pytest.mark.parametrize("key", ["algo.popsize", "env.env_config.secret"])
+def test_a_saved_config_does_not_read_the_environment(key, tmp_path, monkeypatch):  # probe C34
+    monkeypatch.setenv("NR_PROBE_SECRET", "hunter2")
+    run = _saved_run(tmp_path / "run", **{key: "${oc.env:NR_PROBE_SECRET}"})
+    with pytest.raises(ValueError) as refused:
+        load_run_config(run, ["generations=3"])
+    message = str(refused.value)
+    assert "\n" not in message and "hunter2" not in message
+    assert key in message and str(run / ".hydra" / "config.yaml") in message
+    assert "trust_code=true" in message
+    trusted = load_run_config(run, ["trust_code=true"])
+    assert OmegaConf.select(trusted, key) == "hunter2"
+    own = load_run_config(run, [f"{key}=12"])  # given on the command line: the user's
+    assert OmegaConf.select(own, key) == 12
+
+
+def test_the_command_line_may_still_read_the_environment(tmp_path, monkeypatch):  # probe C34
+    monkeypatch.setenv("NR_PROBE_POPSIZE", "12")
+    run = _saved_run(tmp_path / "run")
+    config = load_run_config(run, ["algo.popsize=${oc.env:NR_PROBE_POPSIZE}"])
+    assert int(config.algo.popsize) == 12
+
+
+def test_compare_does_not_print_an_environment_variable_a_config_names(tmp_path, capsys,
+                                                                       monkeypatch):
+    from neurorun.tools import compare
+
+    monkeypatch.setenv("NR_PROBE_SECRET", "hunter2")
+    for name, env in (("a", "CartPole-v1"), ("b", "${oc.env:NR_PROBE_SECRET}")):
+        run = write_run(tmp_path / "runs" / name, rows([1.0, 2.0]), [])
+        (run / ".hydra" / "config.yaml").write_text(f"env: {{id: '{env}'}}\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert compare.main([str(tmp_path / "runs")]) == 0  # its env is unknown, not read
+    shown = "".join(capsys.readouterr()) + " ".join(str(w.message) for w in caught)
+    assert "hunter2" not in shown

@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from neurorun.layout import saved_config_path
+from neurorun.saved_yaml import read_config, without_env_reads
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
@@ -75,8 +74,8 @@ def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
     from neurorun.seeding import derive_seed
 
     config_path = saved_config_path(checkpoint.parent.parent)
-    try:
-        config = OmegaConf.load(config_path)
+    try:  # bounded, and nothing in it reads the environment
+        config = without_env_reads(read_config(config_path))
         episodes, seed = config.eval_episodes, config.seed
     except Exception:  # no run folder, or a damaged config: the plain defaults
         return None

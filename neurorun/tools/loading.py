@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.problems.running_norm import RunningNorm
+from neurorun.saved_yaml import read_config, without_env_reads
 from neurorun.tools.common import ToolError
 
 if TYPE_CHECKING:
@@ -127,8 +128,8 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
     config_path = saved_config_path(checkpoint.parent.parent)
     if not config_path.is_file():
         return {}
-    try:
-        config = OmegaConf.load(config_path)
+    try:  # bounded, and nothing in it reads the environment
+        config = without_env_reads(read_config(config_path))
         env_config = OmegaConf.select(config, "env.env_config", default=None)
         env_config = {} if env_config is None else OmegaConf.to_container(env_config,
                                                                           resolve=True)

@@ -96,10 +96,13 @@ def read_overrides(folder: Path) -> dict[str, str]:
         return {}
     from omegaconf import OmegaConf
 
+    from neurorun.saved_yaml import SavedFileError, read_yaml
+
     try:
-        lines = OmegaConf.to_container(OmegaConf.load(path))
-    except Exception as error:
-        raise ToolError(f"cannot read {str(path)!r}: {error}") from error
+        lines = OmegaConf.to_container(read_yaml(path) or OmegaConf.create([]))
+    except Exception as error:  # SavedFileError names the file itself
+        raise ToolError(str(error) if isinstance(error, SavedFileError) else
+                        f"cannot read {str(path)!r}: {error}") from error
     result = {}
     for line in lines if isinstance(lines, list) else []:
         key, _, value = str(line).partition("=")
@@ -114,10 +117,15 @@ def read_env(folder: Path) -> str | None:
         return None
     from omegaconf import OmegaConf
 
-    try:
-        env_id = OmegaConf.select(OmegaConf.load(path), "env.id", default=None)
-    except Exception as error:
-        raise ToolError(f"cannot read {str(path)!r}: {error}") from error
+    from neurorun.saved_yaml import SavedFileError, read_yaml, without_env_reads
+
+    try:  # an ${oc.env:...} in the file stays unread: env.id is then unknown
+        config = read_yaml(path)
+        env_id = None if config is None else OmegaConf.select(without_env_reads(config),
+                                                              "env.id", default=None)
+    except Exception as error:  # SavedFileError names the file itself
+        raise ToolError(str(error) if isinstance(error, SavedFileError) else
+                        f"cannot read {str(path)!r}: {error}") from error
     return None if env_id is None else str(env_id)
 
 

@@ -1,0 +1,262 @@
+"""What a run folder's ``checkpoints/state.pt`` may hold: a typed check of the resume record.
+
+state.pt loads as plain data (``torch.load(weights_only=True)``), but plain data can still lie:
+a negative generation, a center of the wrong length, a zero stdev, a counter of 10**40. A
+resumed run checks the record before it builds anything (:func:`check_record`), then the parts
+whose layout belongs to the algorithm and the problem against what the freshly built ones save
+(:func:`check_layout`, before any env, logger or ray actor starts). Each refusal is one line
+naming state.pt, the key and what was expected, and is a config error: resuming again would
+fail the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, NoReturn
+
+import torch
+
+from neurorun.build import ConfigError
+from neurorun.status import GenerationStatus
+
+MISSING = object()  # shown as "missing"
+INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
+POSITIVE = ("sigma",)  # the search's step sizes (every algorithm's state calls them so)
+
+
+class _Check:
+    """Reading one state.pt's record: each getter refuses a value it does not expect."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def refuse(self, key: str, value: Any, expected: str) -> NoReturn:
+        raise ConfigError(
+            f"resume: {self.path}: {key} is {_shown(value)}, expected {expected}; the file was "
+            "changed or is not this run's. Fix: resume from an intact copy of the run, or start "
+            "a new run.")
+
+    def item(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Any:
+        if key not in record:
+            self.refuse(_name(prefix, key), MISSING, "a value (the runner always saves it)")
+        return record[key]
+
+    def mapping(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Mapping:
+        value = self.item(record, key, prefix)
+        if not isinstance(value, Mapping):
+            self.refuse(_name(prefix, key), value, "a mapping")
+        return value
+
+    def count(self, value: Any, key: str, at_most: int = INT64_MAX, minimum: int = 0) -> int:
+        if type(value) is not int or not minimum <= value <= at_most:
+            self.refuse(key, value, f"a whole number from {minimum} to {at_most}")
+        return value
+
+    def real(self, value: Any, key: str, low: float = -math.inf, high: float = math.inf,
+             *, optional: bool = False) -> None:
+        if value is None and optional:
+            return
+        if type(value) not in (int, float) or not (math.isfinite(value) and low <= value <= high):
+            bounds = "" if (low, high) == (-math.inf, math.inf) else f" from {low} to {high}"
+            self.refuse(key, value, f"a finite number{bounds}" + (" or None" if optional else ""))
+
+    def tensor(self, value: Any, key: str, *, positive: bool = False) -> None:
+        """A floating tensor must be finite (the runner stops a search that is not)."""
+        if not isinstance(value, torch.Tensor):
+            self.refuse(key, value, "a tensor")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            self.refuse(key, value, "finite values (a diverged search is never saved)")
+        if positive and not bool((value > 0).all()):
+            self.refuse(key, value, "values > 0 (a standard deviation)")
+
+
+def check_record(state: Mapping[str, Any], path: Path) -> None:
+    """ConfigError (one line) unless ``state`` (a loaded state.pt) holds the record the runner
+    writes: its keys, types, ranges and the counts that must agree with each other."""
+    check = _Check(path)
+    generation = check.count(state["generation"], "generation")
+    # a run cannot have run longer than clocks have counted
+    check.real(check.item(state, "elapsed_s"), "elapsed_s", 0.0, time.time())
+    if "seed" in state and type(state["seed"]) is not int:
+        check.refuse("seed", state["seed"], "a whole number")
+    check.count(state.get("restarts", 0), "restarts", at_most=generation)  # one per generation
+    if type(state.get("restart_due", False)) is not bool:
+        check.refuse("restart_due", state["restart_due"], "true or false")
+    history = state.get("stall_history", [])
+    if not isinstance(history, list):
+        check.refuse("stall_history", history, "a list")
+    for index, value in enumerate(history):
+        check.real(value, f"stall_history[{index}]", optional=True)
+    check.real(check.item(state, "best_sample_eval"), "best_sample_eval", optional=True)
+    problem = check.mapping(state, "problem")
+    counts = {key: check.count(check.item(problem, key, "problem"), f"problem.{key}")
+              for key in ("interaction_count", "episode_count")}
+    _check_obs_stats(check, problem.get("obs_stats"), "problem.obs_stats")
+    check.mapping(state, "rng")
+    length = _check_algorithm(check, check.mapping(state, "algorithm"), generation)
+    _check_best(check, check.mapping(state, "best"), generation, length)
+    status = check.mapping(state, "status")
+    _check_status(check, status, counts)
+    loggers = check.mapping(state, "loggers")
+    for key, value in loggers.items():
+        check.count(value, _name("loggers", key))
+    # one status and one metrics row per generation
+    for key, value in (("status.generation", status.get("generation")),
+                       ("loggers.rows", loggers.get("rows"))):
+        if value is not None and value != generation:
+            check.refuse("generation", generation, f"{value} (its {key})")
+
+
+def _check_algorithm(check: _Check, algorithm: Mapping[str, Any], generation: int) -> int:
+    """The algorithm's record; returns its solution length."""
+    if not isinstance(check.item(algorithm, "algorithm", "algorithm"), str):
+        check.refuse("algorithm.algorithm", algorithm["algorithm"], "an algorithm's name")
+    length = check.count(check.item(algorithm, "solution_length", "algorithm"),
+                         "algorithm.solution_length", minimum=1)
+    # a restart starts its algorithm's count again
+    check.count(check.item(algorithm, "generation", "algorithm"), "algorithm.generation",
+                at_most=generation)
+    check.count(algorithm.get("draw", 0), "algorithm.draw", at_most=2**62)
+    pending = check.item(algorithm, "pending", "algorithm")
+    if not isinstance(pending, list):
+        check.refuse("algorithm.pending", pending, "a list")
+    for index, noise in enumerate(pending):  # (n, D) noise of samples asked, not yet told
+        key = f"algorithm.pending[{index}]"
+        check.tensor(noise, key)
+        if noise.dim() != 2 or noise.shape[1] != length:
+            check.refuse(key, noise, f"a tensor of shape (n, {length})")
+    check.mapping(algorithm, "last", "algorithm")
+    _check_search(check, check.mapping(algorithm, "search", "algorithm"), "algorithm.search")
+    return length
+
+
+def _check_search(check: _Check, value: Any, key: str) -> None:
+    """The search's tensors are finite (its step sizes > 0); its plain numbers (an optimizer's
+    rates, moments and step count) finite and >= 0."""
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            _check_search(check, item, _name(key, name))
+    elif isinstance(value, torch.Tensor):
+        check.tensor(value, key, positive=key.rpartition(".")[2] in POSITIVE)
+    elif type(value) in (int, float):
+        check.real(value, key, 0.0)
+
+
+def _check_best(check: _Check, best: Mapping[str, Any], generation: int, length: int) -> None:
+    # the runner never keeps a non-finite score as best: None until a finite center evaluation
+    check.real(check.item(best, "score", "best"), "best.score", optional=True)
+    check.count(check.item(best, "generation", "best"), "best.generation", at_most=generation)
+    solution = check.item(best, "solution", "best")
+    if solution is not None:
+        check.tensor(solution, "best.solution")
+        if tuple(solution.shape) != (length,) or not solution.is_floating_point():
+            check.refuse("best.solution", solution, f"a floating tensor of shape ({length},)")
+    _check_obs_stats(check, best.get("obs_stats"), "best.obs_stats")
+
+
+def _check_obs_stats(check: _Check, stats: Any, key: str) -> None:
+    if stats is None:
+        return
+    if not isinstance(stats, Mapping):
+        check.refuse(key, stats, "a mapping or None")
+    check.count(check.item(stats, "size", key), f"{key}.size", minimum=1)
+    check.real(check.item(stats, "min_variance", key), f"{key}.min_variance", 0.0)
+    for name, shape in (("count", ()), ("sum", (stats["size"],)),
+                        ("sum_of_squares", (stats["size"],))):
+        check.tensor(check.item(stats, name, key), f"{key}.{name}")
+        if tuple(stats[name].shape) != shape:
+            check.refuse(f"{key}.{name}", stats[name], f"a tensor of shape {shape}")
+    for name in ("count", "sum_of_squares"):
+        if not bool((stats[name] >= 0).all()):
+            check.refuse(f"{key}.{name}", stats[name], "values >= 0")
+
+
+def _check_status(check: _Check, status: Mapping[str, Any], counts: Mapping[str, int]) -> None:
+    """The last generation's status ({} before generation 1): GenerationStatus's fields."""
+    if not status:
+        return
+    for field in fields(GenerationStatus):
+        key = f"status.{field.name}"
+        if field.name not in status:
+            if field.name != "restarts":  # runs saved before restarts existed lack it
+                check.refuse(key, MISSING, "a value (the runner always saves it)")
+            continue
+        value = status[field.name]
+        if field.type == "int":
+            check.count(value, key)
+        elif not (type(value) in (int, float) or value is None and "None" in str(field.type)):
+            check.refuse(key, value, f"a number ({field.type})")
+    expected = {"total_interaction_count": counts["interaction_count"],
+                "total_episode_count": counts["episode_count"]}
+    for name, value in expected.items():
+        if status[name] != value:
+            check.refuse(f"status.{name}", status[name], f"{value} (as the record's own count)")
+
+
+def check_layout(state: Mapping[str, Any], algorithm: Any, problem: Any, path: Path) -> None:
+    """ConfigError (one line) unless the algorithm's and the problem's parts of ``state`` have
+    the layout (keys, tensor shapes and kinds) that this run's freshly built ``algorithm`` and
+    ``problem`` save: e.g. a center of 7 values for a network of 10 weights."""
+    check = _Check(path)
+    saved = state["algorithm"]
+    for key, own in (("algorithm", algorithm.name), ("solution_length", algorithm.solution_length)):
+        if saved[key] != own:
+            check.refuse(f"algorithm.{key}", saved[key], f"{own!r} (this run's algo and network)")
+    _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
+    reference = problem.state_dict()
+    _same_layout(check, state["problem"], reference, "problem")
+    if state["best"]["solution"] is not None:
+        _same_layout(check, state["best"].get("obs_stats"), reference["obs_stats"],
+                     "best.obs_stats")
+
+
+def _same_layout(check: _Check, saved: Any, reference: Any, key: str) -> None:
+    """``saved`` has ``reference``'s keys, lengths, types and tensor shapes (a None in the
+    reference also takes a plain number: e.g. a random generator's cached value)."""
+    if isinstance(reference, torch.Tensor):
+        if not isinstance(saved, torch.Tensor) or saved.shape != reference.shape or (
+                saved.is_floating_point() != reference.is_floating_point() or
+                not reference.is_floating_point() and saved.dtype != reference.dtype):
+            check.refuse(key, saved, f"a {reference.dtype} tensor of shape "
+                         f"{tuple(reference.shape)}")
+    elif isinstance(reference, Mapping):
+        if not isinstance(saved, Mapping) or set(saved) != set(reference):
+            check.refuse(key, saved if not isinstance(saved, Mapping) else sorted(saved),
+                         f"a mapping of {sorted(reference)}")
+        for name, value in reference.items():
+            _same_layout(check, saved[name], value, _name(key, name))
+    elif isinstance(reference, list | tuple):
+        if not isinstance(saved, list | tuple) or len(saved) != len(reference):
+            check.refuse(key, saved, f"a list of {len(reference)} items")
+        for index, (item, own) in enumerate(zip(saved, reference, strict=True)):
+            _same_layout(check, item, own, f"{key}[{index}]")
+    elif not _same_kind(saved, reference):
+        check.refuse(key, saved, f"a {type(reference).__name__}")
+
+
+def _same_kind(saved: Any, reference: Any) -> bool:
+    if reference is None:
+        return saved is None or type(saved) in (int, float)
+    if type(reference) is float:
+        return type(saved) in (int, float)
+    return type(saved) is type(reference)
+
+
+def _name(prefix: str, key: Any) -> str:
+    key = str(key)
+    if "." in key:  # e.g. loggers['metrics.csv']
+        return f"{prefix}[{key!r}]"
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    if value is MISSING:
+        return "missing"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
