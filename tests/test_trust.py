@@ -303,6 +303,23 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
 
 
 # ----- the probe's cases: state.pt and saved config -----
+@pytest.fixture(scope="module")
+def trained_once(tmp_path_factory):
+    """A finished debug run, trained once for this module's state.pt cases."""
+    from neurorun.runner import run
+
+    folder = tmp_path_factory.mktemp("trained") / "run"
+    run(compose_config(["debug=default", "logger.console.quiet=true"]), run_dir=folder)
+    return folder
+
+
+@pytest.fixture
+def trained_copy(trained_once, tmp_path):
+    import shutil
+
+    return Path(shutil.copytree(trained_once, tmp_path / "run"))
+
+
 def _craft_state(run: Path, change) -> Path:
     """Apply ``change`` (a function of the loaded record) to the run's state.pt."""
     import torch
@@ -348,37 +365,38 @@ def _set(key: str, value):
     ("loggers/metrics.jsonl", "x", "loggers['metrics.jsonl']"),
     ("loggers/rows", "2", "loggers.rows"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
-def test_resume_refuses_a_state_whose_content_does_not_fit(trained, key, value, named):
+def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
     from neurorun.build import ConfigError
     from neurorun.runner import run
 
-    path = _craft_state(trained, _set(key, value))
-    metrics = {name: (trained / name).read_bytes() for name in ("metrics.csv", "metrics.jsonl")}
+    path = _craft_state(trained_copy, _set(key, value))
+    names = ("metrics.csv", "metrics.jsonl")
+    metrics = {name: (trained_copy / name).read_bytes() for name in names}
     with pytest.raises(ConfigError) as refused:
-        run(load_run_config(trained, ["generations=3"]), run_dir=trained)
+        run(load_run_config(trained_copy, ["generations=3"]), run_dir=trained_copy)
     message = str(refused.value)
     assert "\n" not in message and str(path) in message and f" {named} is " in message
-    assert {name: (trained / name).read_bytes() for name in metrics} == metrics
+    assert {name: (trained_copy / name).read_bytes() for name in metrics} == metrics
 
 
-def test_a_state_the_runner_wrote_without_a_best_resumes(trained):
+def test_a_state_the_runner_wrote_without_a_best_resumes(trained_copy):
     """A run whose center evaluations were never finite saves best.score None: not refused."""
     from neurorun.runner import run
 
-    _craft_state(trained, _set("best", {"solution": None, "score": None, "generation": 0,
-                                        "obs_stats": None}))
-    result = run(load_run_config(trained, ["generations=3", "logger.console.quiet=true"]),
-                 run_dir=trained)
+    _craft_state(trained_copy, _set("best", {"solution": None, "score": None,
+                                             "generation": 0, "obs_stats": None}))
+    result = run(load_run_config(trained_copy, ["generations=3", "logger.console.quiet=true"]),
+                 run_dir=trained_copy)
     assert result["generation"] == 3
 
 
-def test_resume_of_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained):
-    path = _craft_state(trained, _set("algorithm/search/mu", lambda mu: mu[:7].clone()))
-    result = _neurorun(f"resume={trained}", "generations=3", cwd=trained.parent)
+def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained_copy):
+    path = _craft_state(trained_copy, _set("algorithm/search/mu", lambda mu: mu[:7].clone()))
+    result = _neurorun(f"resume={trained_copy}", "generations=3", cwd=trained_copy.parent)
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert str(path) in result.stderr and "algorithm.search.mu" in result.stderr
-    assert "resume=" not in result.stderr.replace(f"resume={trained}", "")
+    assert "resume=" not in result.stderr.replace(f"resume={trained_copy}", "")
 
 
 BOMB = "".join(["env:\n  id: CartPole-v1\nnetwork_args:\n  a0: &a0 [", ",".join("x" * 10), "]\n",
