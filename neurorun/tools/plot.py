@@ -110,6 +110,21 @@ def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column
             color = line.get_color()
 
 
+MIN_DPI, MAX_DPI = 10, 1200  # 1200 dpi: 8400 x 5400 pixels, ~180 MB; 10000 took many GB
+
+
+def dpi_int(text: str) -> int:
+    """argparse type: a dpi from MIN_DPI to MAX_DPI (0 was a traceback, 10000 a bad_alloc)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not MIN_DPI <= value <= MAX_DPI:
+        raise argparse.ArgumentTypeError(f"{value}: expected an integer from {MIN_DPI} to "
+                                         f"{MAX_DPI}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(prog="neurorun-plot",
                                      description="Plot learning curves of runs and sweeps.")
@@ -122,7 +137,8 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--band", choices=BANDS, default="std",
                         help="band around the mean over seeds (std); runs: every run as its "
                         "own line")
-    result.add_argument("--dpi", type=int, default=120, help="resolution of raster images")
+    result.add_argument("--dpi", type=dpi_int, default=120,
+                        help=f"resolution of raster images, {MIN_DPI} to {MAX_DPI} (120)")
     return result
 
 

@@ -226,3 +226,14 @@ def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
     assert metrics["generation"].tolist() == [1, 2] and metrics["mean_eval"].tolist() == [2, 5]
     argv = [str(run)] + (["--out", str(tmp_path / "curves.png")] if tool == "plot" else [])
     assert TOOLS[tool](argv) == 0, capsys.readouterr().err
+
+
+# issue 37 probe C41, C42: --dpi 0/-5 was a ValueError traceback and --dpi 10000 allocated
+# gigabytes (std::bad_alloc): an argparse line naming --dpi and the range
+@pytest.mark.parametrize("value", ["0", "-5", "10000"])
+def test_a_dpi_outside_the_range_is_refused(value, sweep, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        plot.main([str(sweep), "--out", str(tmp_path / "c.png"), "--dpi", value])
+    assert exited.value.code == 2
+    assert f"--dpi: {value}: expected an integer from 10 to 1200" in capsys.readouterr().err
+    assert not (tmp_path / "c.png").exists()
