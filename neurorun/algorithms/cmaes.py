@@ -31,7 +31,11 @@ import torch
 
 from neurorun.algorithms.base import SearchAlgorithm, Sums, Weights
 from neurorun.algorithms.gaussian import nes_popsize
-from neurorun.algorithms.options import SearchOptions, as_vector, initial_stdev
+from neurorun.algorithms.options import (
+    SearchOptions,
+    initial_center,
+    initial_stdev,
+)
 from neurorun.algorithms.sizing import check_full_covariance
 
 MIN_POPSIZE = 4  # the smallest lambda whose weights (cma_constants) are defined
@@ -119,8 +123,7 @@ class CMAES(SearchAlgorithm):
         kind = {"device": self.device, "dtype": self.dtype}
         start = self.options.start
         stdev = initial_stdev(start, solution_length, **kind)
-        self.mean = (torch.zeros(solution_length, **kind) if start.center_init is None
-                     else as_vector(start.center_init, "center_init", solution_length, **kind))
+        self.mean = initial_center(start, solution_length, **kind)
         self.sigma = stdev.max()  # scalar step size; per-coordinate shape goes into C
         scale = (stdev / self.sigma).square()
         self.p_sigma = torch.zeros(solution_length, **kind)

@@ -17,6 +17,7 @@ from neurorun.algorithms.optimizers import make_optimizer
 from neurorun.algorithms.options import (
     StepOptions,
     as_vector,
+    initial_center,
     initial_stdev,
     require_positive,
     require_stdev,
@@ -36,8 +37,7 @@ class SeparableSearch(SearchAlgorithm):
         super().__init__(solution_length, **kwargs)
         kind = {"device": self.device, "dtype": self.dtype}
         start = self.options.start
-        self.mu = (torch.zeros(solution_length, **kind) if start.center_init is None else
-                   as_vector(start.center_init, "center_init", solution_length, **kind))
+        self.mu = initial_center(start, solution_length, **kind)
         self.sigma = self._initial_stdev()
         self.mirrored = bool(getattr(self.options, "symmetric", False))
         if self.mirrored:

@@ -192,6 +192,23 @@ def as_vector(
     return tensor.clone()
 
 
+# The largest |center_init| (as problem.initial_bounds): a weight beyond it times an
+# observation, or squared, overflows float32, so the first generation could only diverge.
+MAX_CENTER = 1e18
+
+
+def initial_center(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
+    """The (D,) initial center from `center_init` (None: the origin)."""
+    if start.center_init is None:
+        return torch.zeros(length, device=device, dtype=dtype)
+    center = as_vector(start.center_init, "center_init", length, device, dtype)
+    if not bool(torch.all(center.abs() <= MAX_CENTER)):  # nan and inf too
+        raise ValueError(f"center_init={start.center_init!r}; expected finite numbers within "
+                         f"+-{MAX_CENTER:.0e}. Fix: e.g. center_init=0.0, or null for the origin "
+                         "(a run: problem.initial_bounds).")
+    return center
+
+
 def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
     """The (D,) initial standard deviation from `stdev_init` xor `radius_init`."""
     if (start.stdev_init is None) == (start.radius_init is None):

@@ -50,8 +50,9 @@ class AliveBonus:
         return cls(t0, t1, bonus)
 
 
-# The widest initial_bounds: a weight beyond it times an observation, or squared, overflows
-# float32 (the search's precision), so the first generation could only diverge.
+# The widest initial_bounds (as algorithms.options.MAX_CENTER for center_init): a weight beyond
+# it times an observation, or squared, overflows float32, so the first generation could only
+# diverge.
 MAX_INITIAL_WEIGHT = 1e18
 
 

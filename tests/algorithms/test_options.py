@@ -111,3 +111,14 @@ def test_stdev_bounds_and_starts_must_be_usable_stdevs(name, options, named, bui
     with pytest.raises(ValueError, match=re.escape(named) + r"; expected a finite number > 0 "
                                                             r"and at most 1e\+18.*Fix"):
         build(name, **options)
+
+
+# issue 37 probe C16 (alike): a center_init that is not finite in float32, or so large that a
+# weight times an observation overflows, is refused (it was accepted: nan or inf weights)
+@pytest.mark.parametrize("name", ["pgpe", "cmaes", "xnes"])
+@pytest.mark.parametrize(("value", "shown"), [(float("nan"), "nan"), (1e308, "1e+308"),
+                                              ([0.0, 0.0, -1e20, 0.0, 0.0], "-1e+20")])
+def test_a_center_init_out_of_range_is_refused(name, value, shown, build):
+    with pytest.raises(ValueError, match=rf"center_init=.*{re.escape(shown)}.*; expected finite "
+                                         r"numbers within \+-1e\+18.*Fix"):
+        build(name, center_init=value)
