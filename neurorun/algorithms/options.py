@@ -237,9 +237,11 @@ def require_stdev(name: str, given: Any, stdev: torch.Tensor) -> None:
     """Raise a ValueError unless every entry of ``stdev`` (option ``name``, given as ``given``)
     is a usable standard deviation: > 0 (0 stops the search, < 0 is none) and <= MAX_STDEV."""
     if not bool(torch.all((stdev > 0) & (stdev <= MAX_STDEV))):
+        per_parameter = ", or a list of such numbers (one per parameter)" if name in (
+            "stdev_init", "stdev_min", "stdev_max") else ""
         raise ValueError(f"{name}={given!r}; expected a finite number > 0 and at most "
                          f"{MAX_STDEV:.0e} (a standard deviation) in each entry. Fix: e.g. "
-                         f"{name}=0.1, or a list of such numbers (one per parameter).")
+                         f"{name}=0.1{per_parameter}.")
 
 
 def require_positive(name: str, value: float | None) -> None:
