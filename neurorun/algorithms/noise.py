@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from neurorun.algorithms.options import require_count
+
 NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
 _MASK = (1 << 63) - 1
@@ -94,6 +96,7 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
                dim: int) -> SeededNoise | NoiseTable:
     """The noise source ``algo.noise_source`` names; a table of ``table_size`` numbers
     (None: max(2^24, 64 D))."""
+    require_count("noise_table_size", table_size)  # no table has < 1 number, whatever the source
     if source == "seeds":
         return SeededNoise()
     if source == "table":

@@ -122,3 +122,11 @@ def test_a_center_init_out_of_range_is_refused(name, value, shown, build):
     with pytest.raises(ValueError, match=rf"center_init=.*{re.escape(shown)}.*; expected finite "
                                          r"numbers within \+-1e\+18.*Fix"):
         build(name, center_init=value)
+
+
+# issue 37 probe C60: a noise_table_size that no table can have is refused whatever the source
+# (with noise_source=seeds, 0 and -5 were accepted silently)
+@pytest.mark.parametrize("size", [0, -5])
+def test_a_noise_table_size_below_one_is_refused_with_seeded_noise(size, build):
+    with pytest.raises(ValueError, match=rf"noise_table_size={size}; expected an integer >= 1"):
+        build("pgpe", noise_source="seeds", noise_table_size=size)
