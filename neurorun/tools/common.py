@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +22,42 @@ class ToolError(Exception):
     """Bad input for a tool: the message is the whole story, shown as one line."""
 
 
+class _Stdout:
+    """sys.stdout while a tool runs: a write that fails (a full disk, a closed pipe) is a
+    ToolError, told apart from the tool's other OSErrors (which stay tracebacks)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._do(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._do(self.stream.flush)
+
+    def _do(self, action: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return action(*args)
+        except OSError as error:
+            _silence(self.stream)
+            raise ToolError(f"cannot write to stdout: {error.strerror or error}; the output is "
+                            "incomplete: send it to a file or pipe that takes it") from error
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno ... as the stream's
+        return getattr(self.stream, name)
+
+
+def _silence(stream: Any) -> None:
+    """Point a failed stdout at /dev/null: Python's flush at exit would fail again, loudly."""
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+
+
 def _one_line_warning(message: Any, category: type[Warning], filename: str, lineno: int,
                       file: Any = None, line: str | None = None) -> None:
     print(f"warning: {message}", file=sys.stderr if file is None else file)
@@ -31,8 +69,11 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
         warnings.showwarning = _one_line_warning
         # brax warns on every import that it is unmaintained: not news to a tool's user.
         warnings.filterwarnings("ignore", category=UserWarning, module=r"brax\.")
+        stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
         try:
-            return int(body() or 0)
+            status = int(body() or 0)
+            sys.stdout.flush()  # a full stdout fails here, not silently at exit
+            return status
         except ToolError as error:
             message = " ".join(str(error).split())  # one line, whatever the message held
             print(f"{name}: error: {message}", file=sys.stderr)
@@ -40,23 +81,40 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
         except KeyboardInterrupt:
             print(f"{name}: interrupted", file=sys.stderr)
             return 130
+        finally:
+            sys.stdout = stdout
 
 
-def write_output(path: str | Path, write: Callable[[Path], None], what: str) -> Path:
-    """Write an output through a temporary file renamed over `path` (nothing half-written).
+def write_output(path: str | Path, write: Callable[[Path], None], what: str,
+                 flag: str = "--out") -> Path:
+    """Write an output through a temporary file renamed over `path` (nothing half-written),
+    or copied into it where `path` is a device or FIFO (/dev/stdout).
 
     `write` receives the temporary path, whose suffix is `.tmp`: writers must name the format
-    explicitly instead of guessing it from the file name.
+    explicitly instead of guessing it from the file name. `flag` is the tool's option for it.
     """
     path = Path(path)
     if path.is_dir():
-        raise ToolError(f"--out {str(path)!r} is a folder; expected a file name for the {what}")
+        raise ToolError(f"{flag} {str(path)!r} is a folder; expected a file name for the {what}")
     try:
-        atomic_write(path, write)
+        if path.exists() and not path.is_file():
+            _write_into(path, write)
+        else:
+            atomic_write(path, write)
     except OSError as error:
         raise ToolError(f"cannot write the {what} to {str(path)!r}: {error.strerror or error}; "
-                        "pass an --out path in a writable folder") from error
+                        f"pass a {flag} path in a writable folder") from error
     return path
+
+
+def _write_into(path: Path, write: Callable[[Path], None]) -> None:
+    """Write to a temporary file, then copy its bytes into `path`, a device or FIFO: a rename
+    would replace it (run as root, /dev/full became a regular file holding the CSV)."""
+    with tempfile.TemporaryDirectory() as folder:
+        temporary = Path(folder) / f"{path.name}.tmp"
+        write(temporary)
+        with open(temporary, "rb") as source, open(path, "wb") as target:
+            shutil.copyfileobj(source, target)
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
@@ -77,6 +135,9 @@ def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
 def check_writable(path: str | Path, what: str) -> None:
     """Fail early (before long work) when `path` cannot be written."""
     path = Path(path)
+    device = path.exists() and not path.is_dir() and not path.is_file()  # written into
+    if device and os.access(path, os.W_OK):
+        return
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent

@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(to_csv(rows))
         else:
             text = to_csv(rows)
-            write_output(args.csv, lambda tmp: tmp.write_text(text, encoding="utf-8"), "CSV")
+            write_output(args.csv, lambda tmp: tmp.write_text(text, encoding="utf-8"), "CSV",
+                         "--csv")
             print(f"wrote {args.csv} ({metric})")
 
     return run_tool("neurorun-compare", body)

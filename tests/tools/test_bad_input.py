@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 import pickle
+import stat
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -237,3 +243,54 @@ def test_a_dpi_outside_the_range_is_refused(value, sweep, tmp_path, capsys):
     assert exited.value.code == 2
     assert f"--dpi: {value}: expected an integer from 10 to 1200" in capsys.readouterr().err
     assert not (tmp_path / "c.png").exists()
+
+
+class FullStdout(io.TextIOBase):
+    """A stdout on a full disk (or a closed pipe): every write fails as the OS says."""
+
+    def __init__(self, code: int = errno.ENOSPC) -> None:
+        self.code = code
+
+    def write(self, text: str) -> int:
+        raise OSError(self.code, os.strerror(self.code))
+
+    def isatty(self) -> bool:
+        return False
+
+
+# issue 37 probe C64, C65: a table, CSV or JSON sent to a full stdout (> /dev/full) or a closed
+# pipe was a traceback (or exit 0 with the output lost): one line and a nonzero exit
+@pytest.mark.parametrize(("tool", "flags", "code"), [
+    ("compare", [], errno.ENOSPC), ("compare", ["--csv"], errno.ENOSPC),
+    ("compare", [], errno.EPIPE), ("eval", ["--json", "--episodes", "1"], errno.ENOSPC),
+    ("eval", ["--episodes", "1"], errno.ENOSPC)])
+def test_a_failed_write_to_stdout_is_one_line(tool, flags, code, run_dir, sweep, monkeypatch,
+                                              capsys):
+    monkeypatch.setattr(sys, "stdout", FullStdout(code))
+    path = sweep if tool == "compare" else run_dir
+    fails_with(capsys, tool, [str(path), *flags], "cannot write to stdout", os.strerror(code))
+
+
+# issue 37 probe C65: --csv /dev/full said "wrote /dev/full" and exit 0: the CSV was written to
+# a temporary file renamed over the device (as root, /dev/full became a regular file); a device
+# or FIFO is written into, and its write errors are one line
+def test_an_output_to_a_fifo_is_written_into_it_not_renamed_over_it(sweep, tmp_path, capsys):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert compare.main([str(sweep), "--csv", str(fifo)]) == 0, capsys.readouterr().err
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a regular file
+    assert received and received[0].startswith(b"group,")
+
+
+# issue 37 probe C66: neurorun-compare's output errors told the user to pass an --out path: its
+# flag is --csv
+@pytest.mark.parametrize("target", ["folder", "in_a_file"])
+def test_compare_output_errors_name_csv(target, sweep, tmp_path, capsys):
+    blocker = old_file(tmp_path, "a_file")
+    out = tmp_path if target == "folder" else blocker / "out.csv"
+    line = fails_with(capsys, "compare", [str(sweep), "--csv", str(out)], "--csv", str(out))
+    assert "--out" not in line
