@@ -238,11 +238,15 @@ def lock_run(run_dir: str | Path) -> int:
 
     Raises:
         FolderInUseError: another process holds it (the message names its pid and host).
+        ValueError: the folder cannot be written (a read-only mount, no write permission).
     """
     folder = Path(run_dir)
     refuse_links(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise _unwritable(folder, error) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -279,13 +283,27 @@ def remove_if_only_lock(run_dir: str | Path) -> None:
         folder.rmdir()
 
 
+def _unwritable(folder: Path, error: OSError) -> ValueError:
+    return ValueError(
+        f"run folder {str(folder)!r} cannot be written ({error.strerror or error}): a run writes "
+        "its lock, metrics and checkpoints there. Fix: make it writable (chmod u+w), or copy it "
+        "to a writable place (cp -r) and resume the copy, or use another folder.")
+
+
 def require_free(run_dir: str | Path) -> None:
     """FolderInUseError when another process holds ``run_dir``, ValueError when it has links
-    where a run writes (checked before Hydra writes its files into a folder; the run takes the
-    lock itself when it starts)."""
+    where a run writes or cannot be written (checked before Hydra writes its files into a
+    folder; the run takes the lock itself when it starts)."""
     refuse_links(run_dir)
-    if (Path(run_dir) / LOCK_FILE).is_file():
-        os.close(lock_run(run_dir))
+    folder = Path(run_dir)
+    if (folder / LOCK_FILE).is_file():
+        os.close(lock_run(folder))
+    elif folder.is_dir():  # no lock to take, but Hydra's writes there would fail: try one
+        try:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise _unwritable(folder, error) from None
 
 
 def remove_partial_writes(run_dir: str | Path) -> list[Path]:

@@ -300,3 +300,25 @@ def test_a_run_folder_that_cannot_hold_checkpoints_is_refused_before_generation_
     with pytest.raises(ConfigError, match=r"cannot hold checkpoints .*Fix: make it a writable"):
         run(tiny("generations=3"), run_dir=run_dir)
     assert not (run_dir / "metrics.csv").exists()  # no generation ran
+
+
+# issue 37 probe C47: resume= of a run folder on a read-only filesystem was an 18-line OSError
+# traceback from taking the lock; a folder that cannot be written is one line (EROFS stands in
+# for a read-only mount: root writes through chmod 0o555)
+@pytest.mark.parametrize("lock", [True, False])
+def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    if lock:
+        (run_dir / checkpoint.LOCK_FILE).write_text("neurorun pid 1 on host h\n")
+    real_open = os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if str(path).startswith(str(run_dir)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(30, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(ValueError, match=r"^run folder '.*run' cannot be written \(Read-only "
+                       r"file system\).*Fix: .*copy it .*resume the copy"):
+        checkpoint.require_free(run_dir)
