@@ -340,6 +340,33 @@ def _check_parallel(cfg: DictConfig) -> None:
     for key in ("parallel.num_subbatches", "parallel.subbatch_size"):
         _count(cfg, key, minimum=1, optional=True)
     _count(cfg, "parallel.max_actor_restarts", minimum=0, optional=False)
+    _check_local_actors(cfg)
+
+
+def _free_memory() -> int:
+    from neurorun.problems.problem import device_free_bytes
+
+    return device_free_bytes(torch.device("cpu"))
+
+
+def _check_local_actors(cfg: DictConfig) -> None:
+    """A local ray's actor count (a number, or one per parallel.num_cpus) that this machine's
+    memory cannot hold, refused before ray starts."""
+    from neurorun.parallel.workload import check_local_actors
+    from neurorun.problems.problem import MEMORY_SHARE
+
+    if cfg.parallel.get("address"):  # a joined cluster: its nodes hold the actors
+        return
+    actors, cpus = cfg.parallel.get("num_actors"), cfg.parallel.get("num_cpus")
+    count, given = actors, ""
+    if actors in ("max", "num_cpus"):
+        count, given = cpus, f"parallel.num_cpus={cpus} (num_actors={actors}: one per CPU)"
+    if isinstance(count, int) and not isinstance(count, bool):
+        try:
+            check_local_actors(count, free_bytes=_free_memory(), memory_share=MEMORY_SHARE,
+                               given=given)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
 
 def _check_restart(cfg: DictConfig) -> None:

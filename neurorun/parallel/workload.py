@@ -10,6 +10,9 @@ import numpy as np
 import torch
 
 NUM_ACTORS_WORDS = ("max", "num_cpus", "num_gpus", "num_devices")
+RAY_MIN_CPU = 1e-4  # ray's resource precision: a smaller CPU share is an error inside ray
+ACTOR_BYTES = 200 * 10**6  # each actor is a process: Python, torch and a CartPole env hold
+# about 150 MB of its own, ray's worker the rest (a lower bound: other envs hold more)
 
 
 def split_workload(total: int, parts: int) -> list[int]:
@@ -129,9 +132,27 @@ def check_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: 
     for kind, each, total, fix in (
             ("CPU", cpus_each, num_cpus, "parallel.actor_config.num_cpus=<a fraction, e.g. 0.5>"),
             ("GPU", gpus_each, num_gpus, "parallel.num_gpus_per_actor=<a smaller fraction>")):
+        if kind == "CPU" and 0 < each < RAY_MIN_CPU:
+            raise ValueError(
+                f"parallel.num_actors={count:,} actors get {each:.2g} CPU each, below ray's "
+                f"smallest, {RAY_MIN_CPU:g}. Fix: parallel.num_actors=max (one per CPU), or "
+                "fewer actors (or a larger parallel.actor_config.num_cpus).")
         if count * each > total + 1e-9:
             raise ValueError(
                 f"parallel.num_actors={count} actors x {each:g} {kind} each need "
                 f"{count * each:g} {kind}s, but {where} has {total:g}; ray would wait for "
                 f"them forever. Fix: parallel.num_actors=max (one per CPU), or {fix}.")
 
+
+def check_local_actors(count: int, *, free_bytes: int, memory_share: float,
+                       given: str = "") -> None:
+    """Refuse, before a local ray starts, more actors than this machine's memory holds: each
+    is a process of its own (5000 on a small machine crashed ray before generation 1).
+    ``given``: the setting that asked for them, when not ``parallel.num_actors``."""
+    need, spare = count * ACTOR_BYTES, memory_share * free_bytes
+    if need > spare:
+        raise ValueError(
+            f"{given or f'parallel.num_actors={count:,}'}: each ray actor is a process of its "
+            f"own (torch and the env, about {ACTOR_BYTES / 1e9:.1f} GB), so they need about "
+            f"{need / 1e9:,.0f} GB, and this machine has {free_bytes / 1e9:.1f} GB free. Fix: "
+            f"parallel.num_actors=max (one per CPU), or {int(spare // ACTOR_BYTES):,} or less.")

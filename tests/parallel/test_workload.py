@@ -12,6 +12,7 @@ from neurorun.algorithms import make_algorithm
 from neurorun.parallel.distributed import Share, add_sums, plan_round, require_distributable
 from neurorun.parallel.workload import (
     check_capacity,
+    check_local_actors,
     local_cpu_share,
     merge_stats,
     resolve_num_actors,
@@ -129,3 +130,39 @@ def test_importing_the_package_does_not_import_ray():
     code = ("import sys, neurorun.parallel as p; p.RayEvaluator; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# issue 37 probe C56, C57: parallel.num_actors=5000 on 2 CPUs started ray, which crashed and
+# finished no generation; 100000 gave ray's own "precision of the fractional quantity" line.
+# Refused before ray starts: each actor is a process of its own (ACTOR_BYTES of memory)
+def test_more_local_actors_than_the_memory_holds_are_refused_before_ray_starts():
+    gb = 10**9
+    check_local_actors(40, free_bytes=10 * gb, memory_share=0.8)  # 40 x 0.2 GB = 8 GB
+    with pytest.raises(ValueError, match=r"^parallel.num_actors=5,000: each ray actor is a "
+                       r"process .*about 1,000 GB.*10.0 GB free.*Fix: .*num_actors=max.*40 or "
+                       r"less"):
+        check_local_actors(5000, free_bytes=10 * gb, memory_share=0.8)
+
+
+def test_a_cpu_share_below_rays_precision_is_refused():
+    check_capacity(20000, cpus_each=1e-4, gpus_each=0, num_cpus=2, num_gpus=0)
+    with pytest.raises(ValueError, match=r"parallel.num_actors=100,000 actors .*2e-05 CPU each.*"
+                       r"ray's smallest, 0.0001.*Fix: .*num_actors=max"):
+        check_capacity(100000, cpus_each=2e-5, gpus_each=0, num_cpus=2, num_gpus=0)
+
+
+def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypatch):
+    from neurorun import build
+    from neurorun.cli import compose_config
+
+    monkeypatch.setattr(build, "_free_memory", lambda: 10**10)
+    for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5,000"),
+                             (["parallel.num_cpus=5000"], r"num_cpus=5000 \(num_actors=max")):
+        cfg = compose_config(["debug=default", "parallel=ray", *overrides])
+        with pytest.raises(build.ConfigError, match=rf"^parallel.{named}.*: each ray actor"):
+            build.validate_config(cfg)
+    build.validate_config(compose_config(["debug=default", "parallel=ray",
+                                          "parallel.num_actors=4"]))
+    joined = compose_config(["debug=default", "parallel=ray", "parallel.num_actors=5000",
+                             "parallel.address=auto"])  # a cluster's memory is not this machine's
+    build.validate_config(joined)
