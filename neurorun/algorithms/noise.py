@@ -104,8 +104,23 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
         if isinstance(size, bool) or not isinstance(size, int) or size < dim:
             raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
                              f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
+        _check_table_memory(size)
         return NoiseTable(seed, size)
     raise ValueError(f"noise_source={source!r}; expected one of {list(NOISE_SOURCES)}")
+
+
+def _check_table_memory(size: int) -> None:
+    """ValueError before a table of ``size`` float32 numbers is made when the memory cannot
+    hold it (1e14 failed inside torch mid-run), naming the largest size that fits."""
+    from neurorun.problems.problem import MEMORY_SHARE, device_free_bytes  # no cycle at import
+
+    free = device_free_bytes(torch.device("cpu"))
+    if size * 4 > MEMORY_SHARE * free:
+        raise ValueError(
+            f"noise_table_size={size:,}: a table of float32 numbers takes {size * 4 / 1e9:,.1f} "
+            f"GB, and this machine has {free / 1e9:.1f} GB free. Fix: algo.noise_table_size="
+            f"{int(MEMORY_SHARE * free // 4):,} or less (null: max(2^24, 64 D)), or "
+            "algo.noise_source=seeds")
 
 
 def sample_noise(source: SeededNoise | NoiseTable, draw: int, first: int, count: int, dim: int,

@@ -84,3 +84,27 @@ def test_a_table_smaller_than_a_row_is_refused():
     with pytest.raises(ValueError, match=r"noise_table_size=10.*solution length 20.*Fix"):
         make_noise("table", seed=0, table_size=10, dim=20)
     assert make_noise("table", seed=0, table_size=None, dim=20).size == 1 << 24
+
+
+# issue 37 probe C59: noise_table_size=1e14 passed the checks, then torch failed to allocate
+# 400 TB mid-run; a table the memory cannot hold is refused before it is made, with the largest
+# size that fits
+def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch):
+    from neurorun.problems import problem
+
+    monkeypatch.setattr(problem, "device_free_bytes", lambda device: 10**9)  # 1 GB free
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: pytest.fail("the table was allocated"))
+    with pytest.raises(ValueError, match=r"^noise_table_size=100,000,000,000,000: .*400,000\.0 GB"
+                       r".*1\.0 GB free.*Fix: algo.noise_table_size=200,000,000 or less"):
+        make_noise("table", seed=0, table_size=10**14, dim=20)
+    make_noise("seeds", seed=0, table_size=10**14, dim=20)  # no table: nothing to hold
+
+
+def test_the_config_check_refuses_a_table_the_memory_cannot_hold():
+    from neurorun import build
+    from neurorun.cli import compose_config
+
+    cfg = compose_config(["debug=default", "algo.noise_source=table",
+                          "algo.noise_table_size=100000000000000"])
+    with pytest.raises(build.ConfigError, match=r"noise_table_size=100,000,000,000,000: .*Fix"):
+        build.validate_config(cfg)
