@@ -14,7 +14,8 @@ Per case (env, network, popsize, env slots), measured in one process, round by r
 - ``reset_s``: one reset of the batch (the env's own: Playground's DM Control tasks settle
   the model for 200 physics steps in it), which every wave of episodes pays once;
   ``bare_policy_with_resets`` adds it to ``bare_policy``'s time for ``BARE_STEPS`` steps;
-- ``neurorun``: counted interactions per second of ``Problem.evaluate`` (one compiled
+- ``neurorun``: counted interactions per second of ``Problem.evaluate`` on one device, as
+  the bare scans (bench_devices.py measures several; one compiled
   program per batch shape, one episode per solution, parameters ``0.1 * randn`` as early in
   training, raw observations as in the bare scans), after a first call that compiles; its
   ``counted ÷ simulated`` (interactions over the env steps the batches took: idle slots
@@ -65,10 +66,10 @@ class BareScan:
     def __init__(self, spec: str, slots: int, network: str | None):
         backend = parse_spec(spec)[0]
         self.steps, self.slots = BARE_STEPS[backend], slots
-        env = batched_jax_env(spec, slots, EPISODE_LENGTH)
+        env = batched_jax_env(spec, EPISODE_LENGTH)
 
         def start(key: Any) -> Any:  # the first states of a rollout seeded with ``key``
-            return env.reset(jax.random.split(key)[1])
+            return env.reset(jax.random.split(key, slots))
 
         self.start = jax.jit(start)
         if network is None:
@@ -110,7 +111,7 @@ class BareScan:
 def case(spec: str, network: str, popsize: int, rounds: int, device: str) -> dict[str, Any]:
     slots = min(popsize, MAX_SLOTS) if device == "cpu" else popsize
     problem = make_problem(env=spec, network=NETWORKS[network], episode_length=EPISODE_LENGTH,
-                           seed=0, max_num_envs=slots, device=device)
+                           seed=0, max_num_envs=slots, device=device, devices=1)
     generator = torch.Generator().manual_seed(0)
 
     def population() -> torch.Tensor:

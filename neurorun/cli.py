@@ -263,6 +263,7 @@ def _app(cfg: DictConfig) -> float | None:
                 print(line, file=sys.stderr)
             if changed:  # the saved config (what resume= reads) is the one that runs
                 atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
+        _use_host_devices(cfg)
         result = run(cfg, run_dir=run_dir)
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
@@ -302,6 +303,26 @@ def _app(cfg: DictConfig) -> float | None:
                                "evaluation: more generations, or eval_every=1)")
         return None
     return objective
+
+
+def _use_host_devices(cfg: DictConfig) -> None:
+    """On a jax env, give jax's CPU the host devices ``problem.devices`` asks for (XLA reads
+    the count once, when jax starts: before the run builds anything), unless the user's
+    XLA_FLAGS force a count; say which count it is."""
+    from neurorun.envs import backend_of
+    from neurorun.problems.devices import check_devices, host_device_flags
+
+    try:
+        jax_env = backend_of(str(cfg.env.id)).jax_batch is not None
+        devices = check_devices(OmegaConf.select(cfg, "problem.devices", default="auto"))
+    except ValueError as error:  # the run's own checks say it in full
+        raise ConfigError(str(error)) from None
+    if not jax_env:
+        return
+    flags, said = host_device_flags(devices, os.environ)
+    if flags is not None:
+        os.environ["XLA_FLAGS"] = flags
+    logging.getLogger("neurorun.devices").info(said)
 
 
 def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:

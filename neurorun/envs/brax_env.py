@@ -48,23 +48,23 @@ def brax_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box]:
     return box(int(np.prod(obs.shape))), box(env.action_size, 1.0)
 
 
-def batched_brax_env(name: str, num_envs: int, episode_length: int | None = None,
-                     **env_config: Any) -> Any:
-    """``brax.envs.create(name, batch_size=num_envs, auto_reset=False, ...)``: the batch
-    JaxVecEnv steps.
+def batched_brax_env(name: str, episode_length: int | None = None, **env_config: Any) -> Any:
+    """A brax env, episodes ended (brax's EpisodeWrapper) but not reset, vectorized over its
+    reset keys: ``reset(keys)`` with one key per env makes a batch of ``len(keys)``.
 
     Args:
         name: a brax env name (``brax.envs.get_environment``).
-        num_envs: batch size.
         episode_length: neurorun's limit; the episode ends at the earlier of it and brax's
             ``episode_length`` (env_config, default 1000).
         env_config: brax.envs.create keywords (``backend``, ``episode_length``,
             ``action_repeat``, env constructor arguments).
     """
+    from brax.envs.wrappers.training import VmapWrapper
+
     check_brax_name(name)
     config = dict(env_config)
     length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
     if episode_length is not None:
         length = min(length, int(episode_length))
-    return _brax_envs().create(name, episode_length=length, auto_reset=False,
-                               batch_size=int(num_envs), **config)
+    return VmapWrapper(_brax_envs().create(name, episode_length=length, auto_reset=False,
+                                           **config))

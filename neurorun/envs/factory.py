@@ -133,10 +133,10 @@ def _brax_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
     return obs_space, act_space, act_space
 
 
-def _brax_batch(name: str, num_envs: int, episode_length: int | None, **env_config: Any) -> Any:
+def _brax_batch(name: str, episode_length: int | None, **env_config: Any) -> Any:
     from neurorun.envs.brax_env import batched_brax_env
 
-    return batched_brax_env(name, num_envs, episode_length, **env_config)
+    return batched_brax_env(name, episode_length, **env_config)
 
 
 def _playground_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
@@ -146,17 +146,16 @@ def _playground_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spac
     return obs_space, act_space, act_space
 
 
-def _playground_batch(name: str, num_envs: int, episode_length: int | None,
-                      **env_config: Any) -> Any:
+def _playground_batch(name: str, episode_length: int | None, **env_config: Any) -> Any:
     from neurorun.envs.playground_env import batched_playground_env
 
-    return batched_playground_env(name, num_envs, episode_length, **env_config)
+    return batched_playground_env(name, episode_length, **env_config)
 
 
 def _make_jax(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
     from neurorun.envs.jax_env import JaxVecEnv
 
-    batch = batched_jax_env(spec, num_envs, options["episode_length"], **options["env_config"])
+    batch = batched_jax_env(spec, options["episode_length"], **options["env_config"])
     return JaxVecEnv(spec, batch, num_envs, device=options["device"], seed=options["seed"])
 
 
@@ -186,8 +185,9 @@ class Backend:
 
     spaces: Callable[[str, str, dict[str, Any]], Spaces]  # (spec, name, env_config)
     make: Callable[[str, str, int, dict[str, Any]], TorchVecEnv]  # (spec, name, n, options)
-    # jax envs: (name, num_envs, episode_length, **env_config) -> the batched env in brax's
-    # interface that JaxVecEnv and the compiled evaluation step; None: not a jax env
+    # jax envs: (name, episode_length, **env_config) -> the env in brax's interface,
+    # vectorized over reset keys, that JaxVecEnv and the compiled evaluation step; None: not
+    # a jax env
     jax_batch: Callable[..., Any] | None = None
     takes_threads: bool = False  # env.num_threads applies (EnvPool's threads)
     gymnasium_id: bool = False  # the name is a gymnasium id (env.backend=auto chooses for it)
@@ -212,15 +212,15 @@ def backend_of(spec: str) -> Backend:
     return BACKENDS[parse_spec(spec)[0]]
 
 
-def batched_jax_env(spec: str, num_envs: int, episode_length: int | None = None,
-                    **env_config: Any) -> Any:
-    """The batched env of a jax spec (episodes ended at the earlier of ``episode_length`` and
-    the env's own limit, not reset); the compiled evaluation and benchmarks step it."""
+def batched_jax_env(spec: str, episode_length: int | None = None, **env_config: Any) -> Any:
+    """The env of a jax spec vectorized over its reset keys (``reset(keys)``: one env per key;
+    episodes ended at the earlier of ``episode_length`` and the env's own limit, not reset);
+    the compiled evaluation and benchmarks step it."""
     kind, name = parse_spec(spec)
     batch = BACKENDS[kind].jax_batch
     if batch is None:
         raise ValueError(f"env {spec!r} is not a jax env (brax:: or playground::)")
-    return batch(name, int(num_envs), episode_length, **env_config)
+    return batch(name, episode_length, **env_config)
 
 
 def make_env(

@@ -1,11 +1,13 @@
 """A batch of jax envs (brax, MuJoCo Playground) behind the torch interface.
 
-The backends hand over a *batched* env in brax's interface (``reset(key) -> state`` for the
-whole batch, ``step(state, action) -> state`` with ``obs``, ``reward``, ``done``) that ends
+The backends hand over a *batched* env in brax's interface (``reset(keys) -> state`` with one
+key per env, ``step(state, action) -> state`` with ``obs``, ``reward``, ``done``) that ends
 episodes itself (brax's EpisodeWrapper) but does not reset them. One jitted step function does
-gymnasium's next-step autoreset: envs that were done on the previous call get a fresh initial
-state (new random key) and report reward 0, done False. brax's own AutoResetWrapper is not
-used: it returns every env to the same cached first state, in the same step. The step and
+gymnasium's next-step autoreset: envs that were done on the previous call start a new episode
+from their own key and report reward 0, done False. Every episode is seeded
+(``seeds_episodes``): its key is its seed's (``episode_keys``), so an episode is the same in
+whichever slot it runs. brax's own AutoResetWrapper is not used: it returns every env to the
+same cached first state, in the same step. The step and
 reset functions are compiled once per env object (the step's output state is cast to strong
 types, so states from reset and from step share one jit cache key) and warmed up at
 construction; jax's persistent cache keeps the compiled programs for the next run. jax ->
@@ -35,12 +37,14 @@ class JaxVecEnv(TorchVecEnv):
 
     Args:
         spec: the env spec this env was made from (``brax::ant``).
-        env: the batched env (``batched_jax_env``); ``reset(key)`` makes the whole batch, its
+        env: the batched env (``batched_jax_env``); ``reset(keys)`` makes the whole batch, its
             ``observation_size`` (flat) and ``action_size`` (in [-1, 1]) are one env's.
         num_envs: its batch size.
         device: torch device of the returned tensors.
-        seed: seed of the jax key used for resets (reset(seed) replaces it).
+        seed: env i's first episode is seeded ``seed + i`` (reset(seed) replaces it).
     """
+
+    seeds_episodes = True
 
     def __init__(self, spec: str, env: Any, num_envs: int, *,
                  device: torch.device | str = "cpu", seed: int | None = None):
@@ -52,10 +56,11 @@ class JaxVecEnv(TorchVecEnv):
         use_compilation_cache()
         self._jax_reset = jax.jit(env.reset)
         self._jax_step = jax.jit(next_step_autoreset(env))
+        self._jax_next_keys = jax.jit(next_keys)
         self.single_observation_space = box(env.observation_size)
         self.single_action_space = box(env.action_size, 1.0)
         self.env_action_space = self.single_action_space
-        self._key = jax.random.PRNGKey(_seed_or_random(seed))
+        self._seed = _seed_or_random(seed)
         # compiling takes from seconds to minutes on a CPU, with nothing else to show for it
         log.info("compiling %s for %d envs on jax's %s (once per env batch)...", spec,
                  self.num_envs, jax.default_backend())
@@ -68,7 +73,7 @@ class JaxVecEnv(TorchVecEnv):
         self.reset(0)
         for _ in range(2):  # a state from reset, then one from step
             self.step(zeros)
-        self.reset(0)
+        self.reset(self._seed)
 
     def _to_jax(self, actions: Tensor) -> Any:
         import jax.numpy as jnp
@@ -84,23 +89,30 @@ class JaxVecEnv(TorchVecEnv):
         return torch.from_dlpack(array).to(self.device)
 
     def reset(self, seed: int | Sequence[int] | None = None) -> Tensor:
-        import jax
+        """Env i starts from the key of ``seed[i]`` (an int: ``seed + i``; None: random); its
+        later episodes from the keys that follow (``next_keys``) unless seeded."""
+        import jax.numpy as jnp
 
-        if seed is not None and not np.isscalar(seed):
-            seed = seed[0]  # one key for the whole batch
-        if seed is not None:
-            self._key = jax.random.PRNGKey(int(seed))
-        self._key, key = jax.random.split(self._key)
-        self._state = self._jax_reset(key)
-        self._pending = jax.numpy.zeros(self.num_envs, dtype=bool)
+        if seed is None:
+            seed = _seed_or_random(None)
+        seeds = (np.asarray(seed, dtype=np.int64).reshape(-1) if not np.isscalar(seed)
+                 else int(seed) + np.arange(self.num_envs))
+        keys = jnp.asarray(episode_keys(seeds))
+        self._state = self._jax_reset(keys)
+        self._keys = self._jax_next_keys(keys)  # each env's next episode
+        self._pending = jnp.zeros(self.num_envs, dtype=bool)
         return self._torch(self._state.obs)
+
+    def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
+        """The next episode of each of ``envs`` starts from its seed's key."""
+        self._keys = self._keys.at[np.asarray(envs)].set(episode_keys(seeds))
 
     def step(
         self, actions: Tensor, active: np.ndarray | None = None,
     ) -> tuple[Tensor, Tensor, Tensor]:
         # every env steps: one compiled batch step costs the same with or without the others
-        self._state, self._pending, self._key = self._jax_step(
-            self._state, self._to_jax(actions), self._pending, self._key)
+        self._state, self._pending, self._keys = self._jax_step(
+            self._state, self._to_jax(actions), self._pending, self._keys)
         return (self._torch(self._state.obs), self._torch(self._state.reward),
                 self._torch(self._pending))
 
@@ -119,32 +131,49 @@ def use_compilation_cache() -> None:
         jax.config.update("jax_compilation_cache_dir", str(cache / "neurorun" / "jax"))
 
 
+def episode_keys(seeds: Any) -> np.ndarray:
+    """``(len(seeds), 2)`` uint32: the jax PRNG key of each episode seed (its high and low
+    32 bits; ``jax.random.PRNGKey(seed)`` for seeds below 2**32). A pair's episode starts from
+    the key of its seed, in either rollout path and on any slot or device."""
+    seeds = np.asarray(seeds, dtype=np.uint64).reshape(-1)
+    return np.stack([seeds >> np.uint64(32), seeds & np.uint64(0xFFFFFFFF)],
+                    axis=-1).astype(np.uint32)
+
+
+def next_keys(keys: Any) -> Any:
+    """The key each env's next episode starts from when nothing seeds it (the slot's own
+    sequence, as a gymnasium env continues its generator)."""
+    import jax
+
+    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, 1)
+
+
 def next_step_autoreset(env: Any) -> Any:
-    """step(state, action, pending, key) -> (state, done, key) with next-step autoreset; actions
-    are clipped to the action space [-1, 1]. The compiled evaluation
-    (:mod:`neurorun.problems.jax_rollout`) steps with this function too."""
+    """step(state, action, pending, keys) -> (state, done, keys) with next-step autoreset:
+    envs ``pending`` start a new episode from their row of ``keys`` (B, 2), which then moves
+    on (``next_keys``); actions are clipped to the action space [-1, 1]. The compiled
+    evaluation (:mod:`neurorun.problems.jax_rollout`) steps with this function too."""
     import jax
     import jax.numpy as jnp
 
     def where(mask: Any, a: Any, b: Any) -> Any:
         return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
 
-    def reset_pending(state: Any, stepped: Any, pending: Any, key: Any) -> Any:
-        fresh = env.reset(key)
+    def reset_pending(state: Any, stepped: Any, pending: Any, keys: Any) -> Any:
+        fresh = env.reset(keys)
         merged = jax.tree_util.tree_map(lambda a, b: where(pending, a, b), fresh, stepped)
         return merged.replace(reward=jnp.where(pending, 0.0, stepped.reward),
                               done=jnp.where(pending, 0.0, stepped.done))
 
-    def step(state: Any, action: Any, pending: Any, key: Any) -> Any:
-        key, reset_key = jax.random.split(key)
+    def step(state: Any, action: Any, pending: Any, keys: Any) -> Any:
         stepped = env.step(state, jnp.clip(action, -1.0, 1.0))
         stepped = jax.lax.cond(pending.any(), reset_pending, lambda s, st, p, k: st,
-                               state, stepped, pending, reset_key)
+                               state, stepped, pending, keys)
         # brax's step returns weakly typed floats where reset returns strong ones; strong
         # types everywhere give the state one jit cache key, so step compiles once
         stepped = jax.tree_util.tree_map(lambda x: jax.lax.convert_element_type(x, x.dtype),
                                          stepped)
-        return stepped, stepped.done > 0, key
+        return stepped, stepped.done > 0, jnp.where(pending[:, None], next_keys(keys), keys)
 
     return step
 

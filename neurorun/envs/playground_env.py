@@ -135,14 +135,13 @@ def playground_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.
     return box(_observation_size(name, env)), box(env.action_size, 1.0)
 
 
-def batched_playground_env(name: str, num_envs: int, episode_length: int | None = None,
+def batched_playground_env(name: str, episode_length: int | None = None,
                            **env_config: Any) -> Any:
-    """A batch of ``num_envs`` Playground envs, episodes ended but not reset: the batch
-    JaxVecEnv steps.
+    """A Playground env, episodes ended but not reset, vectorized over its reset keys:
+    ``reset(keys)`` with one key per env makes a batch of ``len(keys)``.
 
     Args:
         name: a Playground env name (``mujoco_playground.registry.ALL_ENVS``).
-        num_envs: batch size.
         episode_length: neurorun's limit; the episode ends at the earlier of it and the
             env config's ``episode_length``.
         env_config: overrides of the env's default config (``episode_length``,
@@ -155,5 +154,4 @@ def batched_playground_env(name: str, num_envs: int, episode_length: int | None 
     length = int(config["episode_length"])
     if episode_length is not None:
         length = min(length, int(episode_length))
-    return VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])),
-                       batch_size=int(num_envs))
+    return VmapWrapper(EpisodeWrapper(env, length, int(config["action_repeat"])))

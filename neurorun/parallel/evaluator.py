@@ -139,9 +139,13 @@ class RayEvaluator:
         if threads is None and backend_of(str(self.problem_kwargs["env"])).takes_threads:
             threads = max(1, int(options["num_cpus"] or 1))  # EnvPool: the actor's CPU share
 
+        # jax envs: an actor with GPUs runs on those its node gives it (problem.devices there);
+        # one on a CPU share runs on one host device
+        devices = self.problem_kwargs.get("devices", "auto") if gpus_each else 1
+
         def make_actor(slot: int) -> Any:
             kwargs = {**self.problem_kwargs, "max_num_envs": envs[slot], "num_threads": threads,
-                      "seed": None if seed is None else mix_seed(seed, slot)}
+                      "seed": None if seed is None else mix_seed(seed, slot), "devices": devices}
             return remote.options(**options).remote(kwargs)
 
         return ActorPool(make_actor, count, max_restarts, on_replace=self._replica_slots.discard)

@@ -33,6 +33,7 @@ def make_problem(
     streaming: bool = True,
     num_threads: int | None = None,
     jit: bool = True,
+    devices: int | str | Sequence[int] = "auto",
 ) -> Problem:
     """Build a Problem.
 
@@ -59,12 +60,15 @@ def make_problem(
         num_threads: EnvPool's threads (None: the CPUs this process may use).
         jit: jax envs (brax, Playground): evaluate as one compiled jax program (False: step
             by step from Python, as other backends; a network without a jax form always is).
+        devices: the jax devices that share the compiled evaluation: "auto" (every local
+            device), a count, or a list of device ids (see neurorun.problems.devices).
     """
     env_options = EnvOptions(
         spec=env, config=dict(env_config or {}), vectorization=vectorization,
         episode_length=None if episode_length is None else int(episode_length),
         max_num_envs=None if max_num_envs is None else int(max_num_envs), device=str(device),
         streaming=bool(streaming), num_threads=None if num_threads is None else int(num_threads),
+        devices=devices,
     )
     rollout_options = RolloutOptions.parse(num_episodes, decrease_rewards_by,
                                            alive_bonus_schedule, action_noise_stdev)

@@ -1,12 +1,16 @@
-"""The traced part of the compiled evaluation: one stage of a rollout as a jax loop.
+"""The traced part of the compiled evaluation: one device's stage of a rollout as a jax loop.
 
-A stage steps a batch of env slots until every pair has run, or, when ``limit >= 0``, until
-the queue is empty and at most ``limit`` slots are still busy (the host then moves those slots
-to a smaller batch: see :mod:`neurorun.problems.jax_rollout`). Each step does what
-``rollout._run_steps`` does per step, on arrays: recurrent state reset, non-finite
-observations retire their slot's solution, observation statistics from counted steps, the
-policy on normalized observations, action noise, the env step with next-step autoreset,
-per-pair returns and lengths, and the next pending pairs for slots whose episode ended.
+Each device runs its own share of the (solution, episode) pairs (``jax_rollout.split_pairs``)
+as a queue over its own env slots; the tables of its pairs (their solution, their reset key,
+their action-noise key) are its inputs, so a pair's episode does not depend on the slot or
+device that runs it. A stage steps the device's slots until every pair has run, or, when
+``limit >= 0``, until its queue is empty and at most ``limit`` slots are still busy (the host
+then moves those slots to a smaller batch: see :mod:`neurorun.problems.jax_rollout`). Each
+step does what ``rollout._run_steps`` does per step, on arrays: recurrent state reset,
+non-finite observations retire their slot's solution, observation statistics from counted
+steps, the policy on normalized observations, action noise, the env step with next-step
+autoreset, per-pair returns and lengths, and the next pending pairs for slots whose episode
+ended. Nothing here communicates across devices: each device's loop ends on its own.
 """
 
 from __future__ import annotations
@@ -23,25 +27,28 @@ from neurorun.nets.arrays import ArrayPolicy, jax_ops
 
 @dataclass(frozen=True)
 class Shape:
-    """What one compiled program is specialized to."""
+    """What one compiled program is specialized to (the sizes are one device's)."""
 
     slots: int  # the env batch of this stage
-    solutions: int
-    num_episodes: int
-    streaming: bool
+    solutions: int  # n: solutions of the whole evaluation (row n of params: no solution)
+    pairs: int  # this device's (solution, episode) pairs, padding included
+    following: int  # lock-step: a slot's next pair is its pair + this (0: streaming)
     normalize: bool  # observations normalized with frozen statistics
     collect: bool  # observation statistics collected
     noisy: bool  # Gaussian action noise
 
     @property
-    def pairs(self) -> int:
-        return self.solutions * self.num_episodes
+    def streaming(self) -> bool:
+        return self.following == 0
 
 
 class Inputs(NamedTuple):
     """What every step reads and no step changes."""
 
-    params: Any  # (n, D)
+    params: Any  # (n + 1, D) every solution's parameters; row n (padding pairs): zeros
+    pair_solution: Any  # (T,) int32 solution of each of this device's pairs (n: padding)
+    pair_keys: Any  # (T, 2) uint32 reset key of each pair's episode
+    noise_keys: Any  # (T, 2) uint32 action-noise key of each pair (step t: fold_in t)
     center: Any  # (O,) observation statistics are sums of obs - center (less rounding)
     scale: Any  # (O,) normalization: obs * scale + shift
     shift: Any
@@ -49,11 +56,10 @@ class Inputs(NamedTuple):
 
 
 class Carry(NamedTuple):
-    """The loop state (B env slots, T pairs, n solutions, O observation size)."""
+    """One device's loop state (B env slots, T pairs, n solutions, O observation size)."""
 
     env: Any  # the batched env state
-    key: Any  # PRNG key of the env's resets
-    noise_key: Any  # PRNG key of the action noise
+    slot_keys: Any  # (B, 2) the key of each slot's next reset: its pair's
     done: Any  # (B,) the last step ended the slot's episode: the next step resets it
     just_reset: Any  # (B,) the last step was the slot's autoreset step
     slot_pair: Any  # (B,) pair of each slot, -1: none
@@ -65,7 +71,7 @@ class Carry(NamedTuple):
     returns_error: Any
     lengths: Any  # (T,) int32 counted steps
     finished: Any  # (T,) bool
-    failed: Any  # (n,) bool
+    failed: Any  # (n + 1,) bool; the padding row n is failed from the start
     obs_sum: Any  # (B, O) compensated sums of obs - center over counted steps, per slot
     obs_sum_error: Any
     obs_squares: Any  # (B, O) compensated sums of (obs - center) ** 2
@@ -74,8 +80,9 @@ class Carry(NamedTuple):
     steps: Any  # () int32 vector steps of this stage
 
 
-BATCHED = ("env", "done", "just_reset", "slot_pair", "dead", "slot_params", "policy_state",
-           "obs_sum", "obs_sum_error", "obs_squares", "obs_squares_error", "obs_count")
+BATCHED = ("env", "slot_keys", "done", "just_reset", "slot_pair", "dead", "slot_params",
+           "policy_state", "obs_sum", "obs_sum_error", "obs_squares", "obs_squares_error",
+           "obs_count")
 
 
 def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
@@ -85,25 +92,29 @@ def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
     return t, (t - total) - y
 
 
-def start(env: Any, policy: ArrayPolicy, shape: Shape, params: Any, key: Any,
-          noise_key: Any) -> tuple[Carry, Any]:
-    """The first carry of a rollout (the env reset with ``JaxVecEnv.reset``'s key split) and
-    the statistics' center (the mean first observation)."""
-    key, reset_key = jax.random.split(key)
-    state = env.reset(reset_key)
+def start(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs) -> tuple[Carry, Any]:
+    """The first carry of a device's rollout: slot b takes pair b (none past the pairs, a
+    padding pair or, lock-step, past the device's solutions), its env reset with that pair's
+    key; and the mean first observation of the busy slots (the statistics' center)."""
     slots, pairs, n = shape.slots, shape.pairs, shape.solutions
-    first = min(slots, pairs if shape.streaming else n)
-    slot_pair = jnp.where(jnp.arange(slots) < first, jnp.arange(slots), -1)
+    index = jnp.minimum(jnp.arange(slots), pairs - 1)
+    solution = inputs.pair_solution[index]
+    first = min(slots, pairs if shape.streaming else shape.following)
+    slot_pair = jnp.where((jnp.arange(slots) < first) & (solution < n), jnp.arange(slots), -1)
+    slot_keys = inputs.pair_keys[index]
+    state = env.reset(slot_keys)
+    busy = slot_pair >= 0
+    failed = jnp.zeros(n + 1, bool).at[n].set(True)
     carry = Carry(
-        env=state, key=key, noise_key=noise_key, done=jnp.zeros(slots, bool),
+        env=state, slot_keys=slot_keys, done=jnp.zeros(slots, bool),
         just_reset=jnp.zeros(slots, bool), slot_pair=slot_pair, next_pair=jnp.int32(first),
-        dead=jnp.zeros(slots, bool), slot_params=params[jnp.maximum(slot_pair, 0) % n],
+        dead=jnp.zeros(slots, bool), slot_params=inputs.params[solution],
         policy_state=policy.zero_state(jax_ops(), slots, jnp.float32),
         returns=jnp.zeros(pairs, jnp.float32), returns_error=jnp.zeros(pairs, jnp.float32),
         lengths=jnp.zeros(pairs, jnp.int32), finished=jnp.zeros(pairs, bool),
-        failed=jnp.zeros(n, bool), **_zero_statistics(slots, state.obs.shape[1]),
-        steps=jnp.int32(0))
-    return carry, state.obs.mean(0)
+        failed=failed, **_zero_statistics(slots, state.obs.shape[1]), steps=jnp.int32(0))
+    first_obs = jnp.where(busy[:, None], state.obs, 0.0).sum(0)
+    return carry, (first_obs, jnp.count_nonzero(busy))
 
 
 def _zero_statistics(slots: int, size: int) -> dict[str, Any]:
@@ -120,7 +131,8 @@ def stage(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, carry: Ca
 
     def going(c: Carry) -> Any:
         busy = jnp.count_nonzero(c.slot_pair >= 0)
-        return (busy > 0) & ((limit < 0) | (c.next_pair < shape.pairs) | (busy > limit))
+        pending = shape.streaming and (c.next_pair < shape.pairs)
+        return (busy > 0) & ((limit < 0) | pending | (busy > limit))
 
     carry = carry._replace(steps=jnp.int32(0), **_zero_statistics(*carry.obs_sum.shape))
     return jax.lax.while_loop(going, lambda c: _step(step, policy, shape, inputs, c), carry)
@@ -146,7 +158,7 @@ def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry
     obs = jnp.where(ok[:, None], obs, 0.0)
     failing = counts & ~ok
     slot_pair, next_pair, dead, failed = jax.lax.cond(
-        failing.any(), lambda a: _fail(shape, failing, *a), lambda a: a,
+        failing.any(), lambda a: _fail(shape, inputs, failing, *a), lambda a: a,
         (c.slot_pair, c.next_pair, c.dead, c.failed))
     counts = counts & ok
     statistics = {}
@@ -158,20 +170,21 @@ def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry
                       "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
     x = obs * inputs.scale + inputs.shift if shape.normalize else obs
     actions, policy_state = policy(jax_ops(), policy.rows(c.slot_params), x, policy_state)
-    noise_key = c.noise_key
-    if shape.noisy:
-        noise_key, drawn = jax.random.split(noise_key)
-        actions = actions + inputs.stdev * jax.random.normal(drawn, actions.shape, actions.dtype)
-    env, done, key = step(c.env, actions, c.done, c.key)
+    inside = jnp.minimum(jnp.maximum(slot_pair, 0), pairs - 1)
+    if shape.noisy:  # the pair's key and its step: the same noise on any slot or device
+        keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[inside], c.lengths[inside])
+        drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
+        actions = actions + inputs.stdev * drawn
+    env, done, _ = step(c.env, actions, c.done, c.slot_keys)  # taken pairs set the keys
     index = jnp.where(counts, slot_pair, pairs)  # not counted: out of range, dropped
     inside = jnp.minimum(index, pairs - 1)
     total, error = kahan(c.returns[inside], c.returns_error[inside], env.reward)
     ends = done & counts
-    slot_pair, next_pair, finished, slot_params, policy_state = jax.lax.cond(
-        ends.any(), lambda a: _take_next(shape, inputs.params, ends, failed, *a), lambda a: a,
-        (slot_pair, next_pair, c.finished, c.slot_params, policy_state))
+    slot_pair, next_pair, finished, slot_params, slot_keys, policy_state = jax.lax.cond(
+        ends.any(), lambda a: _take_next(shape, inputs, ends, failed, *a), lambda a: a,
+        (slot_pair, next_pair, c.finished, c.slot_params, c.slot_keys, policy_state))
     return c._replace(
-        env=env, key=key, noise_key=noise_key, done=done, just_reset=c.done,
+        env=env, slot_keys=slot_keys, done=done, just_reset=c.done,
         slot_pair=slot_pair, next_pair=next_pair, dead=dead, slot_params=slot_params,
         policy_state=policy_state, returns=c.returns.at[index].set(total, mode="drop"),
         returns_error=c.returns_error.at[index].set(error, mode="drop"),
@@ -183,42 +196,46 @@ def _zero_rows(state: tuple, mask: Any) -> tuple:
     return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
 
 
-def _fail(shape: Shape, failing: Any, slot_pair: Any, next_pair: Any, dead: Any,
-          failed: Any) -> tuple:
+def _fail(shape: Shape, inputs: Inputs, failing: Any, slot_pair: Any, next_pair: Any,
+          dead: Any, failed: Any) -> tuple:
     """``Schedule.fail``: the failing slots' solutions fail and the slots retire."""
     n, pairs = shape.solutions, shape.pairs
-    failed = failed.at[jnp.where(failing, jnp.maximum(slot_pair, 0) % n, n)].set(
-        True, mode="drop")
+    solution = inputs.pair_solution[jnp.maximum(slot_pair, 0)]
+    failed = failed.at[jnp.where(failing, solution, n + 1)].set(True, mode="drop")
     slot_pair = jnp.where(failing, -1, slot_pair)
     dead = dead | failing
     if shape.streaming:  # with no slot left, the pending pairs' solutions fail too
         all_dead = dead.all()
-        every = jnp.arange(pairs)
-        pending = all_dead & (every >= next_pair)
-        failed = failed.at[jnp.where(pending, every % n, n)].set(True, mode="drop")
+        pending = all_dead & (jnp.arange(pairs) >= next_pair)
+        failed = failed.at[jnp.where(pending, inputs.pair_solution, n + 1)].set(
+            True, mode="drop")
         next_pair = jnp.where(all_dead, pairs, next_pair)
     return slot_pair, next_pair, dead, failed
 
 
-def _take_next(shape: Shape, params: Any, ends: Any, failed: Any, slot_pair: Any,
-               next_pair: Any, finished: Any, slot_params: Any, policy_state: tuple) -> tuple:
+def _take_next(shape: Shape, inputs: Inputs, ends: Any, failed: Any, slot_pair: Any,
+               next_pair: Any, finished: Any, slot_params: Any, slot_keys: Any,
+               policy_state: tuple) -> tuple:
     """``Schedule.end``: the ending slots take the next pending pairs, in slot order; the slots
-    that took one get its solution's parameters and a zero recurrent state."""
-    n, pairs = shape.solutions, shape.pairs
+    that took one get its solution's parameters, its reset key and a zero recurrent state."""
+    pairs = shape.pairs
     finished = finished.at[jnp.where(ends, slot_pair, pairs)].set(True, mode="drop")
     if shape.streaming:
         every = jnp.arange(pairs)
         # the k-th ending slot takes the k-th pending pair whose solution has not failed
-        order = jnp.cumsum((every >= next_pair) & ~failed[every % n])
+        order = jnp.cumsum((every >= next_pair) & ~failed[inputs.pair_solution])
         rank = jnp.cumsum(ends)
         pick = jnp.searchsorted(order, rank, side="left").astype(jnp.int32)
         new = jnp.where(ends & (rank <= order[-1]), pick, -1)
         next_pair = jnp.where(rank[-1] <= order[-1], jnp.max(new) + 1, pairs)
     else:  # lock-step: the slot's own solution's next episode
-        following = slot_pair + n
+        following = slot_pair + shape.following
         new = jnp.where(following < pairs, following, -1)
     slot_pair = jnp.where(ends, new, slot_pair)
     taken = ends & (slot_pair >= 0)
-    slot_params = jnp.where(taken[:, None], params[jnp.maximum(slot_pair, 0) % n], slot_params)
-    return (slot_pair, next_pair.astype(jnp.int32), finished, slot_params,
+    pair = jnp.maximum(slot_pair, 0)
+    slot_params = jnp.where(taken[:, None], inputs.params[inputs.pair_solution[pair]],
+                            slot_params)
+    slot_keys = jnp.where(taken[:, None], inputs.pair_keys[pair], slot_keys)
+    return (slot_pair, next_pair.astype(jnp.int32), finished, slot_params, slot_keys,
             _zero_rows(policy_state, taken))

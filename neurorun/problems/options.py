@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neurorun.problems.devices import check_devices
+
 REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
 # Reward shaping per step, times any episode length (< 2**63 steps) and squared in the episode
 # statistics, stays finite in float64 up to this size; steps of a schedule fit a float64 exactly.
@@ -127,8 +129,10 @@ class EnvOptions:
     device: str = "cpu"
     streaming: bool = True
     num_threads: int | None = None
+    devices: Any = "auto"  # the jax devices of the compiled evaluation (problems/devices.py)
 
     def __post_init__(self) -> None:
+        check_devices(self.devices)
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"num_threads={self.num_threads}; expected an integer >= 1, or "
                              "null (the CPUs this process may use)")

@@ -21,10 +21,10 @@ evaluated step by step from Python).
 Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
 problem's generator). Episode ``e`` of solution ``j`` (0-based, in the order given) is seeded
 ``base + j + e * EPISODE_SEED_STRIDE`` on backends that seed every episode (gymnasium's
-SyncVectorEnv), whatever ``max_num_envs`` and the order in which episodes end. Elsewhere each
-env slot is seeded with the seed of its first episode and its later episodes continue the
-slot's generator (EnvPool: a new pool per call; native gymnasium vector envs and brax: one
-generator for all slots, seeded with the first slot's seed).
+SyncVectorEnv, brax, Playground), whatever ``max_num_envs``, the devices and the order in which
+episodes end. Elsewhere each env slot is seeded with the seed of its first episode and its
+later episodes continue the slot's generator (EnvPool: a new pool per call; native gymnasium
+vector envs: one generator for all slots, seeded with the first slot's seed).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from neurorun.envs import (
 )
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
+from neurorun.problems.devices import jax_devices
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax_rollout import JaxRollout
 from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
@@ -125,17 +126,19 @@ class Problem(ProblemState):
         """The compiled evaluation, for jax envs and networks with a jax form."""
         if backend_of(self.env_options.spec).jax_batch is None:
             return None
+        devices = jax_devices(self.env_options.devices)
         try:
             form = ArrayPolicy(self.network)
         except NoArrayFormError as error:
             log.warning("the network has no jax form (%s), so %s is evaluated step by step from "
-                        "Python, several times slower than one compiled program; a network "
-                        "string has a jax form", error, self.env_options.spec)
+                        "Python on one device, several times slower than one compiled program%s;"
+                        " a network string has a jax form", error, self.env_options.spec,
+                        f" on {len(devices)} devices" if len(devices) > 1 else "")
             return None
         make_batch = functools.partial(batched_jax_env, self.env_options.spec,
                                        episode_length=self.env_options.episode_length,
                                        **self.env_options.config)
-        return JaxRollout(make_batch, self.env_options.spec, form, self.device)
+        return JaxRollout(make_batch, self.env_options.spec, form, self.device, devices)
 
     def _slots(self, total: int) -> int:
         """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
@@ -182,16 +185,19 @@ class Problem(ProblemState):
                     "(or a smaller network)")
             return
         slots = self._slots(popsize)
-        need = self._compiled.memory_bytes(popsize, slots, self.solution_length)
-        free = device_free_bytes(self.device)
-        if need > MEMORY_SHARE * free:
-            fits = max(1, int(slots * MEMORY_SHARE * free / need))
+        fixed, per_slot = self._compiled.memory_bytes(popsize, self.solution_length)
+        need, budget = fixed + per_slot * slots, MEMORY_SHARE * device_free_bytes(self.device)
+        if need > budget:
+            fits = int((budget - fixed) // per_slot)
+            devices = len(self._compiled.devices)
+            fix = (f"problem.max_num_envs={fits:,} (slots take the solutions in turn), or a "
+                   "smaller algo.popsize" if fits >= 1 else "a smaller algo.popsize" + (
+                       " or fewer problem.devices (each holds every solution)"
+                       if devices > 1 else ""))
             raise ValueError(
                 f"algo.popsize={popsize} on {slots:,} env slots needs about {need / 1e9:.1f} GB "
                 f"for the compiled evaluation of {self.env_options.spec}, and the "
-                f"{self.device.type} has {free / 1e9:.1f} GB free. Fix: "
-                f"problem.max_num_envs={fits:,} (slots take the solutions in turn), or a "
-                "smaller algo.popsize")
+                f"{self.device.type} has {budget / MEMORY_SHARE / 1e9:.1f} GB free. Fix: {fix}")
 
     @property
     def compiled(self) -> bool:

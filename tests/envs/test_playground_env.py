@@ -34,24 +34,23 @@ def test_unknown_config_key_and_implementation_are_refused_before_compiling():
 
 def direct_loop(name, num_envs, seed, actions, episode_length):
     """Playground's own reset/step, one env at a time, with gymnasium's next-step autoreset
-    and the keys JaxVecEnv documents: reset(seed) splits PRNGKey(seed) into (carry, batch
-    key), each step splits the carry into (carry, reset key), and a batch key gives env i
-    the i-th of num_envs splits."""
+    and the keys JaxVecEnv documents: env i's first episode starts from PRNGKey(seed + i),
+    each later one from the previous key folded with 1."""
     from mujoco_playground import registry
 
     env = registry.load(name, config_overrides={"impl": "jax"})
     reset, step = jax.jit(env.reset), jax.jit(env.step)
-    carry, batch_key = jax.random.split(jax.random.PRNGKey(seed))
-    states = [reset(k) for k in jax.random.split(batch_key, num_envs)]
+    # env i's first episode from the key of seed + i, each later one from fold_in(key, 1)
+    keys = [jax.random.PRNGKey(seed + i) for i in range(num_envs)]
+    states = [reset(k) for k in keys]
     steps, pending = [0] * num_envs, [False] * num_envs
     trace = []
     for action in actions:
-        carry, reset_key = jax.random.split(carry)
-        reset_keys = jax.random.split(reset_key, num_envs)
         obs, rewards, dones = [], [], []
         for i in range(num_envs):
             if pending[i]:
-                states[i], steps[i], pending[i] = reset(reset_keys[i]), 0, False
+                keys[i] = jax.random.fold_in(keys[i], 1)
+                states[i], steps[i], pending[i] = reset(keys[i]), 0, False
                 rewards.append(0.0)
             else:
                 states[i] = step(states[i], jax.numpy.asarray(action[i]))

@@ -229,6 +229,27 @@ def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode):
                                atol=1e-6)
 
 
+def test_two_actors_on_one_device_each_equal_one_process_on_two_devices(tmp_path):
+    """brax's compiled evaluation: the update of 2 ray actors (one host device each, the
+    distributed protocol) equals one process's sharded over 2 devices: each pair's episode
+    is its own, wherever it runs."""
+    from neurorun.cli import compose_config
+    from neurorun.runner import run
+
+    common = ["debug=default", "env=brax::inverted_pendulum", "logger.console.quiet=true",
+              "generations=2", "algo.popsize=8", "problem.episode_length=30",
+              "target_score=null", "eval_episodes=2"]
+    local = run(compose_config(common + ["problem.devices=2"]), run_dir=tmp_path / "local")
+    remote = run(compose_config(common + RAY_OPTIONS + ["algo.distributed=true"]),
+                 run_dir=tmp_path / "ray")
+    for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
+        assert remote[key] == pytest.approx(local[key], rel=1e-5), key
+    saved = [torch.load(tmp_path / side / "checkpoints" / "last.pt", weights_only=True)
+             for side in ("local", "ray")]
+    torch.testing.assert_close(saved[1]["solution"], saved[0]["solution"], rtol=1e-5,
+                               atol=1e-6)
+
+
 def _kill_soon(actor, delay: float) -> threading.Timer:
     timer = threading.Timer(delay, lambda: ray.kill(actor, no_restart=True))
     timer.start()

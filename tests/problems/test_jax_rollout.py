@@ -31,7 +31,7 @@ LSTM = "LSTM(obs_length, 6) >> Linear(6, act_length)"
 def _problems(env: str, network: str, length: int, **options):
     kwargs = dict(env=env, network=network, episode_length=length, num_episodes=2,
                   max_num_envs=SLOTS, observation_normalization=True, seed=3, **SHAPING,
-                  **options)
+                  devices=1, **options)  # several devices: tests/problems/test_devices.py
     return make_problem(jit=False, **kwargs), make_problem(jit=True, **kwargs)
 
 
@@ -106,7 +106,7 @@ def test_stages_leave_counts_and_returns_as_they_are():
     """Moving the last busy slots into smaller batches: the same episodes (inverted_pendulum
     pays 1 per step, so returns are lengths), fewer simulated steps."""
     problem = make_problem("brax::inverted_pendulum", MLP, episode_length=60, seed=0,
-                           max_num_envs=16)
+                           max_num_envs=16, devices=1)
     params = 2 * _population(problem, 0).repeat(4, 1)  # 24 solutions on 16 slots
     one_batch = problem.evaluate(params, seed=4)
     simulated = problem.last_stats["num_simulated_steps"]
