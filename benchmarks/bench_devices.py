@@ -63,7 +63,8 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
         params = 0.1 * torch.randn(popsize, length, generator=generator)
         fitness = {}
         for k, problem in problems.items():
-            elapsed, fitness[k] = seconds(lambda p=problem: p.evaluate(params, seed=round_))
+            elapsed, fitness[k] = seconds(
+                lambda p=problem, x=params, s=round_: p.evaluate(x, seed=s))
             stats = problem.last_stats
             rates[k].append(stats["num_interactions"] / elapsed)
             counted[k].append(stats["num_interactions"] / stats["num_simulated_steps"])
