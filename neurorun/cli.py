@@ -37,11 +37,12 @@ from typing import Any
 import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import ConfigCompositionException, HydraException
+from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from neurorun import hydra_errors
 from neurorun.build import OPEN_MAPPINGS, ConfigError, FolderInUseError, check_interpolations
 from neurorun.checkpoint import (
     atomic_write,
@@ -431,17 +432,25 @@ def _main() -> None:
         print(f"neurorun: config error: {problem}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     named = [arg for arg in sys.argv[1:] if "${" in arg and _override_key(arg) in FOLDER_KEYS]
-    if named:  # Hydra resolves them to name the folder, and its report of a failure fails
-        os.environ["HYDRA_FULL_ERROR"] = "1"  # so it raises, and the failure is said here
+    full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
     try:
         _app()
     except (OmegaConfBaseException, HydraException) as error:
-        if not named:
-            raise
-        cause = " ".join(str(error).splitlines()[0].split())
-        print(f"neurorun: config error: {', '.join(named)} cannot be resolved ({cause}), and "
-              "the run folder is named after it. Fix: give it a value.", file=sys.stderr)
+        line = hydra_errors.one_line(error, sys.argv[1:])
+        if line is None and named:  # Hydra resolves them to name the folder
+            cause = " ".join(str(error).splitlines()[0].split())
+            line = (f"{', '.join(named)} cannot be resolved ({cause}), and the run folder is "
+                    "named after it. Fix: give it a value.")
+        if line is None:
+            if full_error or not isinstance(error, CompactHydraException):
+                raise
+            hydra_errors.report_like_hydra(error)
+        print(f"neurorun: config error: {line}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
+    finally:
+        if full_error is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
     if _failed_jobs:
         _report_failed_jobs()
 

@@ -402,3 +402,30 @@ def test_a_run_without_a_best_score_says_why(tmp_path, overrides, why):
     assert result.returncode == 0, result.stderr[-3000:]
     (line,) = [x for x in result.stdout.splitlines() if x.startswith("best policy:")]
     assert line.endswith(f"best.pt ({why}; it holds the last center)")
+
+
+# issue 37 probe C62: a misspelt key without + got Hydra's "To append to your config use
+# +algo.popsiz=10", advice neurorun then refuses: one line naming the key and the closest one
+@pytest.mark.parametrize(("override", "expected"), [
+    ("algo.popsiz=10", "algo.popsiz=10: no key algo.popsiz (algo=pgpe); did you mean "
+                       "algo.popsize? Fix: check the spelling"),
+    ("problem.num_episode=2", "problem.num_episode=2: no key problem.num_episode; did you mean "
+                              "problem.num_episodes? Fix: check the spelling"),
+])
+def test_a_misspelt_key_is_one_line_with_the_closest_key(override, expected, tmp_path):
+    result = neurorun("debug=default", override, "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [f"neurorun: config error: {expected} "
+                                                  "(`neurorun --cfg job` shows every key)."]
+    assert not (tmp_path / "run").exists()
+
+
+# issue 37 probe C50: unquoted non-ASCII text in an override was Hydra's 4-line
+# LexerNoViableAltException: one line naming the override and how to quote it
+def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path):
+    result = neurorun("debug=default", "env=CartPöle-v1", "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("neurorun: config error: 'env=CartPöle-v1' cannot be parsed")
+    assert line.endswith("""Fix: quote the value: 'env="CartPöle-v1"'.""")
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,69 @@
+"""Hydra's errors about the command line, said in one line with the fix.
+
+Hydra's own report of a misspelt key advises `+algo.popsiz=10`, which neurorun's schema then
+refuses; an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
+lexer. Both are config errors of the command line, said as neurorun says the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Sequence
+
+from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
+from hydra.errors import OverrideParseException as ParseError
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+
+def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
+    """The config-error line for a Hydra error about ``argv``, or None when it is another."""
+    if isinstance(error, ParseError):
+        return _unparsable(argv)
+    if isinstance(error, ConfigCompositionException) and str(error).startswith(
+            "Could not override") and isinstance(error.__cause__, ConfigAttributeError |
+                                                 ConfigKeyError):
+        return _unknown_key(error.__cause__, argv)
+    return None
+
+
+def report_like_hydra(error: CompactHydraException) -> None:
+    """What Hydra prints for an error it reports in short (exit status 1)."""
+    print(str(error), file=sys.stderr)
+    if error.__cause__ is not None:
+        print(str(error.__cause__), file=sys.stderr)
+    print("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+          file=sys.stderr)
+    sys.exit(1)
+
+
+def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[str]) -> str:
+    """`algo.popsiz=10: no key algo.popsiz (algo=pgpe); did you mean algo.popsize? ...`"""
+    path = str(cause.full_key)
+    section, _, key = path.rpartition(".")
+    parent = cause.parent_node
+    keys = list(parent) if isinstance(parent, DictConfig) else []
+    close = difflib.get_close_matches(key, keys, n=1)
+    given = next((arg for arg in argv if arg.partition("=")[0] == path), path)
+    algo = f" (algo={parent.get('name')})" if section == "algo" and "name" in keys else ""
+    hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
+    return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "
+            "shows every key).")
+
+
+def _unparsable(argv: Sequence[str]) -> str | None:
+    """The first override Hydra's grammar cannot read, and how to quote it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for arg in argv:
+        try:
+            parser.parse_override(arg)
+        except HydraException:
+            key, sep, value = arg.partition("=")
+            fix = (f"""quote the value: '{key}="{value}"'""" if sep and not set("'\"") & set(value)
+                   else "quote the value (key=\"value\", the whole override in the shell's '')")
+            return (f"{arg!r} cannot be parsed as an override: Hydra reads non-ASCII letters, "
+                    f"spaces and most symbols only inside quotes. Fix: {fix}.")
+    return None
