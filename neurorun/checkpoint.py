@@ -35,6 +35,7 @@ from neurorun.layout import (
     CHECKPOINT_DIR,
     LOCK_FILE,
     STATE_FILE,
+    SWEEP_RECORD,
     linked_names,
     saved_config_path,
 )
@@ -210,6 +211,17 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
             f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
             f"there would overwrite it. Fix: resume={str(folder)!r} to continue it, or another "
             "folder.")
+
+
+def refuse_existing_sweep(folder: str | Path) -> None:
+    """ValueError (one line) when a new sweep would write into `folder` holding a sweep: Hydra
+    writes its multirun.yaml over the earlier one before any job is refused."""
+    if (Path(folder) / SWEEP_RECORD).exists():
+        raise ValueError(
+            f"hydra.sweep.dir={str(folder)!r} already holds a sweep ({SWEEP_RECORD}); a new "
+            "sweep there would overwrite its record. Fix: another hydra.sweep.dir "
+            "(neurorun-plot and neurorun-compare take several sweep folders), or resume= one "
+            "of its runs.")
 
 
 def require_creatable(folder: str | Path, source: str) -> None:

@@ -49,6 +49,7 @@ from neurorun.checkpoint import (
     is_disk_full,
     load_run_config,
     refuse_existing_run,
+    refuse_existing_sweep,
     require_creatable,
     require_free,
     require_saved_config,
@@ -341,7 +342,8 @@ def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
 def _folder_error(argv: Sequence[str]) -> str | None:
     """What is wrong with the folders named on the command line, checked before Hydra writes
     its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
-    must not hold one; the run or sweep folder must be one that can be made."""
+    must not hold one, nor `hydra.sweep.dir=` of a sweep a sweep; the run or sweep folder must
+    be one that can be made."""
     given = {}
     for arg in argv:
         key, _, value = arg.lstrip("+").partition("=")
@@ -358,6 +360,8 @@ def _folder_error(argv: Sequence[str]) -> str | None:
         elif "hydra.run.dir" in given:
             require_free(given["hydra.run.dir"])
             refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
+        if "hydra.sweep.dir" in given and {"-m", "--multirun"} & set(argv):
+            refuse_existing_sweep(given["hydra.sweep.dir"])
     except (FileNotFoundError, ValueError) as error:
         return str(error)
     return None

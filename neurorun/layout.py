@@ -15,6 +15,7 @@ CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"  # in CHECKPOINT_DIR
 LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
 LOG_FILE = "neurorun.log"  # Hydra's log of the run (hydra.job.name)
+SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its folder
 # what neurorun, Hydra and the trackers write, cut or append to in a run folder, besides the
 # metric files: none may be a symbolic link, which the write would follow out of the folder
 WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",

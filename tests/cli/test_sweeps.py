@@ -201,3 +201,19 @@ def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args,
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: config error")]
     assert expected in line and "Fix:" in line
     assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").iterdir())
+
+
+# issue 37 probe C54: a second sweep into the same hydra.sweep.dir had its jobs refused, but
+# Hydra had already overwritten the earlier sweep's multirun.yaml; it is refused before Hydra
+# writes, as a new run is in a folder holding a run
+def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tmp_path):
+    sweep = tmp_path / "sw"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("the earlier sweep's record\n")
+    result = neurorun("-m", "debug=default", "seed=0,1", "hydra.sweep.dir=sw", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("neurorun: config error: hydra.sweep.dir='sw' already holds a sweep")
+    assert "Fix: " in line
+    assert (sweep / "multirun.yaml").read_text() == "the earlier sweep's record\n"
+    assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]
