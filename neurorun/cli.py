@@ -109,6 +109,13 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
         raise ConfigError(str(error)) from error
 
 
+def _record_resumed_config(cfg: DictConfig, run_dir: Path, subdir: str | None) -> None:
+    """Hydra saved the config it composed (the bare defaults, resume= and the overrides) in
+    .hydra/resumed_<date>/: record there the config this resumed run runs with."""
+    if subdir:
+        atomic_write(run_dir / subdir / "config.yaml", lambda path: OmegaConf.save(cfg, path))
+
+
 # what Hydra (and the run's lock) put into a run folder before the task
 HYDRA_FILES = {HYDRA_DIR, "neurorun.log", LOCK_FILE}
 _failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
@@ -259,6 +266,7 @@ def _app(cfg: DictConfig) -> float | None:
                       f"experiment={preset}` (docs/locomotion.md)", file=sys.stderr)
         if cfg.resume:
             cfg = _resumed_config(cfg)
+            _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
         else:
             changed, said = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices, overrides)
             for line in said:  # said once

@@ -175,6 +175,11 @@ def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
     assert [row["generation"] for row in rows(run_dir)] == ["1", "2", "3", "4"]
     saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     assert saved.generations == 4 and saved.algo.popsize == 10
+    # issue 37 probe C35: the resumed subfolder's record held the bare defaults (popsize 20,
+    # eval_episodes 5), not the debug=default config that ran (10, 2)
+    (record,) = (run_dir / ".hydra").glob("resumed_*/config.yaml")
+    resumed = OmegaConf.load(record)
+    assert (resumed.generations, resumed.algo.popsize, resumed.eval_episodes) == (4, 10, 2)
     state = torch.load(run_dir / "checkpoints" / "state.pt", weights_only=False)
     assert state["generation"] == 4
     assert str(run_dir) in second.stdout
