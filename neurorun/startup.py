@@ -1,7 +1,9 @@
 """Ctrl-C while the `neurorun` command starts: importing its modules (torch, hydra, ...) takes
 seconds, before `cli.main` can catch a KeyboardInterrupt, and Python would print a traceback.
 `neurorun.cli` imports this module before any other; until `loaded()` hands Ctrl-C back, it
-ends the process with one line and exit status 130, as a later Ctrl-C does.
+ends the process with one line and exit status 130, as a later Ctrl-C does. SIGTERM, SIGHUP
+and SIGUSR1 (which end a run as Ctrl-C does) likewise say so in one line, where they ended the
+process silently.
 """
 
 from __future__ import annotations
@@ -12,18 +14,25 @@ import threading
 
 
 def _interrupted(signum: int, frame: object) -> None:
-    print("neurorun: interrupted (Ctrl-C)", file=sys.stderr)
+    said = ("interrupted (Ctrl-C)" if signum == signal.SIGINT
+            else f"stopped by {signal.Signals(signum).name}")
+    print(f"neurorun: {said}", file=sys.stderr)
     sys.exit(128 + signum)
 
 
-# only Python's own handler is replaced: a user's handler, or Ctrl-C ignored, stays as it is
-_GUARDED = (threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-if _GUARDED:
-    signal.signal(signal.SIGINT, _interrupted)
+# only Python's own handlers are replaced: a user's handler, or a signal ignored, stays as it is
+_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+             signal.SIGHUP: signal.SIG_DFL, signal.SIGUSR1: signal.SIG_DFL}
+_GUARDED = ([number for number, default in _DEFAULTS.items()
+             if signal.getsignal(number) is default]
+            if threading.current_thread() is threading.main_thread() else [])
+for _number in _GUARDED:
+    signal.signal(_number, _interrupted)
 
 
 def loaded() -> None:
-    """Ctrl-C raises KeyboardInterrupt again (which `cli.main`, or a user's code, catches)."""
-    if _GUARDED and signal.getsignal(signal.SIGINT) is _interrupted:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Ctrl-C raises KeyboardInterrupt again (which `cli.main`, or a user's code, catches);
+    the other signals are Python's defaults again."""
+    for number in _GUARDED:
+        if signal.getsignal(number) is _interrupted:
+            signal.signal(number, _DEFAULTS[number])

@@ -140,3 +140,20 @@ def test_ctrl_c_while_the_command_loads_its_modules_is_one_line(tmp_path):
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert err.strip() == "neurorun: interrupted (Ctrl-C)" and out == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_while_the_command_loads_its_modules_is_one_line(tmp_path, signum):
+    """issue 37 probe C45: SIGTERM while `neurorun` imported its modules ended it with exit
+    status 143 and no output at all."""
+    script = Path(sys.executable).with_name("neurorun")
+    process = subprocess.Popen([str(script), "debug=default"], cwd=tmp_path,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + 60
+    while "torch" not in maps.read_text() and time.monotonic() < deadline:  # torch loading
+        time.sleep(0.005)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, err
+    assert err.strip() == f"neurorun: stopped by {signal.Signals(signum).name}" and out == ""
