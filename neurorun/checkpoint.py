@@ -227,8 +227,14 @@ def refuse_existing_sweep(folder: str | Path) -> None:
 def require_creatable(folder: str | Path, source: str) -> None:
     """ValueError (one line) when ``folder`` cannot be made here: a file of that name, or a
     parent that cannot hold it. Checked by making the missing folders and removing them
-    again, before Hydra makes them (which would end in a traceback)."""
+    again, before Hydra makes them (which would end in a traceback). A control character
+    (a newline) is refused: every path printed after it would break."""
     path = Path(folder)
+    control = [c for c in str(folder) if ord(c) < 32 or ord(c) == 127]
+    if control:
+        raise ValueError(f"{source}={str(folder)!r} holds a control character ({control[0]!r}), "
+                         "which would break every path printed after it. Fix: a name without "
+                         "one.")
     made: list[Path] = []
     try:
         for step in reversed([path, *path.parents]):

@@ -322,3 +322,13 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
     with pytest.raises(ValueError, match=r"^run folder '.*run' cannot be written \(Read-only "
                        r"file system\).*Fix: .*copy it .*resume the copy"):
         checkpoint.require_free(run_dir)
+
+
+# issue 37 probe C53: hydra.run.dir with a newline was accepted, and every path printed after
+# it (the run folder, best policy, the resume command) broke over two lines
+@pytest.mark.parametrize("name", ["r_nl\nX", "tab\there", "bell\x07", "del\x7f"])
+def test_a_folder_name_with_a_control_character_is_refused(tmp_path, name):
+    with pytest.raises(ValueError, match=r"^hydra.run.dir=.*a control character.*Fix: "):
+        checkpoint.require_creatable(tmp_path / name, "hydra.run.dir")
+    assert list(tmp_path.iterdir()) == []
+    checkpoint.require_creatable(tmp_path / "sp ü nï cødé", "hydra.run.dir")  # not control
