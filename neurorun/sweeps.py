@@ -6,7 +6,9 @@ trials or a search over another algorithm's keys came as a traceback, at once or
 trial. `SearchCheck` (hydra.callbacks in conf/config.yaml) runs what the sweeper would, once,
 before it starts: each search space is built, and the config is composed with one value of
 each searched key (and with each choice of a searched config group, e.g. algo=choice(pgpe,cem)).
-A problem is one line and exit status 2, as any config error.
+A problem is one line and exit status 2, as any config error. Any sweep over no value
+(`seed=range(0,0)`) is refused too: it ran no job, exited 0 and left a folder holding only
+multirun.yaml.
 """
 
 from __future__ import annotations
@@ -88,12 +90,26 @@ def _compose(overrides: list[str], algo: str) -> None:
                 f"fail. Fix: correct the name, or add the key with +{key}=<value>.")
 
 
+def _check_not_empty(overrides: list[str]) -> None:
+    """A sweep of Hydra's basic sweeper over no value would launch no job (before Hydra writes
+    its sweep folder)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        listed = override.is_choice_sweep() or override.is_range_sweep()
+        if listed and not list(override.sweep_string_iterator()):
+            _refuse(f"{override.input_line} sweeps over no value, so the sweep would run no "
+                    "job. Fix: give it at least one value (e.g. seed=range(0,3)).")
+
+
 class SearchCheck(Callback):
-    """Refuses an Optuna search's bad settings before its first trial (other sweeps pass)."""
+    """Refuses an Optuna search's bad settings before its first trial, and any sweep over no
+    value."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
         if "optuna" not in str(sweeper.get("_target_", "")).lower():
+            _check_not_empty(list(config.hydra.overrides.task))
             return
         _check_counts(sweeper)
         params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]

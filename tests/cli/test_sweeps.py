@@ -217,3 +217,14 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
     assert "Fix: " in line
     assert (sweep / "multirun.yaml").read_text() == "the earlier sweep's record\n"
     assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]
+
+
+# issue 37 probe C55: a sweep over no value ran no job, exited 0 and left a folder holding only
+# multirun.yaml: one line, exit 2, no folder
+def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
+    result = neurorun("-m", "debug=default", "seed=range(0,0)", "hydra.sweep.dir=sw",
+                      cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("neurorun: config error: seed=range(0,0) sweeps over no value")
+    assert "Fix: " in line and not (tmp_path / "sw").exists()
