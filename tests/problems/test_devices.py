@@ -149,3 +149,25 @@ def test_a_popsize_that_leaves_devices_idle_says_how_it_was_split(caplog):
     said = [r.message for r in caplog.records if "keeps every device busy" in r.message]
     assert said == ["3 solutions x 1 episodes on 4 devices: 1, 1, 1, 0 pairs each (a multiple "
                     "of 4 keeps every device busy)"]  # once
+
+
+def test_chunks_that_keep_lapack_inline_give_the_batched_envs_results():
+    """Several CPU devices step jax envs in chunks small enough that jax's LAPACK kernels run
+    inline (a kernel that splits its batch over the thread pool stalls when every device
+    does it at once); chunked or not, the same states."""
+    from neurorun.envs import batched_jax_env
+    from neurorun.problems.jax_rollout import InlineLapack
+
+    env = batched_jax_env("playground::CartpoleBalance", 30)
+    chunked = InlineLapack(env)
+    assert chunked.chunk is not None  # MJX's constraint solve: a Cholesky factor
+    assert chunked.action_size == env.action_size
+    chunked.chunk = 2  # 5 envs: chunks of 2, 2 and a padded 1
+    keys = jax.random.split(jax.random.PRNGKey(3), 5)
+    actions = jax.numpy.linspace(-1, 1, 5)[:, None]
+    expected = jax.jit(env.step)(jax.jit(env.reset)(keys), actions)
+    got = jax.jit(chunked.step)(jax.jit(chunked.reset)(keys), actions)
+    np.testing.assert_allclose(np.asarray(got.obs), np.asarray(expected.obs), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got.reward), np.asarray(expected.reward),
+                               rtol=1e-5, atol=1e-6)
