@@ -177,29 +177,6 @@ def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path,
     assert torch.equal(last_solution(failed), last_solution(whole))
 
 
-class _CreatesAFile:
-    """Unpickling this runs os.system: what a crafted state.pt in a shared folder could do."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        import os
-
-        return (os.system, (f"touch {self.marker}",))
-
-
-def test_resume_never_unpickles_code_from_state_pt(tmp_path):
-    run(tiny("generations=1"), run_dir=tmp_path)
-    marker = tmp_path / "owned"
-    state = torch.load(tmp_path / "checkpoints" / "state.pt", weights_only=True)
-    state["status"] = _CreatesAFile(marker)
-    torch.save(state, tmp_path / "checkpoints" / "state.pt")
-    with pytest.raises(ConfigError, match="cannot be loaded as plain data.*could run code"):
-        run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
-    assert not marker.exists()
-
-
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_a_damaged_state_pt_is_one_line(tmp_path, damage):
     run(tiny("generations=1"), run_dir=tmp_path)

@@ -221,6 +221,56 @@ def test_plot_and_compare_read_a_folder_naming_code_as_data(tool, trap, tmp_path
     assert not trap.exists()
 
 
+# ----- pickles: a .pkl or state.pt never unpickles code unless trusted -----
+class _CreatesAFile:
+    """Unpickling this runs os.system: what a crafted pickle in a shared folder could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_pickles_load_only_with_trust_pickle(tmp_path, where):
+    import pickle
+
+    from neurorun.tools import loading
+    from neurorun.tools.common import ToolError
+
+    marker = tmp_path / "owned"
+    folder = tmp_path / "shared" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / "best.pkl").write_bytes(pickle.dumps({"policy": _CreatesAFile(marker)}))
+    path = folder / "best.pkl" if where == "file" else tmp_path / "shared"
+    with pytest.raises(ToolError, match="runs any code it holds.*--trust-pickle"):
+        loading.load_policy(path)
+    assert not marker.exists()
+    with pytest.raises(ToolError):  # trusted: it runs (and then is not a policy)
+        loading.load_policy(path, trust_pickle=True)
+    assert marker.exists()
+
+
+def test_resume_never_unpickles_code_from_state_pt(tmp_path):
+    import torch
+
+    from neurorun.build import ConfigError
+    from neurorun.runner import run
+
+    tiny = compose_config(["debug=default", "logger.console.quiet=true", "generations=1"])
+    run(tiny, run_dir=tmp_path)
+    marker = tmp_path / "owned"
+    state = torch.load(tmp_path / "checkpoints" / "state.pt", weights_only=True)
+    state["status"] = _CreatesAFile(marker)
+    torch.save(state, tmp_path / "checkpoints" / "state.pt")
+    with pytest.raises(ConfigError, match="cannot be loaded as plain data.*could run code"):
+        run(load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert not marker.exists()
+
+
 # ----- item 3: no write follows a symbolic link out of the run folder -----
 @pytest.fixture
 def trained(tmp_path):

@@ -14,7 +14,6 @@ import torch
 
 from neurorun.tools import evaluate as evaluate_tool
 from neurorun.tools import loading
-from neurorun.tools.common import ToolError
 
 from .helpers import BIAS, SOLUTION, WEIGHT, save_checkpoint
 
@@ -68,31 +67,6 @@ def test_max_steps_cuts_episodes(run_dir):
     summary = evaluate_tool.evaluate(str(run_dir), episodes=3, seed=3, max_steps=20)
     assert [e["length"] for e in summary["episodes"]] == expected_episodes(3, 3, limit=20)[1]
     assert summary["max_steps"] == 20
-
-
-class _CreatesAFile:
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        import os
-
-        return (os.system, (f"touch {self.marker}",))
-
-
-@pytest.mark.parametrize("where", ["file", "folder"])
-def test_pickles_load_only_with_trust_pickle(tmp_path, where):
-    marker = tmp_path / "owned"
-    folder = tmp_path / "shared" / "checkpoints"
-    folder.mkdir(parents=True)
-    (folder / "best.pkl").write_bytes(pickle.dumps({"policy": _CreatesAFile(marker)}))
-    path = folder / "best.pkl" if where == "file" else tmp_path / "shared"
-    with pytest.raises(ToolError, match="runs any code it holds.*--trust-pickle"):
-        loading.load_policy(path)
-    assert not marker.exists()
-    with pytest.raises(ToolError):  # trusted: it runs (and then is not a policy)
-        loading.load_policy(path, trust_pickle=True)
-    assert marker.exists()
 
 
 def test_a_run_folder_is_read_through_its_weights_first(run_dir, monkeypatch):
