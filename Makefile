@@ -48,11 +48,12 @@ bench-learning: install
 	$(PY) benchmarks/bench_locomotion.py --full
 	$(PY) benchmarks/run.py --summary-only
 
-# brax and Playground on CUDA (needs a GPU and a CUDA build of torch and jax); then refreshes
-# the summary.
+# brax and Playground on CUDA (needs a GPU and a CUDA build of torch and jax), on 1, 2, 4, ...
+# of the machine's GPUs; then refreshes the summary.
 bench-gpu: install
 	$(PY) benchmarks/bench_gpu.py
 	$(PY) benchmarks/bench_jax.py --device cuda
+	$(PY) benchmarks/bench_devices.py
 	$(PY) benchmarks/run.py --summary-only
 
 clean:

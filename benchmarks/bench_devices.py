@@ -1,6 +1,6 @@
 """The compiled evaluation on 1 and 2 (or more) jax devices, side by side in one process.
 
-    python benchmarks/bench_devices.py [--rounds 3] [--devices 1,2] [--cases ...]
+    python benchmarks/bench_devices.py [--rounds 3] [--devices 1,2,4] [--cases ...]
 
 On a CPU the script gives jax one host device per core (as the ``neurorun`` command does);
 with GPUs it uses them. Per case (env, network, popsize; at most ``MAX_SLOTS`` env slots in
@@ -8,8 +8,9 @@ all, split over the devices), one Problem per device count evaluates the same po
 with the same seeds, round by round in turn: ``rate_<k>`` is counted interactions per second
 of ``Problem.evaluate`` on k devices, ``counted_fraction_<k>`` its interactions over the env
 steps its batches took (idle slots included), ``speedup_<k>`` the ratio to one device in the
-same round, with the min-max spread over rounds. The fitness on every device count is checked
-equal to one device's (float tolerance). Writes benchmarks/results/jax_devices.json
+same round, with the min-max spread over rounds; ``fitness_rel_diff_<k>`` the median relative
+difference of the solutions' fitness from one device's (a simulator may round apart at another
+batch size, and a long episode carries it along). Writes benchmarks/results/jax_devices.json
 (GPU: jax_devices_gpu.json).
 """
 
@@ -59,6 +60,7 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
                for k, p in problems.items()}
     rates: dict[int, list[float]] = {k: [] for k in counts}
     counted: dict[int, list[float]] = {k: [] for k in counts}
+    differ: dict[int, list[float]] = {k: [] for k in counts}
     for round_ in range(1, rounds + 1):
         params = 0.1 * torch.randn(popsize, length, generator=generator)
         fitness = {}
@@ -68,9 +70,10 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
             stats = problem.last_stats
             rates[k].append(stats["num_interactions"] / elapsed)
             counted[k].append(stats["num_interactions"] / stats["num_simulated_steps"])
-        for k in counts[1:]:  # brax ant is chaotic: a few episodes may round apart
-            close = torch.isclose(fitness[k], fitness[counts[0]], rtol=1e-4, atol=1e-2)
-            assert close.float().mean() >= 0.9, (spec, k, "fitness differs from 1 device")
+        for k in counts[1:]:  # a simulator rounds apart at another batch size (chaos)
+            base = fitness[counts[0]]
+            differ[k].append(float(((fitness[k] - base).abs()
+                                    / base.abs().clamp(min=1.0)).median()))
     result: dict[str, Any] = {"env": spec, "network": network, "popsize": popsize,
                               "slots": slots}
     for k in counts:
@@ -79,6 +82,7 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
         result[f"first_call_s_{k}"] = round(first_s[k], 1)
         if k != counts[0]:
             result[f"speedup_{k}"] = ratios(rates[k], rates[counts[0]])
+            result[f"fitness_rel_diff_{k}"] = spread(differ[k], 6)
     for problem in problems.values():
         problem.close()
     return result
@@ -87,11 +91,13 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--devices", default="1,2", help="device counts to compare (1,2)")
+    parser.add_argument("--devices", default=None,
+                        help="device counts to compare (default: 1, 2, 4, ... up to all)")
     parser.add_argument("--cases", default=None,
                         help="env/network/popsize,... e.g. brax::ant/mlp64/1024")
     args = parser.parse_args(argv)
-    counts = [int(k) for k in args.devices.split(",")]
+    counts = ([int(k) for k in args.devices.split(",")] if args.devices else
+              [2 ** i for i in range(len(jax.devices()).bit_length())])
     on_cpu = jax.default_backend() == "cpu"
     cases = CPU_CASES if on_cpu else GPU_CASES
     if args.cases:

@@ -31,10 +31,10 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
-           ("bench_jax.py", []), ("bench_locomotion.py", ["--full"])]
-# bench_jax: ~15 minutes of cold jax compiles; bench_locomotion: hours (also `make
-# bench-learning`)
-FULL_ONLY = {"bench_jax.py", "bench_locomotion.py"}
+           ("bench_jax.py", []), ("bench_devices.py", []), ("bench_locomotion.py", ["--full"])]
+# bench_jax, bench_devices: ~15 minutes of cold jax compiles each; bench_locomotion: hours
+# (also `make bench-learning`)
+FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_locomotion.py"}
 
 
 def run_scripts(full: bool) -> None:
@@ -315,6 +315,27 @@ def jax_table(report: dict) -> list[str]:
     return lines
 
 
+def devices_table(report: dict) -> list[str]:
+    counts = sorted(int(k.split("_")[1]) for k in report["results"][0] if k.startswith("rate_"))
+    lines = [f"{report['host_devices']}; counted steps per second of `Problem.evaluate`, "
+             f"median (min–max) over {report['rounds']} rounds, device counts side by side "
+             "in each round; ÷ 1: the ratio to one device in the same round; fitness "
+             "difference: the median relative difference of the solutions' fitness from one "
+             "device's (a simulator rounds apart at another batch size).", "",
+             "| env | network | popsize → slots | "
+             + " | ".join(f"{k} device(s)" for k in counts) + " | "
+             + " | ".join(f"{k} ÷ 1 | fitness difference {k}" for k in counts[1:])
+             + " | counted ÷ simulated |",
+             "|---|---|---|" + "---|" * (len(counts) + 2 * (len(counts) - 1) + 1)]
+    for r in report["results"]:
+        cells = [f"{r[f'rate_{k}']['median']:,.0f}" for k in counts]
+        cells += [f"{_spread(r[f'speedup_{k}'])} | {r[f'fitness_rel_diff_{k}']['median']:.3g}"
+                  for k in counts[1:]]
+        lines.append(f"| {r['env']} | {r['network']} | {r['popsize']:,} → {r['slots']:,} | "
+                     + " | ".join(cells) + f" | {_spread(r[f'counted_fraction_{counts[-1]}'])} |")
+    return lines
+
+
 def gpu_table(report: dict) -> list[str]:
     ref = report["evojax_reference"]
     lines = [f"Device: {report['device']}.", "",
@@ -361,6 +382,8 @@ def summary() -> str:
         ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),
         ("jax envs (brax, MuJoCo Playground) on the CPU against the raw jitted step and "
          "EnvPool", "jax_envs.json", jax_table),
+        ("The compiled evaluation on several jax devices (CPU: one host device per core)",
+         "jax_devices.json", devices_table),
         ("brax and Playground on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
         ("jax envs on a GPU against the raw jitted step (`make bench-gpu`)",
          "jax_envs_gpu.json", jax_table),
