@@ -56,7 +56,9 @@ def _assert_same(got: dict, expected: dict) -> None:
 
 @pytest.mark.parametrize(("env", "network", "length", "options"), [
     ("brax::inverted_pendulum", LSTM, 40, {}),
-    ("brax::inverted_pendulum", MLP, 40, {"streaming": False, "max_num_envs": POPSIZE}),
+    pytest.param("brax::inverted_pendulum", MLP, 40, {"streaming": False,
+                                                       "max_num_envs": POPSIZE},
+                 marks=pytest.mark.slow),
     pytest.param("brax::inverted_pendulum", "Linear(obs_length, act_length)", 40, {},
                  marks=pytest.mark.slow),
     ("playground::CartpoleBalance", "Linear(obs_length, act_length)", 30, {}),
@@ -72,10 +74,10 @@ def test_one_two_and_four_devices_give_the_step_by_step_results(env, network, le
 
 
 def test_action_noise_is_the_pairs_own_on_any_number_of_devices():
-    runs = [_evaluations("brax::inverted_pendulum", MLP, 40, devices,
+    runs = [_evaluations("brax::inverted_pendulum", LSTM, 40, devices,
                          action_noise_stdev=0.5) for devices in (1, 4)]
     _assert_same(runs[1], runs[0])
-    plain = _evaluations("brax::inverted_pendulum", MLP, 40, 1)
+    plain = _evaluations("brax::inverted_pendulum", LSTM, 40, 1)
     assert not torch.equal(runs[0]["fitness"], plain["fitness"])  # the noise does act
 
 
