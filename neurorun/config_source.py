@@ -198,4 +198,6 @@ def register_hydra_extensions() -> None:
         ("neurorun.run_dir", run_dir_name),
         ("neurorun.output_subdir", _output_subdir),
     ):
-        OmegaConf.register_new_resolver(name, func, replace=True)
+        # cached: a resumed run's subfolder is named once, however often Hydra reads it
+        OmegaConf.register_new_resolver(name, func, replace=True,
+                                        use_cache=name == "neurorun.output_subdir")
