@@ -111,7 +111,7 @@ def test_a_closed_terminal_checkpoints_the_run(tmp_path):
     if pid == 0:  # the child: a neurorun run on the terminal, as typed in an SSH session
         os.execv(sys.executable, [*RUN, "generations=100000", f"hydra.run.dir={run_dir}"])
     deadline = time.monotonic() + 120
-    while data_rows(run_dir) < 3 and time.monotonic() < deadline:
+    while data_rows(run_dir) < 4 and time.monotonic() < deadline:
         try:
             os.read(terminal, 65536)  # what it shows (a full terminal would block it)
         except OSError:
