@@ -158,7 +158,7 @@ def test_chunks_that_keep_lapack_inline_give_the_batched_envs_results():
     inline (a kernel that splits its batch over the thread pool stalls when every device
     does it at once); chunked or not, the same states."""
     from neurorun.envs import batched_jax_env
-    from neurorun.problems.jax_rollout import InlineLapack
+    from neurorun.problems.inline_lapack import InlineLapack
 
     env = batched_jax_env("playground::CartpoleBalance", 30)
     chunked = InlineLapack(env)
