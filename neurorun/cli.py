@@ -55,11 +55,8 @@ from neurorun.checkpoint import (
     require_saved_config,
     saved_config_path,
 )
-from neurorun.config_source import (
-    experiment_for,
-    preset_algo,
-    register_hydra_extensions,
-)
+from neurorun.config_source import preset_algo, register_hydra_extensions
+from neurorun.hints import preset_hint
 from neurorun.layout import HYDRA_DIR, LOCK_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
@@ -258,12 +255,11 @@ def _app(cfg: DictConfig) -> float | None:
     try:
         check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
         chose_env = any(o.startswith("env=") for o in overrides)
+        pace = None
         if chose_env and not sweep and not cfg.resume and hydra_cfg.runtime.choices.get(
                 "experiment") in (None, "null"):  # a bare `neurorun env=Hopper-v5`
-            preset = experiment_for(cfg.env.id)
-            if preset is not None:
-                print(f"neurorun: {cfg.env.id} has a tuned preset: `neurorun "
-                      f"experiment={preset}` (docs/locomotion.md)", file=sys.stderr)
+            pace = preset_hint(cfg.env.id, lambda name: compose(
+                "config", overrides=[f"experiment={name}"]))
         if cfg.resume:
             cfg = _resumed_config(cfg)
             _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
@@ -274,7 +270,7 @@ def _app(cfg: DictConfig) -> float | None:
             if changed:  # the saved config (what resume= reads) is the one that runs
                 atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
         _use_host_devices(cfg)
-        result = run(cfg, run_dir=run_dir)
+        result = run(cfg, run_dir=run_dir, callbacks=pace)
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
             _remove_stub(run_dir)

@@ -106,6 +106,8 @@ class Runner:
             if chosen is not None:  # once per run; the saved config keeps the choice
                 log.info("env %s runs on %s (env.backend=auto picked it; set "
                          "env.backend=gymnasium or envpool to choose)", cfg.env.id, chosen)
+            if OmegaConf.select(cfg, "env.note", default=None):
+                log.info("%s", cfg.env.note)
             # the folder's owner from here on: nothing in it is read or cleaned before
             self.folder = checkpoint.RunFolder(self.run_dir, resume=bool(cfg.resume))
         except ValueError as error:  # FolderInUseError is a ConfigError already
