@@ -1,17 +1,18 @@
 """The headline, `neurorun algo=pgpe env=brax::humanoid`, per brax physics backend (issue 38).
 
-    python benchmarks/bench_humanoid.py [--backends generalized,positional,spring,mjx]
+    python benchmarks/bench_humanoid.py [--backends generalized,positional,spring,mjx,envpool]
         [--seconds 300] [--seeds 0] [--label NAME] [--override KEY=VALUE ...]
         [--summary-only]
 
 Each run is the `neurorun` command as a user types it, in its own process (so the CLI sets
-up the jax devices, as it does for a user), with `env.env_config.backend=<backend>` and the
-overrides given: first 2 generations on an empty jax compilation cache (a first run's compile
-time), then `max_time=<seconds>` of training on that cache. Run it alone on the machine.
-Every finished run is appended at once to results/humanoid_runs.jsonl with its curve (wall
-seconds, env steps, center_eval: the unshaped return of 5 seeded test episodes, the training
-episodes' mean length and unshaped return) and the load average; humanoid.json (per label
-and backend: best center_eval, episode length at the end, steps/s) and
+up the jax devices, as it does for a user), with `env.env_config.backend=<backend>` (or, for
+`envpool`, `env=Humanoid-v5`: MuJoCo's humanoid on EnvPool) and the overrides given: first 2
+generations on an empty jax compilation cache (a first run's compile time), then
+`max_time=<seconds>` of training on that cache. Run it alone on the machine. Every finished
+run is appended at once to results/humanoid_runs.jsonl with its curve (wall seconds, env
+steps, center_eval: the unshaped return of 5 seeded test episodes, the training episodes'
+mean length and unshaped return) and the load average; humanoid.json (per label and backend:
+best center_eval, episode length at the end, steps/s) and
 learning_brax_humanoid_{center_eval,episode_length_mean}.png are rebuilt from that file.
 """
 
@@ -35,6 +36,9 @@ RESULTS = HERE / "results"
 RUNS = HERE.parent / "runs" / "bench_humanoid"
 LOG = RESULTS / "humanoid_runs.jsonl"
 BACKENDS = ("generalized", "positional", "spring", "mjx")
+# not a brax backend: EnvPool's Humanoid-v5 (MuJoCo's own physics, the same body) with the same
+# settings, for the simulator this CPU steps best (its env preset keeps its own reward shift)
+ENVPOOL = "envpool"
 CURVE_COLUMNS = ("elapsed_s", "total_interaction_count", "center_eval", "episode_length_mean",
                  "episode_return_mean")
 
@@ -46,27 +50,33 @@ def _neurorun(args: list[str], cache: Path) -> tuple[subprocess.CompletedProcess
     return done, time.perf_counter() - started
 
 
-def run_one(backend: str, seed: int, seconds: float, label: str,
-            extra: list[str]) -> dict[str, Any]:
+def run_one(backend: str, seed: int, seconds: float, label: str, extra: list[str],
+            cache: Path | None = None) -> dict[str, Any]:
     """``neurorun algo=pgpe env=brax::humanoid`` on ``backend``: first 2 generations with an
     empty jax compilation cache (what a first run pays to compile), then ``seconds`` of
-    training from seed ``seed`` with that cache (what every later run pays); its record."""
+    training from seed ``seed`` with that cache (what every later run pays); its record.
+    With ``cache`` (a cache an earlier run filled), only the training."""
     folder = RUNS / label / f"{backend}_s{seed}"
-    cache = RUNS / label / f"jax_cache_{backend}_s{seed}"
-    shutil.rmtree(cache, ignore_errors=True)
-    args = ["algo=pgpe", "env=brax::humanoid", f"env.env_config.backend={backend}",
-            f"seed={seed}", "checkpoint_every=0", *extra]
+    fresh = cache is None
+    if fresh:
+        cache = RUNS / label / f"jax_cache_{backend}_s{seed}"
+        shutil.rmtree(cache, ignore_errors=True)
+    env = (["env=Humanoid-v5"] if backend == ENVPOOL else
+           ["env=brax::humanoid", f"env.env_config.backend={backend}"])
+    args = ["algo=pgpe", *env, f"seed={seed}", "checkpoint_every=0", *extra]
     load = [round(x, 2) for x in os.getloadavg()]
-    first, first_wall = _neurorun([*args, "generations=2", "max_time=null",
-                                   f"hydra.run.dir={folder}_first"], cache)
+    if fresh:
+        first, first_wall = _neurorun([*args, "generations=2", "max_time=null",
+                                       f"hydra.run.dir={folder}_first"], cache)
     timed = [*args, f"max_time={seconds:g}", "generations=null", f"hydra.run.dir={folder}"]
     done, wall = _neurorun(timed, cache)
     record: dict[str, Any] = {"label": label, "backend": backend, "seed": seed,
                               "max_time": seconds, "args": " ".join(timed),
                               "load_average_at_start": load,
-                              "first_two_generations_s": round(first_wall, 1),
-                              "first_exit": first.returncode, "wall_s": round(wall, 1),
-                              "exit": done.returncode}
+                              "wall_s": round(wall, 1), "exit": done.returncode}
+    if fresh:
+        record.update(first_two_generations_s=round(first_wall, 1),
+                      first_exit=first.returncode)
     metrics = folder / "metrics.csv"
     if done.returncode != 0 or not metrics.is_file():
         record["error"] = (done.stderr.strip().splitlines() or ["no output"])[-1]
@@ -132,13 +142,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--label", default="default", help="names this setting in the results")
     parser.add_argument("--override", action="append", default=[],
                         help="one more override for every run (repeatable)")
+    parser.add_argument("--cache", type=Path, help="a jax compilation cache an earlier run of "
+                        "these shapes filled: train only (no first-run compile figure)")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.summary_only:
         RESULTS.mkdir(parents=True, exist_ok=True)
         for seed in (int(s) for s in args.seeds.split(",")):
             for backend in args.backends.split(","):
-                record = run_one(backend, seed, args.seconds, args.label, args.override)
+                record = run_one(backend, seed, args.seconds, args.label, args.override,
+                                 args.cache)
                 with LOG.open("a") as log:
                     log.write(json.dumps(record) + "\n")
                 print({k: v for k, v in record.items() if k != "curve"}, flush=True)
