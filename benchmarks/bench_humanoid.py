@@ -51,14 +51,15 @@ def _neurorun(args: list[str], cache: Path) -> tuple[subprocess.CompletedProcess
 
 
 def run_one(backend: str, seed: int, seconds: float, label: str, extra: list[str],
-            cache: Path | None = None) -> dict[str, Any]:
+            cache: Path | None = None, cold: bool = False) -> dict[str, Any]:
     """``neurorun algo=pgpe env=brax::humanoid`` on ``backend``: first 2 generations with an
     empty jax compilation cache (what a first run pays to compile), then ``seconds`` of
     training from seed ``seed`` with that cache (what every later run pays); its record.
-    With ``cache`` (a cache an earlier run filled), only the training."""
+    With ``cache`` (a cache an earlier run filled), only the training; ``cold``: only the
+    training, on an empty cache (a new user's first run, compiles included)."""
     folder = RUNS / label / f"{backend}_s{seed}"
-    fresh = cache is None
-    if fresh:
+    fresh = cache is None and not cold
+    if cache is None:
         cache = RUNS / label / f"jax_cache_{backend}_s{seed}"
         shutil.rmtree(cache, ignore_errors=True)
     env = (["env=Humanoid-v5"] if backend == ENVPOOL else
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="one more override for every run (repeatable)")
     parser.add_argument("--cache", type=Path, help="a jax compilation cache an earlier run of "
                         "these shapes filled: train only (no first-run compile figure)")
+    parser.add_argument("--cold", action="store_true", help="train on an empty compilation "
+                        "cache, compiles included (a new user's first run)")
     parser.add_argument("--summary-only", action="store_true")
     args = parser.parse_args(argv)
     if not args.summary_only:
@@ -151,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for seed in (int(s) for s in args.seeds.split(",")):
             for backend in args.backends.split(","):
                 record = run_one(backend, seed, args.seconds, args.label, args.override,
-                                 args.cache)
+                                 args.cache, args.cold)
                 with LOG.open("a") as log:
                     log.write(json.dumps(record) + "\n")
                 print({k: v for k, v in record.items() if k != "curve"}, flush=True)
