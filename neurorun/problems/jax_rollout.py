@@ -112,9 +112,11 @@ class JaxRollout:
 
     def __call__(self, params: Tensor, options: RolloutOptions, *, seed: int, streaming: bool,
                  slots: int, normalizer: RunningNorm | None = None,
-                 collect: RunningNorm | None = None, noise_seed: int = 0) -> RolloutResult:
+                 collect: RunningNorm | None = None, noise_seed: int = 0,
+                 population: bool = True) -> RolloutResult:
         """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``slots``
-        env slots in all (the arguments of :func:`neurorun.problems.rollout.rollout`)."""
+        env slots in all (the arguments of :func:`neurorun.problems.rollout.rollout`);
+        ``population``: a generation's (not a center's test episodes: their split is no news)."""
         import jax
         import jax.numpy as jnp
 
@@ -126,7 +128,8 @@ class JaxRollout:
             raise ValueError(f"lock-step rollout of {n} solutions needs as many env slots; "
                              f"got {slots}")
         split = split_pairs(n, episodes, len(self.devices), streaming)
-        self._say_split(n, episodes, split)
+        if population:
+            self._say_split(n, episodes, split)
         stdev = options.action_noise_stdev or 0.0
         shape = Shape(slots=split.slots(slots), solutions=n, pairs=split.pairs,
                       following=split.following, normalize=normalizer is not None,

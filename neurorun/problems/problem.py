@@ -266,7 +266,7 @@ class Problem(ProblemState):
             return self._compiled(params, options, seed=seed, slots=slots,
                                   streaming=self.env_options.streaming,
                                   normalizer=self.obs_stats, collect=collect,
-                                  noise_seed=noise_seed)
+                                  noise_seed=noise_seed, population=purpose != "test")
         n = params.shape[0]
         for attempt in range(2):
             env = self._env(purpose, slots)

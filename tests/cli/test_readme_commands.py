@@ -12,6 +12,8 @@ BUDGET = ["generations=2", "eval_episodes=1", "logger.console.quiet=true"]
 EXTRA_BUDGET = {
     # adaptive popsize (150k steps a generation) and popsize 200 on Humanoid
     "experiment=humanoid": ["algo.num_interactions=null", "algo.popsize=20"],
+    # popsize 256 compiles five stage programs of brax humanoid (minutes): 16 compiles one
+    "env=brax::humanoid": ["algo.popsize=16"],
     "hparams_search=": ["hydra.sweeper.n_trials=1"],
     "hydra/sweeper=optuna": ["hydra.sweeper.n_trials=1"],
 }

@@ -148,6 +148,7 @@ def test_a_popsize_that_leaves_devices_idle_says_how_it_was_split(caplog):
     with caplog.at_level("INFO", logger="neurorun"):
         problem.evaluate(torch.zeros(3, problem.solution_length), seed=0)
         problem.evaluate(torch.zeros(3, problem.solution_length), seed=1)
+        problem.test_episodes(torch.zeros(problem.solution_length), 5, seed=0)  # no news
     said = [r.message for r in caplog.records if "keeps every device busy" in r.message]
     assert said == ["3 solutions x 1 episodes on 4 devices: 1, 1, 1, 0 pairs each (a multiple "
                     "of 4 keeps every device busy)"]  # once
