@@ -31,10 +31,12 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
-           ("bench_jax.py", []), ("bench_devices.py", []), ("bench_locomotion.py", ["--full"])]
-# bench_jax, bench_devices: ~15 minutes of cold jax compiles each; bench_locomotion: hours
+           ("bench_jax.py", []), ("bench_devices.py", []), ("bench_humanoid.py", []),
+           ("bench_locomotion.py", ["--full"])]
+# bench_jax, bench_devices: ~15 minutes of cold jax compiles each; bench_humanoid: ~45 minutes;
+# bench_locomotion: hours
 # (also `make bench-learning`)
-FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_locomotion.py"}
+FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_humanoid.py", "bench_locomotion.py"}
 
 
 def run_scripts(full: bool) -> None:
@@ -336,6 +338,23 @@ def devices_table(report: dict) -> list[str]:
     return lines
 
 
+def humanoid_table(report: dict) -> list[str]:
+    lines = ["`neurorun algo=pgpe env=brax::humanoid` with `env.env_config.backend=<backend>` "
+             "(`envpool`: `env=Humanoid-v5`, MuJoCo's humanoid), seed 0, each alone; first "
+             "run: 2 generations on an empty jax compilation cache; then training for the "
+             "budget on that cache (`--cold`: on an empty cache, compiles included); "
+             "center_eval: the unshaped return of 5 seeded test episodes.", "",
+             "| setting | backend | first run s | budget s | generations | counted steps/s | "
+             "best center_eval | training episode length, first → last | load average |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["runs"]:
+        lines.append(f"| {r['label']} | {r['backend']} | {r.get('first_two_generations_s', '–')}"
+                     f" | {r['max_time']:g} | {r['generations']} | {r['steps_per_s']:,} | "
+                     f"{r['best_center_eval']:,} | {r['first_episode_length']:.0f} → "
+                     f"{r['last_episode_length']:.0f} | {r['load_average_at_start'][0]} |")
+    return lines
+
+
 def gpu_table(report: dict) -> list[str]:
     ref = report["evojax_reference"]
     lines = [f"Device: {report['device']}.", "",
@@ -384,6 +403,8 @@ def summary() -> str:
          "EnvPool", "jax_envs.json", jax_table),
         ("The compiled evaluation on several jax devices (CPU: one host device per core)",
          "jax_devices.json", devices_table),
+        ("The headline, brax humanoid, per brax backend (`bench_humanoid.py`)",
+         "humanoid.json", humanoid_table),
         ("brax and Playground on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
         ("jax envs on a GPU against the raw jitted step (`make bench-gpu`)",
          "jax_envs_gpu.json", jax_table),
