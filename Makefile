@@ -22,13 +22,15 @@ run: install
 	$(VENV)/bin/neurorun
 
 # pytest exits 5 when it collected nothing: that is a broken selection, not a green run.
+# -n: one pytest worker per core (pytest-xdist); worksteal evens out the long files
+TEST_JOBS ?= auto
 test: install
-	@$(PY) -m pytest -q; rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
 	exit $$rc
 
 test-all: install
-	@$(PY) -m pytest -q -m "slow or not slow"; rc=$$?; \
+	@$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "slow or not slow"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
 	exit $$rc
 
