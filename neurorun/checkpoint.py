@@ -138,10 +138,6 @@ def text_file(text: str) -> Write:
     return lambda temporary: temporary.write_text(text, encoding="utf-8")
 
 
-def atomic_save_torch(obj: Any, path: str | Path) -> None:
-    atomic_write(path, torch_file(obj))
-
-
 def atomic_write_text(text: str, path: str | Path) -> None:
     atomic_write(path, text_file(text))
 
@@ -176,12 +172,6 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
             (stem.with_suffix(".json"), text_file(text))]
 
 
-def save_policy(problem: Any, solution: torch.Tensor, stem: str | Path,
-                meta: Mapping[str, Any], obs_stats: Any = None) -> None:
-    """Write the policy's files (policy_files) as one unit."""
-    atomic_write_all(policy_files(problem, solution, stem, meta, obs_stats))
-
-
 def _strict(value: Any) -> Any:
     """JSON has no NaN or infinity: they are written as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -191,7 +181,6 @@ def _strict(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_strict(item) for item in value]
     return value
-
 
 
 def holds_run(folder: str | Path) -> bool:

@@ -126,7 +126,6 @@ def _output_subdir(resume: Any) -> str:
     return f"{HYDRA_DIR}/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
 
 
-
 class NeurorunEnvSource(ConfigSource):
     """Answers `env/<name>` for every name; `path` is the package holding the presets."""
 

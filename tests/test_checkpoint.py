@@ -48,14 +48,14 @@ def save_run_config(cfg, run_dir):
 
 def test_atomic_write_survives_a_crash_before_the_rename(tmp_path, monkeypatch):
     target = tmp_path / "state.pt"
-    checkpoint.atomic_save_torch({"generation": 3}, target)
+    checkpoint.atomic_write(target, checkpoint.torch_file({"generation": 3}))
 
     def crash(src, dst):
         raise OSError("simulated crash between the temporary write and the rename")
 
     monkeypatch.setattr(checkpoint.os, "replace", crash)
     with pytest.raises(OSError, match="simulated crash"):
-        checkpoint.atomic_save_torch({"generation": 4}, target)
+        checkpoint.atomic_write(target, checkpoint.torch_file({"generation": 4}))
     assert torch.load(target, weights_only=True) == {"generation": 3}
     assert os.listdir(tmp_path) == ["state.pt"]  # the temporary file is gone too
 

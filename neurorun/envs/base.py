@@ -164,10 +164,6 @@ class TorchVecEnv:
     def close(self) -> None:
         """Release the simulators."""
 
-    @property
-    def discrete_actions(self) -> bool:
-        return isinstance(self.env_action_space, spaces.Discrete)
-
     def __enter__(self) -> TorchVecEnv:
         return self
 

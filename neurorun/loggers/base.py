@@ -4,7 +4,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from neurorun.status import StopLimits
+
+
+@dataclass(frozen=True)
+class LoggerContext:
+    """What a logger may need of its run besides its own config section."""
+
+    run_dir: Path
+    limits: StopLimits  # the stop conditions (the console's progress bar)
+    offsets: Mapping[str, int] | None = None  # the metric files' sizes to resume at (None: fresh)
 
 
 class Logger:
@@ -13,7 +26,16 @@ class Logger:
     `start` receives the run's resolved config (a plain dict) once, `log` every generation's
     status (the keys listed in docs/architecture.md), `close` the final summary.
     `offsets` returns what a resumed run needs to append exactly where the checkpoint was.
+    A logger is built by `from_settings` from its section of the config (`logger.<name>`,
+    its name in `neurorun.loggers.LOGGERS`).
     """
+
+    always_on = False  # True: runs in every run; False: when its section says `enabled: true`
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        """The logger its config section asks for (a missing section is empty)."""
+        raise NotImplementedError
 
     def start(self, config: Mapping[str, Any]) -> None:
         """Called once before the first generation."""

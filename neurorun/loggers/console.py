@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.tree import Tree
 
-from neurorun.loggers.base import Logger
+from neurorun.loggers.base import Logger, LoggerContext
 from neurorun.status import StopLimits
 
 LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.getLogger(__name__))
@@ -138,6 +138,8 @@ class ConsoleLogger(Logger):
         stream: where to write (stdout by default).
     """
 
+    always_on = True  # quiet mode still prints the start and end summary
+
     def __init__(self, limits: StopLimits, *, plain: bool | None = None, quiet: bool = False,
                  show_config: bool = True, stream: TextIO | None = None):
         self.limits = limits
@@ -148,6 +150,11 @@ class ConsoleLogger(Logger):
         self.progress: Progress | None = None
         self.task: Any = None
         self.config: Mapping[str, Any] = {}
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        return cls(context.limits, plain=section.get("plain"), quiet=bool(section.get("quiet")),
+                   show_config=bool(section.get("show_config", True)))
 
     def start(self, config: Mapping[str, Any]) -> None:
         self.config = config  # shown by begin(): a config error may still come before it

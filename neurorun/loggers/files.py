@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.loggers.base import Logger
+from neurorun.loggers.base import Logger, LoggerContext
 
 CSV_NAME = "metrics.csv"
 JSONL_NAME = "metrics.jsonl"
@@ -41,6 +41,8 @@ class MetricsFiles(Logger):
             resumed run's rows). None starts fresh files.
     """
 
+    always_on = True  # a run's metrics are always on disk (resume, neurorun-plot, sweeps)
+
     def __init__(self, run_dir: str | Path, offsets: Mapping[str, int] | None = None):
         self.csv_path = Path(run_dir) / CSV_NAME
         self.jsonl_path = Path(run_dir) / JSONL_NAME
@@ -60,6 +62,10 @@ class MetricsFiles(Logger):
                     file.truncate(size)  # never longer: the check above saw size bytes
             self.rows = int(rows or 0)
             self.columns = self._existing_columns()
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        return cls(context.run_dir, context.offsets)
 
     @staticmethod
     def _check(path: Path, size: int, lines: int | None) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.layout import CHECKPOINT_DIR
-from neurorun.loggers.base import Logger, flatten, numeric_items
+from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.files import CSV_NAME
 
 MLFLOW_DB = "mlflow.db"  # the default MLflow tracking store, in the run folder
@@ -63,6 +63,10 @@ class TensorBoardLogger(Logger):
 
     def __init__(self, run_dir: str | Path):
         self.writer = _summary_writer()(str(Path(run_dir) / "tensorboard"))
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        return cls(context.run_dir)
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for key, value in numeric_items(status).items():
@@ -121,6 +125,11 @@ class MLflowLogger(Logger):
             raise tracker_error("mlflow", error, f"check logger.mlflow.tracking_uri={uri!r} "
                                 "(null: a SQLite database in the run folder)") from error
 
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        return cls(context.run_dir, tracking_uri=section.get("tracking_uri"),
+                   experiment=section.get("experiment") or "neurorun")
+
     def start(self, config: Mapping[str, Any]) -> None:
         params = {key: str(value)[:500] for key, value in flatten(config).items()}
         self.mlflow.log_params(params)
@@ -163,6 +172,11 @@ class WandbLogger(Logger):
                                     "server reachable (WANDB_BASE_URL or `wandb login --host` "
                                     "name another); logger.wandb.mode=offline needs no network "
                                     "(`wandb sync` uploads later)") from error
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+        return cls(context.run_dir, project=section.get("project") or "neurorun",
+                   mode=section.get("mode") or "offline")
 
     def start(self, config: Mapping[str, Any]) -> None:
         try:

@@ -13,7 +13,8 @@ differ). The same functions serve two paths:
 Every layer of the network language has a form here; a user's own module (any other class,
 a module with forward hooks, tied parameters) has none and raises :class:`NoArrayFormError`, which
 names the layer. Row ``p`` of every output uses parameter vector ``p`` (the order of
-:mod:`neurorun.nets.vectors`). Recurrent layers take and return their state explicitly.
+:mod:`neurorun.nets.vectors`). Recurrent layers take and return their state explicitly; their
+formulas are :mod:`neurorun.nets.cells`, which the torch modules run too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from neurorun.nets.cells import Activations, gru_cell, lstm_cell, rnn_cell
 from neurorun.nets.expression import parse_expression
 from neurorun.nets.layers import Apply, Bin, Clip, Round, Slice
 from neurorun.nets.recurrent import GRU, LSTM, RNN
@@ -197,31 +199,29 @@ def _prelu(ops: Ops, w: Named, x: Array) -> Array:
 
 # ----- recurrent cells: (ops, named rows, x, state tuple) -> (y, state tuple) -----
 
+@functools.cache
+def cell_activations(ops: Ops) -> Activations:
+    """The activations :mod:`neurorun.nets.cells` applies, on ``ops``'s arrays."""
+    return Activations(sigmoid=functools.partial(sigmoid, ops), tanh=ops.xp.tanh,
+                       relu=lambda x: ops.xp.maximum(x, 0))
+
+
+def _pre_activations(ops: Ops, w: Named, x: Array, h: Array) -> tuple[Array, Array]:
+    return linear(ops, w, x, "weight_ih", "bias_ih"), linear(ops, w, h, "weight_hh", "bias_hh")
+
+
 def _rnn(ops: Ops, m: RNN, w: Named, x: Array, state: tuple) -> tuple[Array, tuple]:
-    pre = linear(ops, w, x, "weight_ih", "bias_ih") + linear(ops, w, state[0], "weight_hh",
-                                                             "bias_hh")
-    h = ops.xp.tanh(pre) if m.nonlinearity == "tanh" else ops.xp.maximum(pre, 0)
+    h = rnn_cell(cell_activations(ops), *_pre_activations(ops, w, x, state[0]), m.nonlinearity)
     return h, (h,)
 
 
 def _lstm(ops: Ops, m: LSTM, w: Named, x: Array, state: tuple) -> tuple[Array, tuple]:
-    h, c = state
-    gates = linear(ops, w, x, "weight_ih", "bias_ih") + linear(ops, w, h, "weight_hh", "bias_hh")
-    i, f, g, o = (gates[:, k * m.hidden_size:(k + 1) * m.hidden_size] for k in range(4))
-    c = sigmoid(ops, f) * c + sigmoid(ops, i) * ops.xp.tanh(g)
-    h = sigmoid(ops, o) * ops.xp.tanh(c)
+    h, c = lstm_cell(cell_activations(ops), *_pre_activations(ops, w, x, state[0]), state[1])
     return h, (h, c)
 
 
 def _gru(ops: Ops, m: GRU, w: Named, x: Array, state: tuple) -> tuple[Array, tuple]:
-    (h,) = state
-    size = m.hidden_size
-    gx = linear(ops, w, x, "weight_ih", "bias_ih")
-    gh = linear(ops, w, h, "weight_hh", "bias_hh")
-    r = sigmoid(ops, gx[:, :size] + gh[:, :size])
-    z = sigmoid(ops, gx[:, size:2 * size] + gh[:, size:2 * size])
-    n = ops.xp.tanh(gx[:, 2 * size:] + r * gh[:, 2 * size:])
-    h = (1 - z) * n + z * h
+    h = gru_cell(cell_activations(ops), *_pre_activations(ops, w, x, state[0]), state[0])
     return h, (h,)
 
 

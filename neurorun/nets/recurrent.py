@@ -5,7 +5,8 @@ or a batch ``(B, in)``; ``h=None`` means a zero state. ``y`` is the new hidden v
 LSTM, ``h_next`` is the pair ``(h, c)``). Parameters follow torch's cell layout (``weight_ih``,
 ``weight_hh``, ``bias_ih``, ``bias_hh``, gates stacked in torch's order) so the population path
 in :mod:`neurorun.nets.batched` runs the very same step functions on weights of shape
-``(P, out, in)``.
+``(P, out, in)``. The cells' formulas are :mod:`neurorun.nets.cells`, shared with the array
+forms of :mod:`neurorun.nets.arrays`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from neurorun.nets.cells import Activations, gru_cell, lstm_cell, rnn_cell
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -38,31 +41,12 @@ def _zeros_like_hidden(x: Tensor, hidden_size: int) -> Tensor:
     return x.new_zeros((*x.shape[:-1], hidden_size))
 
 
-def rnn_step(x: Tensor, h: Tensor, w: tuple[Tensor | None, ...], nonlinearity: str) -> Tensor:
-    """One Elman step; ``w = (weight_ih, weight_hh, bias_ih, bias_hh)``."""
-    pre = linear(x, w[0], w[2]) + linear(h, w[1], w[3])
-    return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
+TORCH = Activations(sigmoid=torch.sigmoid, tanh=torch.tanh, relu=torch.relu)
 
 
-def lstm_step(
-    x: Tensor, state: tuple[Tensor, Tensor], w: tuple[Tensor | None, ...]
-) -> tuple[Tensor, Tensor]:
-    """One LSTM step (gates input, forget, cell, output, as torch.nn.LSTMCell)."""
-    h, c = state
-    gates = linear(x, w[0], w[2]) + linear(h, w[1], w[3])
-    i, f, g, o = gates.chunk(4, dim=-1)
-    c_next = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-    return torch.sigmoid(o) * torch.tanh(c_next), c_next
-
-
-def gru_step(x: Tensor, h: Tensor, w: tuple[Tensor | None, ...]) -> Tensor:
-    """One GRU step (gates reset, update, new, as torch.nn.GRUCell)."""
-    xr, xz, xn = linear(x, w[0], w[2]).chunk(3, dim=-1)
-    hr, hz, hn = linear(h, w[1], w[3]).chunk(3, dim=-1)
-    r = torch.sigmoid(xr + hr)
-    z = torch.sigmoid(xz + hz)
-    n = torch.tanh(xn + r * hn)
-    return (1 - z) * n + z * h
+def _pre_activations(x: Tensor, h: Tensor, w: tuple[Tensor | None, ...]) -> tuple[Tensor, Tensor]:
+    """``(W_ih x + b_ih, W_hh h + b_hh)``; ``w = (weight_ih, weight_hh, bias_ih, bias_hh)``."""
+    return linear(x, w[0], w[2]), linear(h, w[1], w[3])
 
 
 class Recurrent(nn.Module):
@@ -118,7 +102,7 @@ class RNN(Recurrent):
         self.nonlinearity = nonlinearity
 
     def step(self, x: Tensor, h: Any, weights: tuple[Tensor | None, ...]) -> tuple[Tensor, Any]:
-        h_next = rnn_step(x, h, weights, self.nonlinearity)
+        h_next = rnn_cell(TORCH, *_pre_activations(x, h, weights), self.nonlinearity)
         return h_next, h_next
 
 
@@ -131,7 +115,7 @@ class LSTM(Recurrent):
         return (_zeros_like_hidden(x, self.hidden_size), _zeros_like_hidden(x, self.hidden_size))
 
     def step(self, x: Tensor, h: Any, weights: tuple[Tensor | None, ...]) -> tuple[Tensor, Any]:
-        h_next, c_next = lstm_step(x, h, weights)
+        h_next, c_next = lstm_cell(TORCH, *_pre_activations(x, h[0], weights), h[1])
         return h_next, (h_next, c_next)
 
 
@@ -141,5 +125,5 @@ class GRU(Recurrent):
     num_gates = 3
 
     def step(self, x: Tensor, h: Any, weights: tuple[Tensor | None, ...]) -> tuple[Tensor, Any]:
-        h_next = gru_step(x, h, weights)
+        h_next = gru_cell(TORCH, *_pre_activations(x, h, weights), h)
         return h_next, h_next

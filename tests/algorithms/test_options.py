@@ -90,7 +90,6 @@ def test_popsize_one_that_cannot_move_the_center_is_refused(name, extra):
     make_algorithm(name, solution_length=4, popsize=1, ranking_method="raw", **options)
 
 
-
 # issue 37 probe C15, C16: a stdev bound or start that is not a usable stdev (finite, > 0, its
 # square finite in float32) is refused when the algorithm is built, naming the option; stdev_max
 # -5 ran with a negative stdev, 0 stopped the search silently, 1e308 diverged in generation 1

@@ -53,7 +53,7 @@ def test_native_vectorization_is_used_when_gymnasium_has_one():
 
 def test_discrete_actions_are_argmax_and_obs_are_float32():
     env = make_env("CartPole-v1", 4, vectorization="sync", seed=3)
-    assert env.single_action_space.shape == (2,) and env.discrete_actions
+    assert env.single_action_space.shape == (2,) and env.env_action_space == gym.spaces.Discrete(2)
     obs = env.reset(seed=3)
     assert obs.dtype == torch.float32 and obs.shape == (4, 4)
     outputs = torch.tensor([[0.0, 1.0], [1.0, 0.0], [-5.0, -4.0], [2.0, 2.5]])

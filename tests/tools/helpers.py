@@ -27,8 +27,8 @@ def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPo
         problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
             "network_args": {}, "obs_length": 4, "act_length": 2}  # as a run writes them
-    checkpoint.save_policy(problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best",
-                           meta)
+    checkpoint.atomic_write_all(checkpoint.policy_files(
+        problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best", meta))
     problem.close()
     return folder
 

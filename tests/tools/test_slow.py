@@ -22,7 +22,8 @@ def save(folder, env):
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
             "network_args": {}}
     solution = torch.zeros(problem.solution_length)
-    checkpoint.save_policy(problem, solution, folder / "checkpoints" / "best", meta)
+    checkpoint.atomic_write_all(checkpoint.policy_files(
+        problem, solution, folder / "checkpoints" / "best", meta))
     problem.close()
     return folder
 

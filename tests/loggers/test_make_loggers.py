@@ -1,0 +1,54 @@
+"""make_loggers builds what the LOGGERS table and the config's logger sections ask for: a new
+logger is its class plus one row."""
+
+from importlib import resources
+
+import yaml
+
+from neurorun.loggers import LOGGERS, ConsoleLogger, Logger, MetricsFiles, make_loggers
+from neurorun.status import StopLimits
+
+LIMITS = StopLimits(generations=1)
+
+
+class Recorder(Logger):
+    """A logger as a user would add one: its section's settings and the run it logs."""
+
+    def __init__(self, section, context):
+        self.section, self.context = section, context
+
+    @classmethod
+    def from_settings(cls, section, context):
+        return cls(section, context)
+
+    def log(self, generation, status):
+        pass
+
+
+def test_with_every_tracker_off_the_console_and_the_metric_files_log(tmp_path):
+    settings = {"console": {"quiet": True}, "tensorboard": {"enabled": False}}
+    group = make_loggers(settings, tmp_path, LIMITS)
+    assert [type(logger) for logger in group.loggers] == [ConsoleLogger, MetricsFiles]
+    assert group.loggers[0].quiet
+    assert (tmp_path / "metrics.csv").is_file()
+
+
+def test_a_new_row_is_built_from_its_section_when_enabled(tmp_path, monkeypatch):
+    monkeypatch.setitem(LOGGERS, "recorder", Recorder)
+    settings = {"console": {"quiet": True}, "recorder": {"enabled": True, "every": 3}}
+    *_, built = make_loggers(settings, tmp_path, LIMITS).loggers
+    assert isinstance(built, Recorder) and built.section == {"enabled": True, "every": 3}
+    assert (built.context.run_dir, built.context.limits, built.context.offsets) == (
+        tmp_path, LIMITS, None)
+    settings["recorder"]["enabled"] = False
+    assert not any(isinstance(logger, Recorder)
+                   for logger in make_loggers(settings, tmp_path, LIMITS).loggers)
+
+
+def test_every_config_section_is_a_row_and_every_optional_row_has_a_switch():
+    text = resources.files("neurorun.conf").joinpath("logger/default.yaml").read_text()
+    sections = yaml.safe_load(text)
+    assert set(sections) <= set(LOGGERS)
+    for name, kind in LOGGERS.items():
+        if not kind.always_on:
+            assert sections[name]["enabled"] is False, name  # trackers are off by default
