@@ -233,21 +233,17 @@ class Runner:
 
     # ----- one generation -----
     def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[dict[str, Any]]]:
-        """Fitness of this generation's samples (all of them, in order) and per-batch stats."""
-        algo, evaluator = self.algorithm, self.evaluator
-        start_count = evaluator.interaction_count
+        """Fitness of this generation's samples (all of them, in order) and per-round stats."""
+        evaluator = self.evaluator
         fitness, stats = [], []
-        while True:
-            samples = algo.ask() if not fitness else algo.ask(algo.popsize)
-            fitness.append(evaluator.evaluate(samples))
+
+        def evaluate_round(first: int) -> tuple[int, int]:
+            count_before = evaluator.interaction_count
+            fitness.append(evaluator.evaluate(self.algorithm.ask()))
             stats.append(dict(evaluator.last_stats))
-            asked = sum(len(f) for f in fitness)
-            if algo.num_interactions is None:
-                break
-            if algo.popsize_max is not None and asked >= algo.popsize_max:
-                break
-            if evaluator.interaction_count - start_count >= algo.num_interactions:
-                break
+            return len(fitness[-1]), evaluator.interaction_count - count_before
+
+        self.algorithm.run_rounds(evaluate_round)
         return torch.cat(fitness), stats
 
     def _evaluate_center(self) -> float | None:

@@ -256,7 +256,7 @@ class RayEvaluator:
 
         require_distributable(algo)
         started = time.perf_counter()
-        sent = received = 0
+        sent = 0
         if self._replica_of is not algo:  # a new algorithm: every actor gets its replica again
             replica = algo.replica()
             self._replica_ref = ray.put(replica)
@@ -272,34 +272,20 @@ class RayEvaluator:
         shares: list[Share] = []
         slots: list[int] = []
         results: list[dict[str, Any]] = []
-        interactions = 0
-        while True:  # rounds of popsize samples (adaptive popsize: until enough interactions)
-            round_shares = plan_round(algo, len(shares) and shares[-1].stop,
-                                      num_actors=self.num_actors,
-                                      num_subbatches=self.num_subbatches,
-                                      subbatch_size=self.subbatch_size)
-            base = self.draw_seed()
-            first = round_shares[0].first
-            obs_state = self._obs_state()
-            obs_ref = None if obs_state is None else ray.put(obs_state)
+        transfers: list[dict[str, int]] = []
 
-            def job(share: Share, base: int = base, first: int = first,
-                    obs_ref: Any = obs_ref) -> Any:
-                offset = share.first - first
-                return lambda slot: ("sample_and_evaluate", (
-                    *self._replica_for(slot), state_ref, draw, share.first, share.size,
-                    base + offset, mix_seed(base, offset), obs_ref))
+        def evaluate_round(first: int) -> tuple[int, int]:
+            round_shares, round_results = self._sample_round(algo, draw, state_ref, first)
+            shares.extend(round_shares)
+            results.extend(round_results)
+            slots.extend(self.pool.last_slots)
+            transfers.append(self.last_transfer)
+            return (sum(share.size for share in round_shares),
+                    sum(int(r["stats"]["num_interactions"]) for r in round_results))
 
-            results += self._run([job(share) for share in round_shares], obs_state)
-            slots += self.pool.last_slots
-            shares += round_shares
-            sent += self.last_transfer["bytes_sent"] + SHARE_BYTES * len(round_shares)
-            received += self.last_transfer["bytes_received"]
-            interactions += sum(int(r["stats"]["num_interactions"])
-                                for r in results[-len(round_shares):])
-            if (algo.num_interactions is None or interactions >= algo.num_interactions
-                    or (algo.popsize_max is not None and shares[-1].stop >= algo.popsize_max)):
-                break
+        algo.run_rounds(evaluate_round)  # adaptive popsize: rounds until enough interactions
+        sent += sum(t["bytes_sent"] for t in transfers) + SHARE_BYTES * len(shares)
+        received = sum(t["bytes_received"] for t in transfers)
         fitness = torch.from_numpy(np.concatenate([r["fitness"] for r in results])).to(algo.dtype)
         norms = (torch.from_numpy(np.concatenate([r["norms"] for r in results]))
                  if algo.NEEDS_NORMS else None)
@@ -321,6 +307,27 @@ class RayEvaluator:
                               "bytes_received": received + payload_bytes(parts)}
         self._record(results, started)
         return fitness
+
+    def _sample_round(self, algo: SearchAlgorithm, draw: int, state_ref: Any,
+                      first: int) -> tuple[list[Share], list[dict[str, Any]]]:
+        """Distributed mode, step 2, for a round of ``popsize`` samples from index ``first``:
+        the actors sample and evaluate its shares. The round draws a base seed and seeds share
+        ``[first + f, ...)`` with ``base + f``, as ``evaluate`` seeds a population."""
+        import ray
+
+        shares = plan_round(algo, first, num_actors=self.num_actors,
+                            num_subbatches=self.num_subbatches, subbatch_size=self.subbatch_size)
+        base = self.draw_seed()
+        obs_state = self._obs_state()
+        obs_ref = None if obs_state is None else ray.put(obs_state)
+
+        def job(share: Share) -> Any:
+            offset = share.first - first
+            return lambda slot: ("sample_and_evaluate", (
+                *self._replica_for(slot), state_ref, draw, share.first, share.size,
+                base + offset, mix_seed(base, offset), obs_ref))
+
+        return shares, self._run([job(share) for share in shares], obs_state)
 
     def _replica_for(self, slot: int) -> tuple[Any, Any]:
         """(replica, noise table) refs the first time an actor slot gets a job, else Nones."""
