@@ -18,6 +18,7 @@ of its sub-batch (locally: of the whole call); action noise is drawn per sub-bat
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -41,14 +42,13 @@ from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
     check_capacity,
     local_cpu_share,
-    merge_stats,
     mix_seed,
     payload_bytes,
     resolve_num_actors,
     split_workload,
     subbatch_bounds,
 )
-from neurorun.problems import EnvPolicy, Problem, RunningNorm, make_problem
+from neurorun.problems import EnvPolicy, EvaluationStats, Problem, RunningNorm, make_problem
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class RayEvaluator:
         self.problem_kwargs = dict(problem_kwargs)
         self.num_subbatches, self.subbatch_size = num_subbatches, subbatch_size
         self.problem = make_problem(**self.problem_kwargs) if problem is None else problem
-        self.last_stats: dict[str, Any] = {}
+        self.last_stats = EvaluationStats()  # of the last evaluate or distributed_step
         self.last_transfer: dict[str, int] = {}
         self.pool: ActorPool | None = None
         self._replica_slots: set[int] = set()
@@ -240,12 +240,10 @@ class RayEvaluator:
         return results
 
     def _record(self, results: list[dict[str, Any]], started: float) -> None:
-        stats = merge_stats([r["stats"] for r in results])
-        self.problem.interaction_count += stats["num_interactions"]
-        self.problem.episode_count += stats["num_episodes"]
-        stats["eval_time_s"] = time.perf_counter() - started
-        stats["num_subbatches"] = len(results)
-        self.last_stats = stats
+        stats = EvaluationStats.merge([r["stats"] for r in results])
+        self.problem.interaction_count += stats.num_interactions
+        self.problem.episode_count += stats.num_episodes
+        self.last_stats = dataclasses.replace(stats, eval_time_s=time.perf_counter() - started)
 
     def distributed_step(self, algo: SearchAlgorithm) -> Tensor:
         """One generation of distributed mode (see ``neurorun.parallel.distributed``): actors
@@ -281,7 +279,7 @@ class RayEvaluator:
             slots.extend(self.pool.last_slots)
             transfers.append(self.last_transfer)
             return (sum(share.size for share in round_shares),
-                    sum(int(r["stats"]["num_interactions"]) for r in round_results))
+                    sum(r["stats"].num_interactions for r in round_results))
 
         algo.run_rounds(evaluate_round)  # adaptive popsize: rounds until enough interactions
         sent += sum(t["bytes_sent"] for t in transfers) + SHARE_BYTES * len(shares)
