@@ -30,6 +30,7 @@ from torch import Tensor
 
 from neurorun.envs import backend_of
 from neurorun.parallel import cluster
+from neurorun.parallel.config import check_max_actor_restarts
 from neurorun.parallel.distributed import (
     Share,
     add_sums,
@@ -88,8 +89,7 @@ class RayEvaluator:
                  problem: Problem | None = None):
         subbatch_bounds(1, num_actors=1, num_subbatches=num_subbatches,
                         subbatch_size=subbatch_size)  # validates the pair before ray starts
-        if int(max_actor_restarts) < 0:
-            raise ValueError(f"max_actor_restarts={max_actor_restarts}; expected >= 0")
+        check_max_actor_restarts(max_actor_restarts)
         self.problem_kwargs = dict(problem_kwargs)
         self.num_subbatches, self.subbatch_size = num_subbatches, subbatch_size
         self.problem = make_problem(**self.problem_kwargs) if problem is None else problem
@@ -104,7 +104,7 @@ class RayEvaluator:
                                          include_dashboard=include_dashboard)
         try:
             self.pool = self._start_pool(num_actors, num_gpus_per_actor, dict(actor_config or {}),
-                                         int(max_actor_restarts))
+                                         max_actor_restarts)
         except BaseException:
             self.close()
             raise

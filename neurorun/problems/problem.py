@@ -54,7 +54,12 @@ from neurorun.problems.devices import jax_devices
 from neurorun.problems.evaluator import EvaluationStats
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax_rollout import JaxRollout
-from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
+from neurorun.problems.options import (
+    PLAIN_ROLLOUT,
+    REFERENCE_INITIAL_BOUNDS,
+    EnvOptions,
+    RolloutOptions,
+)
 from neurorun.problems.persistence import ProblemState
 from neurorun.problems.rollout import RolloutResult, rollout
 from neurorun.problems.running_norm import RunningNorm
@@ -73,7 +78,8 @@ class Problem(ProblemState):
     def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
                  network_args: dict[str, Any] | None = None,
                  observation_normalization: bool = False,
-                 initial_bounds: tuple[float, float] = (-1e-5, 1e-5), seed: int | None = None,
+                 initial_bounds: tuple[float, float] = REFERENCE_INITIAL_BOUNDS,
+                 seed: int | None = None,
                  jit: bool = True):
         self.env_options = env
         self.rollout_options = rollout_options

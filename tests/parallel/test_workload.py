@@ -1,4 +1,5 @@
-"""Splitting populations, adding sums and planning distributed shares, without ray."""
+"""Splitting populations, adding sums, planning distributed shares and the checks before
+ray starts, without ray."""
 
 import subprocess
 import sys
@@ -146,3 +147,12 @@ def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypat
     joined = compose_config(["debug=default", "parallel=ray", "parallel.num_actors=5000",
                              "parallel.address=auto"])  # a cluster's memory is not this machine's
     build.validate_config(joined)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None])
+def test_a_bad_restart_count_is_refused_before_ray_starts(bad):
+    from neurorun.parallel import RayEvaluator
+
+    with pytest.raises(ValueError, match=rf"^max_actor_restarts={bad!r}: expected an integer "
+                                         r">= 0\. Fix: parallel\.max_actor_restarts="):
+        RayEvaluator({"env": "CartPole-v1"}, max_actor_restarts=bad)
