@@ -1,8 +1,9 @@
 """``RayEvaluator``: the Problem interface over a pool of ray actors.
 
-The main process keeps a local Problem that holds the global state: obs stats, counters,
-the seed generator (so ``state_dict`` is the Problem's and a checkpoint resumes with either
-evaluator), and serves ``run_test_episodes`` / ``to_policy`` / ``save_solution``.
+The main process keeps a local Problem that holds the global state: obs stats, counters
+(it counts what the actors report, ``Problem.add_counts``), the seed generator (so
+``state_dict`` is the Problem's and a checkpoint resumes with either evaluator), and serves
+``run_test_episodes`` / ``to_policy`` / ``save_solution``.
 
 One ``evaluate(params)``: draw the call's base seed from the local Problem's generator (as
 ``Problem.evaluate`` does), cut the population into sub-batches, and let the actors work
@@ -217,7 +218,6 @@ class RayEvaluator:
                                               mix_seed(base, first), obs_ref))
 
         results = self._run([job(f, s) for f, s in bounds], obs_state)
-        self.problem.last_seed = base
         fitness = torch.cat([torch.tensor(r["fitness"]) for r in results])
         self.last_transfer["bytes_sent"] += payload_bytes(array)
         self._record(results, started)
@@ -241,8 +241,7 @@ class RayEvaluator:
 
     def _record(self, results: list[dict[str, Any]], started: float) -> None:
         stats = EvaluationStats.merge([r["stats"] for r in results])
-        self.problem.interaction_count += stats.num_interactions
-        self.problem.episode_count += stats.num_episodes
+        self.problem.add_counts(stats)
         self.last_stats = dataclasses.replace(stats, eval_time_s=time.perf_counter() - started)
 
     def distributed_step(self, algo: SearchAlgorithm) -> Tensor:

@@ -103,7 +103,6 @@ class Problem(ProblemState):
         self.interaction_count = 0
         self.episode_count = 0
         self.last_stats = EvaluationStats()  # of the last evaluate call
-        self.last_seed: int | None = None  # base seed of the last evaluate call
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
@@ -322,7 +321,6 @@ class Problem(ProblemState):
                 collected.update(part)
         if collected is not None:
             self.obs_stats.update(collected)
-        self.last_seed = base
         fitness = torch.cat([r.fitness for r in results])
         nonfinite = torch.cat([r.nonfinite for r in results])
         fitness = _replace_nonfinite(fitness, nonfinite)
@@ -338,9 +336,14 @@ class Problem(ProblemState):
             num_vector_steps=sum(r.vector_steps for r in results),
             num_simulated_steps=sum(r.simulated_steps for r in results),
             eval_time_s=seconds, num_subbatches=1)
+        self.add_counts(stats)
+        self.last_stats = stats
+
+    def add_counts(self, stats: EvaluationStats) -> None:
+        """Count an evaluation's env steps and episodes (this problem's own, or those its ray
+        actors made for it): the one writer of ``interaction_count`` and ``episode_count``."""
         self.interaction_count += stats.num_interactions
         self.episode_count += stats.num_episodes
-        self.last_stats = stats
 
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
         """Returns ``(num_episodes,)`` of one solution (see ``test_episodes``)."""
