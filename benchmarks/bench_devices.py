@@ -68,8 +68,8 @@ def case(spec: str, network: str, popsize: int, counts: list[int], rounds: int,
             elapsed, fitness[k] = seconds(
                 lambda p=problem, x=params, s=round_: p.evaluate(x, seed=s))
             stats = problem.last_stats
-            rates[k].append(stats["num_interactions"] / elapsed)
-            counted[k].append(stats["num_interactions"] / stats["num_simulated_steps"])
+            rates[k].append(stats.num_interactions / elapsed)
+            counted[k].append(stats.num_interactions / stats.num_simulated_steps)
         for k in counts[1:]:  # a simulator rounds apart at another batch size (chaos)
             base = fitness[counts[0]]
             differ[k].append(float(((fitness[k] - base).abs()

@@ -127,9 +127,9 @@ def neurorun(spec: str, popsize: int, network: str, seconds: float, *, threads: 
     def generation() -> float:
         evaluator.evaluate(0.1 * torch.randn(popsize, problem.solution_length,
                                              generator=generator))
-        totals["counted"] += evaluator.last_stats["num_interactions"]
-        totals["simulated"] += evaluator.last_stats["num_simulated_steps"]
-        return evaluator.last_stats["num_interactions"]
+        totals["counted"] += evaluator.last_stats.num_interactions
+        totals["simulated"] += evaluator.last_stats.num_simulated_steps
+        return evaluator.last_stats.num_interactions
 
     per_s = rate(generation, seconds)
     if evaluator is not problem:

@@ -108,7 +108,7 @@ def ray_interactions_per_s(kwargs: dict[str, Any], params: torch.Tensor,
 
         def generation() -> float:
             evaluator.evaluate(params)
-            return evaluator.last_stats["num_interactions"]
+            return evaluator.last_stats.num_interactions
 
         return rate(generation, min_seconds)
 
@@ -127,10 +127,10 @@ def bench_case(env_id: str, popsize: int, episode_length: int | None, network: s
     raw, evals, interactions, steps, spent = [], [], 0, 0, 0.0
     while spent < min_seconds or len(evals) < 3:
         took, _ = seconds(lambda: problem.evaluate(params))
-        vector_steps = problem.last_stats["num_vector_steps"]
+        vector_steps = problem.last_stats.num_vector_steps
         evals.append(took / vector_steps)
         raw.append(_time_raw(env, actions, vector_steps))
-        interactions += problem.last_stats["num_interactions"]
+        interactions += problem.last_stats.num_interactions
         steps += vector_steps
         spent += took
     env.close()

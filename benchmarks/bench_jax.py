@@ -134,9 +134,9 @@ def case(spec: str, network: str, popsize: int, rounds: int, device: str) -> dic
         figures["bare_policy_with_resets"].append(steps / (steps / rate + reset_s))
         elapsed, _ = seconds(lambda p=params, s=round_: problem.evaluate(p, seed=s))
         stats = problem.last_stats
-        figures["neurorun"].append(stats["num_interactions"] / elapsed)
-        figures["counted_fraction"].append(stats["num_interactions"]
-                                           / stats["num_simulated_steps"])
+        figures["neurorun"].append(stats.num_interactions / elapsed)
+        figures["counted_fraction"].append(stats.num_interactions
+                                           / stats.num_simulated_steps)
     problem.close()
     digits = {"counted_fraction": 3, "reset_s": 3}
     return {"env": spec, "network": network, "popsize": popsize, "slots": slots,

@@ -40,6 +40,7 @@ import torch
 from harness import RESULTS, ratios, spread, write_result
 
 from neurorun.parallel import worker as worker_module
+from neurorun.problems import EvaluationStats
 
 ALGORITHMS = {
     "ars": {"step_size": 0.02, "noise": 0.03},
@@ -62,15 +63,15 @@ class SphereProblem:
 
     def __init__(self) -> None:
         self.interaction_count = self.episode_count = 0
-        self.last_stats: dict[str, Any] = {}
+        self.last_stats = EvaluationStats()
         self._seed = 0
 
     def evaluate(self, params: torch.Tensor, seed: int | None = None) -> torch.Tensor:
         n = params.shape[0]
-        self.last_stats = {"num_interactions": n, "num_episodes": n, "nonfinite_count": 0,
-                           "num_vector_steps": 1, "num_simulated_steps": n,
-                           **{f"episode_{k}_{s}": 0.0 for k in ("return", "length")
-                              for s in ("min", "mean", "max")}}
+        self.last_stats = EvaluationStats(
+            num_interactions=n, num_episodes=n, num_vector_steps=1, num_simulated_steps=n,
+            num_subbatches=1, **{f"episode_{k}_{s}": 0.0 for k in ("return", "length")
+                                 for s in ("min", "mean", "max")})
         self.interaction_count += n
         self.episode_count += n
         return -torch.linalg.vector_norm(params, dim=1).square()  # no P x D temporaries
@@ -203,7 +204,7 @@ def bench_speedup(generations: int, rounds: int) -> list[dict[str, Any]]:
                             evaluator.distributed_step(algo)
                         else:
                             algo.tell(evaluator.evaluate(algo.ask()))
-                        per_generation.append(evaluator.last_stats["num_interactions"]
+                        per_generation.append(evaluator.last_stats.num_interactions
                                               / (time.perf_counter() - started))
                     rates[name].append(statistics.median(per_generation[1:]))
         row = {"env": env, "popsize": 64, "generations": generations,

@@ -267,15 +267,15 @@ def _check_episode_length(cfg: DictConfig) -> None:
     """problem.episode_length on an env that cannot be cut (a factory's own envs)."""
     from neurorun.envs import backend_of
 
-    length = cfg.problem.get("episode_length")
     try:
-        cut = backend_of(str(cfg.env.id)).cuts_episodes
+        backend = backend_of(str(cfg.env.id))
     except ValueError:
         return  # a malformed env id is reported where the env is resolved
-    if length is not None and not cut:
-        raise ConfigError(f"problem.episode_length={length}: the env factory {cfg.env.id!r} "
-                          "makes its own envs, which neurorun cannot cut. Fix: "
-                          "problem.episode_length=null, and end the episodes in the factory.")
+    try:
+        backend.check_episode_length(str(cfg.env.id), cfg.problem.get("episode_length"),
+                                     key="problem.episode_length")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
@@ -329,7 +329,8 @@ def _check_parallel(cfg: DictConfig) -> None:
     """parallel=ray's counts, before ray starts (it takes seconds)."""
     if cfg.parallel.get("name") != "ray":
         return
-    from neurorun.parallel.workload import NUM_ACTORS_WORDS  # ray stays unloaded
+    from neurorun.parallel.config import check_max_actor_restarts  # ray stays unloaded
+    from neurorun.parallel.workload import NUM_ACTORS_WORDS
 
     actors = cfg.parallel.get("num_actors")
     if not (actors in NUM_ACTORS_WORDS or (isinstance(actors, int)
@@ -339,7 +340,10 @@ def _check_parallel(cfg: DictConfig) -> None:
                           "CPU) or a count.")
     for key in ("parallel.num_subbatches", "parallel.subbatch_size"):
         _count(cfg, key, minimum=1, optional=True)
-    _count(cfg, "parallel.max_actor_restarts", minimum=0, optional=False)
+    try:
+        check_max_actor_restarts(cfg.parallel.get("max_actor_restarts"))
+    except ValueError as error:
+        raise ConfigError(f"parallel.{error}") from None
     _check_local_actors(cfg)
 
 

@@ -39,7 +39,6 @@ from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
-from neurorun.parallel.workload import merge_stats
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
 from neurorun.state_record import check_layout
@@ -49,7 +48,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from neurorun.parallel import RayEvaluator
-    from neurorun.problems import Evaluator
+    from neurorun.problems import EvaluationStats, Evaluator
 
 
 class Callbacks:
@@ -232,22 +231,18 @@ class Runner:
         checkpoint.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
 
     # ----- one generation -----
-    def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[dict[str, Any]]]:
-        """Fitness of this generation's samples (all of them, in order) and per-batch stats."""
-        algo, evaluator = self.algorithm, self.evaluator
-        start_count = evaluator.interaction_count
+    def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
+        """Fitness of this generation's samples (all of them, in order) and per-round stats."""
+        evaluator = self.evaluator
         fitness, stats = [], []
-        while True:
-            samples = algo.ask() if not fitness else algo.ask(algo.popsize)
-            fitness.append(evaluator.evaluate(samples))
-            stats.append(dict(evaluator.last_stats))
-            asked = sum(len(f) for f in fitness)
-            if algo.num_interactions is None:
-                break
-            if algo.popsize_max is not None and asked >= algo.popsize_max:
-                break
-            if evaluator.interaction_count - start_count >= algo.num_interactions:
-                break
+
+        def evaluate_round(first: int) -> tuple[int, int]:
+            count_before = evaluator.interaction_count
+            fitness.append(evaluator.evaluate(self.algorithm.ask()))
+            stats.append(evaluator.last_stats)
+            return len(fitness[-1]), evaluator.interaction_count - count_before
+
+        self.algorithm.run_rounds(evaluate_round)
         return torch.cat(fitness), stats
 
     def _evaluate_center(self) -> float | None:
@@ -261,6 +256,8 @@ class Runner:
 
     def step(self, started: float) -> GenerationStatus:
         """Run one generation; returns its status."""
+        from neurorun.problems import EvaluationStats  # loaded with the problem by now
+
         self.generation += 1
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
@@ -268,7 +265,7 @@ class Runner:
             if self.distributed:  # actors sample their shares; the update happens in there too
                 ray_evaluator = cast("RayEvaluator", self.evaluator)  # checked: parallel=ray
                 samples_fitness = ray_evaluator.distributed_step(self.algorithm)
-                stats = [dict(self.evaluator.last_stats)]
+                stats = [self.evaluator.last_stats]
             else:
                 samples_fitness, stats = self._ask_and_evaluate()
                 self.algorithm.tell(samples_fitness)
@@ -288,7 +285,7 @@ class Runner:
                          "score": center_eval, "generation": self.generation,
                          "obs_stats": None if norm is None else norm.state_dict()}
         interactions = self.evaluator.interaction_count - count_before
-        episodes = {k: v for k, v in merge_stats(stats).items() if k.startswith("episode_")}
+        episodes = EvaluationStats.merge(stats).episode_figures()
         self.status = GenerationStatus(
             generation=self.generation,
             **population,  # popsize, mean_eval, median_eval, pop_best_eval

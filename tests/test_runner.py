@@ -84,6 +84,8 @@ def no_problem(monkeypatch):
        [f"parallel.num_actors={shown}", "expected an integer >= 1", "Fix:"])
       for bad, shown in (("0", "0"), ("-2", "-2"), ("abc", "'abc'"), ("1.5", "1.5"))],
     (["parallel=ray", "parallel.subbatch_size=0"], ["parallel.subbatch_size=0", "Fix:"]),
+    (["parallel=ray", "parallel.max_actor_restarts=-1"],
+     ["parallel.max_actor_restarts=-1", "integer >= 0", "Fix: parallel.max_actor_restarts="]),
     (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
                                             "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer in [1, 1024]", "Fix:"]),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -133,6 +133,20 @@ class SearchAlgorithm:
     @property
     def popsize_max(self) -> int | None:
         return self.options.adaptive.popsize_max
+
+    def run_rounds(self, evaluate_round: Callable[[int], tuple[int, int]]) -> None:
+        """Sample one generation in rounds: ``evaluate_round(first)`` samples ``popsize``
+        solutions from sample index ``first``, evaluates them and returns ``(samples, env
+        steps)``. One round; with adaptive popsize, rounds until the generation made
+        ``num_interactions`` env steps or reached ``popsize_max`` samples. (The local runner
+        and distributed mode both sample through this.)"""
+        asked = steps = 0
+        while True:
+            count, taken = evaluate_round(asked)
+            asked, steps = asked + count, steps + taken
+            if self.num_interactions is None or steps >= self.num_interactions or (
+                    self.popsize_max is not None and asked >= self.popsize_max):
+                return
 
     # -- ask / tell ---------------------------------------------------------------------
     @property

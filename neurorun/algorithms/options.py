@@ -192,8 +192,9 @@ def as_vector(
     return tensor.clone()
 
 
-# The largest |center_init| (as problem.initial_bounds): a weight beyond it times an
-# observation, or squared, overflows float32, so the first generation could only diverge.
+# The largest |center_init|, and of problem.initial_bounds (neurorun.problems.options): a
+# weight beyond it times an observation, or squared, overflows float32, so the first
+# generation could only diverge.
 MAX_CENTER = 1e18
 
 

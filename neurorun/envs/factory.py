@@ -170,9 +170,6 @@ def _factory_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
 def _make_factory(spec: str, name: str, num_envs: int, options: dict[str, Any]) -> TorchVecEnv:
     from neurorun.envs.gym_env import make_factory_env
 
-    if options["episode_length"] is not None:
-        raise ValueError(f"episode_length={options['episode_length']} cannot be applied to the "
-                         f"env factory {spec!r}: make the factory's envs end their episodes")
     env = make_factory_env(_load_factory(name), spec, num_envs, options["device"],
                            **options["env_config"])
     env.reset(seed=options["seed"])
@@ -195,6 +192,15 @@ class Backend:
     # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
     # viewer) or None (not rendered)
     render: Literal["frames", "html"] | None = None
+
+    def check_episode_length(self, spec: str, episode_length: int | None, *,
+                             key: str = "episode_length") -> None:
+        """ValueError when ``episode_length`` (config key ``key``) is set for ``spec``, an env
+        of this backend that neurorun cannot cut."""
+        if episode_length is not None and not self.cuts_episodes:
+            raise ValueError(f"{key}={episode_length}: the env factory {spec!r} makes its own "
+                             f"envs, which neurorun cannot cut. Fix: {key}=null, and end the "
+                             "episodes in the factory.")
 
 
 BACKENDS: dict[str, Backend] = {
@@ -263,6 +269,7 @@ def make_env(
     if num_threads is not None and not backend.takes_threads:
         raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
                          f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
+    backend.check_episode_length(spec, episode_length)
     return backend.make(spec, name, int(num_envs), {
         "device": device, "vectorization": vectorization, "seed": seed,
         "episode_length": episode_length, "num_threads": num_threads, "env_config": env_config})

@@ -1,8 +1,9 @@
 """``RayEvaluator``: the Problem interface over a pool of ray actors.
 
-The main process keeps a local Problem that holds the global state: obs stats, counters,
-the seed generator (so ``state_dict`` is the Problem's and a checkpoint resumes with either
-evaluator), and serves ``run_test_episodes`` / ``to_policy`` / ``save_solution``.
+The main process keeps a local Problem that holds the global state: obs stats, counters
+(it counts what the actors report, ``Problem.add_counts``), the seed generator (so
+``state_dict`` is the Problem's and a checkpoint resumes with either evaluator), and serves
+``run_test_episodes`` / ``to_policy`` / ``save_solution``.
 
 One ``evaluate(params)``: draw the call's base seed from the local Problem's generator (as
 ``Problem.evaluate`` does), cut the population into sub-batches, and let the actors work
@@ -18,6 +19,7 @@ of its sub-batch (locally: of the whole call); action noise is drawn per sub-bat
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -29,6 +31,7 @@ from torch import Tensor
 
 from neurorun.envs import backend_of
 from neurorun.parallel import cluster
+from neurorun.parallel.config import check_max_actor_restarts
 from neurorun.parallel.distributed import (
     Share,
     add_sums,
@@ -41,14 +44,13 @@ from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
     check_capacity,
     local_cpu_share,
-    merge_stats,
     mix_seed,
     payload_bytes,
     resolve_num_actors,
     split_workload,
     subbatch_bounds,
 )
-from neurorun.problems import EnvPolicy, Problem, RunningNorm, make_problem
+from neurorun.problems import EnvPolicy, EvaluationStats, Problem, RunningNorm, make_problem
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +90,11 @@ class RayEvaluator:
                  problem: Problem | None = None):
         subbatch_bounds(1, num_actors=1, num_subbatches=num_subbatches,
                         subbatch_size=subbatch_size)  # validates the pair before ray starts
-        if int(max_actor_restarts) < 0:
-            raise ValueError(f"max_actor_restarts={max_actor_restarts}; expected >= 0")
+        check_max_actor_restarts(max_actor_restarts)
         self.problem_kwargs = dict(problem_kwargs)
         self.num_subbatches, self.subbatch_size = num_subbatches, subbatch_size
         self.problem = make_problem(**self.problem_kwargs) if problem is None else problem
-        self.last_stats: dict[str, Any] = {}
+        self.last_stats = EvaluationStats()  # of the last evaluate or distributed_step
         self.last_transfer: dict[str, int] = {}
         self.pool: ActorPool | None = None
         self._replica_slots: set[int] = set()
@@ -104,7 +105,7 @@ class RayEvaluator:
                                          include_dashboard=include_dashboard)
         try:
             self.pool = self._start_pool(num_actors, num_gpus_per_actor, dict(actor_config or {}),
-                                         int(max_actor_restarts))
+                                         max_actor_restarts)
         except BaseException:
             self.close()
             raise
@@ -217,7 +218,6 @@ class RayEvaluator:
                                               mix_seed(base, first), obs_ref))
 
         results = self._run([job(f, s) for f, s in bounds], obs_state)
-        self.problem.last_seed = base
         fitness = torch.cat([torch.tensor(r["fitness"]) for r in results])
         self.last_transfer["bytes_sent"] += payload_bytes(array)
         self._record(results, started)
@@ -240,12 +240,9 @@ class RayEvaluator:
         return results
 
     def _record(self, results: list[dict[str, Any]], started: float) -> None:
-        stats = merge_stats([r["stats"] for r in results])
-        self.problem.interaction_count += stats["num_interactions"]
-        self.problem.episode_count += stats["num_episodes"]
-        stats["eval_time_s"] = time.perf_counter() - started
-        stats["num_subbatches"] = len(results)
-        self.last_stats = stats
+        stats = EvaluationStats.merge([r["stats"] for r in results])
+        self.problem.add_counts(stats)
+        self.last_stats = dataclasses.replace(stats, eval_time_s=time.perf_counter() - started)
 
     def distributed_step(self, algo: SearchAlgorithm) -> Tensor:
         """One generation of distributed mode (see ``neurorun.parallel.distributed``): actors
@@ -256,7 +253,7 @@ class RayEvaluator:
 
         require_distributable(algo)
         started = time.perf_counter()
-        sent = received = 0
+        sent = 0
         if self._replica_of is not algo:  # a new algorithm: every actor gets its replica again
             replica = algo.replica()
             self._replica_ref = ray.put(replica)
@@ -272,34 +269,20 @@ class RayEvaluator:
         shares: list[Share] = []
         slots: list[int] = []
         results: list[dict[str, Any]] = []
-        interactions = 0
-        while True:  # rounds of popsize samples (adaptive popsize: until enough interactions)
-            round_shares = plan_round(algo, len(shares) and shares[-1].stop,
-                                      num_actors=self.num_actors,
-                                      num_subbatches=self.num_subbatches,
-                                      subbatch_size=self.subbatch_size)
-            base = self.draw_seed()
-            first = round_shares[0].first
-            obs_state = self._obs_state()
-            obs_ref = None if obs_state is None else ray.put(obs_state)
+        transfers: list[dict[str, int]] = []
 
-            def job(share: Share, base: int = base, first: int = first,
-                    obs_ref: Any = obs_ref) -> Any:
-                offset = share.first - first
-                return lambda slot: ("sample_and_evaluate", (
-                    *self._replica_for(slot), state_ref, draw, share.first, share.size,
-                    base + offset, mix_seed(base, offset), obs_ref))
+        def evaluate_round(first: int) -> tuple[int, int]:
+            round_shares, round_results = self._sample_round(algo, draw, state_ref, first)
+            shares.extend(round_shares)
+            results.extend(round_results)
+            slots.extend(self.pool.last_slots)
+            transfers.append(self.last_transfer)
+            return (sum(share.size for share in round_shares),
+                    sum(r["stats"].num_interactions for r in round_results))
 
-            results += self._run([job(share) for share in round_shares], obs_state)
-            slots += self.pool.last_slots
-            shares += round_shares
-            sent += self.last_transfer["bytes_sent"] + SHARE_BYTES * len(round_shares)
-            received += self.last_transfer["bytes_received"]
-            interactions += sum(int(r["stats"]["num_interactions"])
-                                for r in results[-len(round_shares):])
-            if (algo.num_interactions is None or interactions >= algo.num_interactions
-                    or (algo.popsize_max is not None and shares[-1].stop >= algo.popsize_max)):
-                break
+        algo.run_rounds(evaluate_round)  # adaptive popsize: rounds until enough interactions
+        sent += sum(t["bytes_sent"] for t in transfers) + SHARE_BYTES * len(shares)
+        received = sum(t["bytes_received"] for t in transfers)
         fitness = torch.from_numpy(np.concatenate([r["fitness"] for r in results])).to(algo.dtype)
         norms = (torch.from_numpy(np.concatenate([r["norms"] for r in results]))
                  if algo.NEEDS_NORMS else None)
@@ -321,6 +304,27 @@ class RayEvaluator:
                               "bytes_received": received + payload_bytes(parts)}
         self._record(results, started)
         return fitness
+
+    def _sample_round(self, algo: SearchAlgorithm, draw: int, state_ref: Any,
+                      first: int) -> tuple[list[Share], list[dict[str, Any]]]:
+        """Distributed mode, step 2, for a round of ``popsize`` samples from index ``first``:
+        the actors sample and evaluate its shares. The round draws a base seed and seeds share
+        ``[first + f, ...)`` with ``base + f``, as ``evaluate`` seeds a population."""
+        import ray
+
+        shares = plan_round(algo, first, num_actors=self.num_actors,
+                            num_subbatches=self.num_subbatches, subbatch_size=self.subbatch_size)
+        base = self.draw_seed()
+        obs_state = self._obs_state()
+        obs_ref = None if obs_state is None else ray.put(obs_state)
+
+        def job(share: Share) -> Any:
+            offset = share.first - first
+            return lambda slot: ("sample_and_evaluate", (
+                *self._replica_for(slot), state_ref, draw, share.first, share.size,
+                base + offset, mix_seed(base, offset), obs_ref))
+
+        return shares, self._run([job(share) for share in shares], obs_state)
 
     def _replica_for(self, slot: int) -> tuple[Any, Any]:
         """(replica, noise table) refs the first time an actor slot gets a job, else Nones."""

@@ -1,7 +1,8 @@
 """What runs inside one ray actor: a Problem replica that evaluates sub-batches and shares.
 
 Plain Python (ray wraps the class with ``ray.remote`` in the main process), so it can be
-tested without ray. Everything it receives and returns is tensors, arrays and small dicts.
+tested without ray. Everything it receives and returns is tensors, arrays, small dicts and
+``EvaluationStats`` records.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from neurorun.problems import RunningNorm, make_problem
+from neurorun.problems import EvaluationStats, RunningNorm, make_problem
 
 
 class EvaluationWorker:
@@ -39,7 +40,7 @@ class EvaluationWorker:
         # takes which sub-batch varies from run to run, results must not.
         self.problem.reseed_action_noise(noise_seed)
 
-    def _finish(self, fitness: torch.Tensor, stats: dict[str, Any]) -> dict[str, Any]:
+    def _finish(self, fitness: torch.Tensor, stats: EvaluationStats) -> dict[str, Any]:
         delta = self.problem.pop_obs_delta()
         return {"fitness": fitness.detach().cpu().numpy(), "stats": stats,
                 "obs_delta": None if delta is None else delta.state_dict()}
@@ -49,7 +50,7 @@ class EvaluationWorker:
         """Fitness of one sub-batch; its solution ``j`` is seeded ``seed + j``."""
         self._prepare(obs_state, noise_seed)
         fitness = self.problem.evaluate(torch.tensor(params), seed=int(seed))
-        return self._finish(fitness, dict(self.problem.last_stats))
+        return self._finish(fitness, self.problem.last_stats)
 
     def _set_replica(self, replica: Any, table: Any) -> Any:
         if replica is not None:
@@ -76,7 +77,7 @@ class EvaluationWorker:
         self.noise[(draw, first)] = noise
         self._prepare(obs_state, noise_seed)
         fitness = self.problem.evaluate(algo.samples(noise), seed=int(env_seed))
-        result = self._finish(fitness, dict(self.problem.last_stats))
+        result = self._finish(fitness, self.problem.last_stats)
         result["norms"] = (noise.square().sum(1).cpu().numpy() if algo.NEEDS_NORMS else None)
         return result
 

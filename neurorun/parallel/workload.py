@@ -1,9 +1,8 @@
-"""Pure helpers of the ray evaluator: splitting work, merging results (no ray here)."""
+"""Pure helpers of the ray evaluator: splitting work, sizing actors, seeds (no ray here)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -78,25 +77,6 @@ def resolve_num_actors(num_actors: int | str, *, num_cpus: float, num_gpus: floa
         raise ValueError(f"num_actors={num_actors!r} resolves to {count} actors (cluster: "
                          f"{num_cpus:g} CPUs, {num_gpus:g} GPUs); expected at least 1")
     return count, float(per_actor)
-
-
-def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One ``last_stats`` dict from those of the sub-batches of one evaluation."""
-    merged: dict[str, Any] = {}
-    for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps",
-                "num_simulated_steps"):
-        merged[key] = int(sum(int(p.get(key, 0)) for p in parts))
-    episodes = [int(p.get("num_episodes", 0)) for p in parts]
-    for name in ("episode_return", "episode_length"):
-        lows = [p[f"{name}_min"] for p, n in zip(parts, episodes, strict=True) if n]
-        highs = [p[f"{name}_max"] for p, n in zip(parts, episodes, strict=True) if n]
-        total = sum(episodes)
-        mean = (sum(p[f"{name}_mean"] * n for p, n in zip(parts, episodes, strict=True) if n)
-                / total if total else math.nan)
-        merged[f"{name}_min"] = min(lows) if lows else math.nan
-        merged[f"{name}_mean"] = mean
-        merged[f"{name}_max"] = max(highs) if highs else math.nan
-    return merged
 
 
 def payload_bytes(value: Any) -> int:

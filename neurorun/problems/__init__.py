@@ -1,6 +1,6 @@
 """Turning policy parameters into fitness: the population evaluator and its parts."""
 
-from neurorun.problems.evaluator import Evaluator
+from neurorun.problems.evaluator import EvaluationStats, Evaluator
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.factory import make_problem
 from neurorun.problems.options import AliveBonus, EnvOptions, RolloutOptions
@@ -8,5 +8,5 @@ from neurorun.problems.problem import NONFINITE_FITNESS, EvaluationError, Proble
 from neurorun.problems.running_norm import RunningNorm
 
 __all__ = ["NONFINITE_FITNESS", "AliveBonus", "EnvOptions", "EnvPolicy", "EvaluationError",
-           "Evaluator",
-           "Problem", "RolloutOptions", "RunningNorm", "make_problem"]
+           "EvaluationStats", "Evaluator", "Problem", "RolloutOptions", "RunningNorm",
+           "make_problem"]

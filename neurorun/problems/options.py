@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from neurorun.algorithms.options import MAX_CENTER
 from neurorun.problems.devices import check_devices
 
 REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
@@ -52,22 +53,16 @@ class AliveBonus:
         return cls(t0, t1, bonus)
 
 
-# The widest initial_bounds (as algorithms.options.MAX_CENTER for center_init): a weight beyond
-# it times an observation, or squared, overflows float32, so the first generation could only
-# diverge.
-MAX_INITIAL_WEIGHT = 1e18
-
-
 def parse_initial_bounds(bounds: Any) -> tuple[float, float]:
     """``problem.initial_bounds`` as (low, high); None: REFERENCE_INITIAL_BOUNDS."""
     if bounds is None:
         return REFERENCE_INITIAL_BOUNDS
     items = list(bounds) if isinstance(bounds, Sequence) and not isinstance(bounds, str) else []
-    if len(items) != 2 or not all(_is_number(x) and abs(x) <= MAX_INITIAL_WEIGHT
+    if len(items) != 2 or not all(_is_number(x) and abs(x) <= MAX_CENTER  # where centers start
                                   for x in items) or not items[0] <= items[1]:
         raise ValueError(f"initial_bounds={bounds!r}; expected [low, high], low <= high, both "
-                         f"within +-{MAX_INITIAL_WEIGHT:.0e}. Fix: e.g. initial_bounds=[-0.1, "
-                         "0.1], or null for [-1e-05, 1e-05]")
+                         f"within +-{MAX_CENTER:.0e}. Fix: e.g. initial_bounds=[-0.1, 0.1], or "
+                         f"null for {list(REFERENCE_INITIAL_BOUNDS)}")
     return float(items[0]), float(items[1])
 
 

@@ -51,9 +51,15 @@ from neurorun.envs import (
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
+from neurorun.problems.evaluator import EvaluationStats
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax_rollout import JaxRollout
-from neurorun.problems.options import PLAIN_ROLLOUT, EnvOptions, RolloutOptions
+from neurorun.problems.options import (
+    PLAIN_ROLLOUT,
+    REFERENCE_INITIAL_BOUNDS,
+    EnvOptions,
+    RolloutOptions,
+)
 from neurorun.problems.persistence import ProblemState
 from neurorun.problems.rollout import RolloutResult, rollout
 from neurorun.problems.running_norm import RunningNorm
@@ -72,7 +78,8 @@ class Problem(ProblemState):
     def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
                  network_args: dict[str, Any] | None = None,
                  observation_normalization: bool = False,
-                 initial_bounds: tuple[float, float] = (-1e-5, 1e-5), seed: int | None = None,
+                 initial_bounds: tuple[float, float] = REFERENCE_INITIAL_BOUNDS,
+                 seed: int | None = None,
                  jit: bool = True):
         self.env_options = env
         self.rollout_options = rollout_options
@@ -95,8 +102,7 @@ class Problem(ProblemState):
         self._obs_synced = self.obs_stats.copy() if self.obs_stats is not None else None
         self.interaction_count = 0
         self.episode_count = 0
-        self.last_stats: dict[str, Any] = {}
-        self.last_seed: int | None = None  # base seed of the last evaluate call
+        self.last_stats = EvaluationStats()  # of the last evaluate call
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
@@ -315,7 +321,6 @@ class Problem(ProblemState):
                 collected.update(part)
         if collected is not None:
             self.obs_stats.update(collected)
-        self.last_seed = base
         fitness = torch.cat([r.fitness for r in results])
         nonfinite = torch.cat([r.nonfinite for r in results])
         fitness = _replace_nonfinite(fitness, nonfinite)
@@ -323,21 +328,22 @@ class Problem(ProblemState):
         return fitness.to(params.dtype)
 
     def _record(self, results: list[RolloutResult], nonfinite: int, seconds: float) -> None:
-        interactions = sum(r.interactions for r in results)
-        episodes = sum(r.episodes for r in results)
-        self.interaction_count += interactions
-        self.episode_count += episodes
-        returns = torch.cat([r.episode_returns for r in results])
-        lengths = torch.cat([r.episode_lengths for r in results]).to(torch.float64)
-        stats: dict[str, Any] = {"num_interactions": interactions, "num_episodes": episodes,
-                                 "nonfinite_count": nonfinite, "eval_time_s": seconds,
-                                 "num_vector_steps": sum(r.vector_steps for r in results),
-                                 "num_simulated_steps": sum(r.simulated_steps for r in results)}
-        for name, values in (("episode_return", returns), ("episode_length", lengths)):
-            empty = values.numel() == 0
-            for key, fn in (("min", torch.min), ("mean", torch.mean), ("max", torch.max)):
-                stats[f"{name}_{key}"] = float("nan") if empty else float(fn(values))
+        stats = EvaluationStats.of_episodes(
+            torch.cat([r.episode_returns for r in results]),
+            torch.cat([r.episode_lengths for r in results]).to(torch.float64),
+            num_interactions=sum(r.interactions for r in results),
+            num_episodes=sum(r.episodes for r in results), nonfinite_count=nonfinite,
+            num_vector_steps=sum(r.vector_steps for r in results),
+            num_simulated_steps=sum(r.simulated_steps for r in results),
+            eval_time_s=seconds, num_subbatches=1)
+        self.add_counts(stats)
         self.last_stats = stats
+
+    def add_counts(self, stats: EvaluationStats) -> None:
+        """Count an evaluation's env steps and episodes (this problem's own, or those its ray
+        actors made for it): the one writer of ``interaction_count`` and ``episode_count``."""
+        self.interaction_count += stats.num_interactions
+        self.episode_count += stats.num_episodes
 
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
         """Returns ``(num_episodes,)`` of one solution (see ``test_episodes``)."""

@@ -44,6 +44,25 @@ def test_adaptive_popsize_takes_fitness_of_all_pending(name, build):
     assert algo.status["mean_eval"] == pytest.approx(float(fitness.mean()))
 
 
+@pytest.mark.parametrize(("adaptive", "expected_firsts"), [
+    ({}, [0]),  # no adaptive popsize: one round
+    ({"num_interactions": 45}, [0, 4, 8]),  # 20, 41, 60 >= 45 steps
+    ({"num_interactions": 41}, [0, 4]),  # 41 steps are enough
+    ({"num_interactions": 1000, "popsize_max": 8}, [0, 4]),  # 8 samples reach popsize_max
+])
+def test_rounds_go_on_until_enough_steps_or_popsize_max(adaptive, expected_firsts, build):
+    algo = build("pgpe", popsize=4, **adaptive)
+    steps = iter([20, 21, 19, 30])
+    firsts = []
+
+    def evaluate_round(first):
+        firsts.append(first)
+        return 4, next(steps)
+
+    algo.run_rounds(evaluate_round)
+    assert firsts == expected_firsts
+
+
 def _run(algo, generations):
     for _ in range(generations):
         algo.tell(sphere(algo.ask()))

@@ -57,7 +57,7 @@ def test_toy_fitness_counters_and_obs_stats_by_hand(toy, options):
                                rtol=1e-6)
     lengths = _lengths(seeds)
     assert toy.interaction_count - count == lengths.sum()  # every solution counted once
-    assert toy.last_stats["num_episodes"] == 7
+    assert toy.last_stats.num_episodes == 7
     # the merged deltas equal one process seeing every observation [t, seed], t < length
     t, s = np.concatenate([np.arange(n) for n in lengths]), np.repeat(seeds, lengths)
     delta = toy.obs_stats - stats_before
@@ -109,7 +109,7 @@ def test_distributed_step_equals_the_local_update(toy, name, shares, monkeypatch
     torch.testing.assert_close(algo.center, local.center, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(algo.stdev, local.stdev, rtol=1e-5, atol=1e-6)
     assert algo.generation == local.generation == 1
-    assert toy.last_stats["num_episodes"] == 10
+    assert toy.last_stats.num_episodes == 10
 
 
 def test_adaptive_popsize_rounds_equal_the_local_run(toy, monkeypatch):
@@ -289,7 +289,7 @@ def test_killed_actor_sub_batch_reruns_on_a_replacement(toy, caplog):
     np.testing.assert_allclose(fitness.numpy(), toy_fitness(params.numpy(), seeds, LENGTH),
                                rtol=1e-6)
     assert toy.interaction_count - count == _lengths(seeds).sum()  # nothing counted twice
-    assert toy.last_stats["num_episodes"] == 12
+    assert toy.last_stats.num_episodes == 12
     # issue 37 item 13: neurorun's own line says what happened (ray's go to the run's log)
     assert "actor 0 (pid " in caplog.text and "died; its job runs again" in caplog.text
 

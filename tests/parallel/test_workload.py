@@ -1,6 +1,6 @@
-"""Splitting populations, merging results and planning distributed shares, without ray."""
+"""Splitting populations, adding sums, planning distributed shares and the checks before
+ray starts, without ray."""
 
-import math
 import subprocess
 import sys
 
@@ -14,7 +14,6 @@ from neurorun.parallel.workload import (
     check_capacity,
     check_local_actors,
     local_cpu_share,
-    merge_stats,
     resolve_num_actors,
     split_workload,
     subbatch_bounds,
@@ -59,24 +58,6 @@ def test_resolve_num_actors():
         resolve_num_actors("num_gpus", num_cpus=4, num_gpus=1, num_gpus_per_actor=1)
     with pytest.raises(ValueError, match="expected an integer"):
         resolve_num_actors("many", num_cpus=4, num_gpus=0, num_gpus_per_actor=None)
-
-
-def test_merge_stats_by_hand():
-    a = {"num_interactions": 10, "num_episodes": 2, "nonfinite_count": 0, "num_vector_steps": 6,
-         "episode_return_min": 1.0, "episode_return_mean": 2.0, "episode_return_max": 3.0,
-         "episode_length_min": 4.0, "episode_length_mean": 5.0, "episode_length_max": 6.0}
-    b = {"num_interactions": 5, "num_episodes": 1, "nonfinite_count": 1, "num_vector_steps": 5,
-         "episode_return_min": 8.0, "episode_return_mean": 8.0, "episode_return_max": 8.0,
-         "episode_length_min": 5.0, "episode_length_mean": 5.0, "episode_length_max": 5.0}
-    merged = merge_stats([a, b])
-    assert merged["num_interactions"] == 15 and merged["num_episodes"] == 3
-    assert merged["nonfinite_count"] == 1 and merged["num_vector_steps"] == 11
-    assert merged["episode_return_mean"] == pytest.approx((2 * 2 + 8) / 3)
-    assert (merged["episode_return_min"], merged["episode_return_max"]) == (1.0, 8.0)
-    assert merged["episode_length_mean"] == pytest.approx((2 * 5 + 5) / 3)
-    # an evaluation with no finished episode leaves the episode figures undefined
-    empty = merge_stats([{**a, "num_episodes": 0}])
-    assert all(math.isnan(empty[f"episode_return_{s}"]) for s in ("min", "mean", "max"))
 
 
 def test_added_sums_by_hand():
@@ -166,3 +147,12 @@ def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypat
     joined = compose_config(["debug=default", "parallel=ray", "parallel.num_actors=5000",
                              "parallel.address=auto"])  # a cluster's memory is not this machine's
     build.validate_config(joined)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, None])
+def test_a_bad_restart_count_is_refused_before_ray_starts(bad):
+    from neurorun.parallel import RayEvaluator
+
+    with pytest.raises(ValueError, match=rf"^max_actor_restarts={bad!r}: expected an integer "
+                                         r">= 0\. Fix: parallel\.max_actor_restarts="):
+        RayEvaluator({"env": "CartPole-v1"}, max_actor_restarts=bad)

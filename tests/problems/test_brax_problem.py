@@ -14,8 +14,8 @@ def test_brax_inverted_pendulum_evaluates_without_recompiling():
     params = torch.randn(4, problem.solution_length, generator=torch.Generator().manual_seed(0))
     fitness = problem.evaluate(params)
     stats = problem.last_stats
-    assert stats["num_episodes"] == 8 == problem.episode_count
-    assert stats["episode_length_min"] >= 1 and stats["episode_length_max"] <= 30
+    assert stats.num_episodes == 8 == problem.episode_count
+    assert stats.episode_length_min >= 1 and stats.episode_length_max <= 30
     # reward 1 per step: total fitness x episodes == interactions == obs-stats count
     assert float(fitness.sum()) * 2 == problem.interaction_count == float(problem.obs_stats.count)
     assert ((fitness >= 1) & (fitness <= 30)).all()

@@ -38,9 +38,9 @@ def _evaluations(env: str, network: str, length: int, devices, **options) -> dic
     stats = problem.last_stats
     return {"fitness": torch.stack(fitness), "test": returns, "test_lengths": lengths,
             "counts": (problem.interaction_count, problem.episode_count,
-                       stats["num_interactions"], stats["num_episodes"]),
-            "returns": (stats["episode_return_min"], stats["episode_return_mean"],
-                        stats["episode_return_max"]),
+                       stats.num_interactions, stats.num_episodes),
+            "returns": (stats.episode_return_min, stats.episode_return_mean,
+                        stats.episode_return_max),
             "mean": problem.obs_stats.mean, "stdev": problem.obs_stats.stdev}
 
 

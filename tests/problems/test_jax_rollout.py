@@ -49,11 +49,11 @@ def _assert_same_evaluations(stepwise, compiled, generations: int = 2,
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4)
         a, b = stepwise.last_stats, compiled.last_stats
         for key in ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps"):
-            assert b[key] == a[key], key
-        assert b["num_simulated_steps"] <= a["num_simulated_steps"]
+            assert getattr(b, key) == getattr(a, key), key
+        assert b.num_simulated_steps <= a.num_simulated_steps
         for key in ("episode_return_min", "episode_return_mean", "episode_return_max",
                     "episode_length_min", "episode_length_mean", "episode_length_max"):
-            assert b[key] == pytest.approx(a[key], rel=1e-5, abs=1e-4), key
+            assert getattr(b, key) == pytest.approx(getattr(a, key), rel=1e-5, abs=1e-4), key
         _assert_same_statistics(stepwise.obs_stats, compiled.obs_stats)
     assert (compiled.interaction_count, compiled.episode_count) == (
         stepwise.interaction_count, stepwise.episode_count)
@@ -109,10 +109,10 @@ def test_stages_leave_counts_and_returns_as_they_are():
                            max_num_envs=16, devices=1)
     params = 2 * _population(problem, 0).repeat(4, 1)  # 24 solutions on 16 slots
     one_batch = problem.evaluate(params, seed=4)
-    simulated = problem.last_stats["num_simulated_steps"]
+    simulated = problem.last_stats.num_simulated_steps
     problem._compiled.shrinks = False
     torch.testing.assert_close(problem.evaluate(params, seed=4), one_batch)
-    assert problem.last_stats["num_simulated_steps"] > simulated
+    assert problem.last_stats.num_simulated_steps > simulated
 
 
 def test_action_noise_is_seeded_by_the_problem():

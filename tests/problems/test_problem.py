@@ -61,12 +61,12 @@ def test_num_episodes_mean_and_counts(max_num_envs):
     assert problem.episode_count == 3 * len(BIASES)
     stats = problem.last_stats
     flat = [ls[k] for ls in lengths for k in range(3)]
-    assert stats["episode_length_min"] == min(flat)
-    assert stats["episode_length_max"] == max(flat)
-    assert stats["num_interactions"] == sum(flat) and stats["num_episodes"] == 12
+    assert stats.episode_length_min == min(flat)
+    assert stats.episode_length_max == max(flat)
+    assert stats.num_interactions == sum(flat) and stats.num_episodes == 12
     returns = [per_step_reward(b) * n for b, ls in zip(BIASES, lengths, strict=True) for n in ls]
-    assert stats["episode_return_mean"] == pytest.approx(np.mean(returns))
-    assert stats["episode_return_max"] == pytest.approx(max(returns))
+    assert stats.episode_return_mean == pytest.approx(np.mean(returns))
+    assert stats.episode_return_max == pytest.approx(max(returns))
 
 
 def test_episode_length_truncates():
@@ -100,7 +100,7 @@ def test_alive_bonus_and_decrease_rewards_by(schedule, t0, t1):
         expected.append(total / 2)
     np.testing.assert_allclose(fitness.numpy(), expected)
     # reported returns are the env's own, unshaped
-    assert problem.last_stats["episode_return_min"] == pytest.approx(
+    assert problem.last_stats.episode_return_min == pytest.approx(
         min(per_step_reward(0.0) * n for n in episode_lengths(SEED, 1, 4, 2)))
 
 
@@ -135,8 +135,8 @@ def test_nonfinite_reward_gets_worst_fitness_and_is_counted():
             for j, b in [(0, 0.5), (2, 0.0), (3, -0.5)]]
     worst = min(good) - max(1.0, max(good) - min(good))
     np.testing.assert_allclose(fitness.numpy(), [good[0], worst, good[1], good[2]])
-    assert problem.last_stats["nonfinite_count"] == 1
-    assert np.isfinite(problem.last_stats["episode_return_mean"])
+    assert problem.last_stats.nonfinite_count == 1
+    assert np.isfinite(problem.last_stats.episode_return_mean)
 
 
 def test_nonfinite_observation_is_kept_out_of_obs_stats():
@@ -146,7 +146,7 @@ def test_nonfinite_observation_is_kept_out_of_obs_stats():
     n1 = toy_lengths(SEED + 1, 4, 1)[0]
     seen = np.array([[0, SEED], [1, SEED]] + [[t, SEED + 1] for t in range(n1)], np.float64)
     np.testing.assert_allclose(problem.obs_stats.mean.numpy(), seen.mean(0))
-    assert problem.last_stats["nonfinite_count"] == 1
+    assert problem.last_stats.nonfinite_count == 1
 
 
 def test_failing_step_is_retried_on_a_fresh_env():

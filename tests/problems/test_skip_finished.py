@@ -82,7 +82,7 @@ def test_evaluation_steps_each_env_only_for_its_own_episodes(streaming):
         assert [STEPS[j] for j in range(3)] == [sum(ls) for ls in lengths]
     assert [AUTORESETS[j] for j in range(3)] == [1, 1, 1]  # before each slot's second episode
     np.testing.assert_allclose(fitness.numpy(), [sum(ls) / 2 for ls in lengths])
-    assert problem.last_stats["num_interactions"] == 30
+    assert problem.last_stats.num_interactions == 30
     # every simulated step counted, plus the three autoresets
-    assert problem.last_stats["num_simulated_steps"] == 33
+    assert problem.last_stats.num_simulated_steps == 33
     problem.close()

@@ -53,12 +53,12 @@ def test_queue_on_a_backend_that_steps_every_env(streaming):
         # slot 0: pair 0 (seed 0, 4 steps, ends at step 4), autoreset at 5, pair 2 (5 steps:
         # 6..10); slot 1: pair 1 (seed 1, 5 steps), autoreset at 6, pair 3 (6 steps: 7..12)
         assert fitness.tolist() == [4, 5, 5, 6]
-        assert stats["num_vector_steps"] == 12 and stats["num_simulated_steps"] == 24
+        assert stats.num_vector_steps == 12 and stats.num_simulated_steps == 24
     else:
         # sub-batch 1: seeds 0, 1 (4 and 5 steps); sub-batch 2: seeds 2, 3 (6 and 4 steps)
         assert fitness.tolist() == [4, 5, 6, 4]
-        assert stats["num_vector_steps"] == 5 + 6 and stats["num_simulated_steps"] == 22
-    assert stats["num_interactions"] == sum(fitness.tolist())
+        assert stats.num_vector_steps == 5 + 6 and stats.num_simulated_steps == 22
+    assert stats.num_interactions == sum(fitness.tolist())
     problem.close()
 
 
@@ -70,7 +70,7 @@ def test_seeded_episodes_do_not_depend_on_slots_or_finishing_order(max_num_envs)
     expected = [(1 + b) * sum(episode_lengths(7, j, 4, 3)) / 3
                 for j, b in enumerate((0.5, -0.5, 0.0, 1.0))]
     np.testing.assert_allclose(fitness.numpy(), expected)
-    assert problem.last_stats["num_episodes"] == 12
+    assert problem.last_stats.num_episodes == 12
     problem.close()
 
 
@@ -100,7 +100,7 @@ def test_a_nan_terminal_observation_does_not_fail_the_slots_next_solution():
                            seed=0)
     fitness = problem.evaluate(torch.zeros(2, problem.solution_length), seed=30)
     assert fitness.tolist() == [2.0, 3.0]
-    assert problem.last_stats["nonfinite_count"] == 0
+    assert problem.last_stats.nonfinite_count == 0
     problem.close()
 
 
