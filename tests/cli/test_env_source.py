@@ -62,7 +62,7 @@ def test_spellings_work_inside_a_multirun_list():
 def test_generic_env_has_the_preset_keys():
     cfg = compose_config(["env=Acrobot-v1"])
     assert dict(cfg.env) == {"id": "Acrobot-v1", "env_config": {}, "target_score": None,
-                             "backend": "auto", "num_threads": None}
+                             "backend": "auto", "num_threads": None, "note": None}
     assert cfg.target_score is None
 
 

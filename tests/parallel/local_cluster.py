@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,7 +46,9 @@ class LocalCluster:
 
     def __init__(self, folder: Path, head_cpus: int = 1, worker_cpus: tuple[int, ...] = (1,)):
         self.folder = Path(folder)
-        self.temp = self.folder / "ray"  # ray's session folders: keep the path short
+        # ray's session folders, under /tmp itself: its sockets' paths must stay within
+        # AF_UNIX's 107 bytes, which pytest's (and pytest-xdist's) tmp_path can pass
+        self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
         self.home = self.folder / "home"
         self.address = f"127.0.0.1:{free_port()}"
         self.head_cpus, self.worker_cpus = head_cpus, worker_cpus
@@ -105,8 +108,9 @@ class LocalCluster:
         try:
             return self.start()
         except BaseException:
-            self.stop()
+            self.__exit__()
             raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        shutil.rmtree(self.temp, ignore_errors=True)
