@@ -29,7 +29,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from neurorun.build import FolderInUseError
+from neurorun.config_checks import FolderInUseError
 from neurorun.imports import code_in_config, refuse_untrusted
 from neurorun.layout import (
     CHECKPOINT_DIR,

@@ -43,7 +43,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun import hydra_errors
-from neurorun.build import OPEN_MAPPINGS, ConfigError, FolderInUseError, check_interpolations
 from neurorun.checkpoint import (
     atomic_write,
     is_disk_full,
@@ -54,6 +53,12 @@ from neurorun.checkpoint import (
     require_free,
     require_saved_config,
     saved_config_path,
+)
+from neurorun.config_checks import (
+    OPEN_MAPPINGS,
+    ConfigError,
+    FolderInUseError,
+    check_interpolations,
 )
 from neurorun.config_source import preset_algo, register_hydra_extensions
 from neurorun.hints import preset_hint

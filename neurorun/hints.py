@@ -1,7 +1,7 @@
 """What the console tells a user who starts a bare `neurorun env=<id>`: the tuned experiment
 preset made for that env and, once this run's speed is known, how long one generation of
-that preset would take here (`experiment=brax_humanoid` samples 3M env steps a generation:
-half an hour on two CPU cores)."""
+that preset would take here (`experiment=brax_humanoid` samples 3M env steps a generation,
+a setup made for a GPU)."""
 
 from __future__ import annotations
 

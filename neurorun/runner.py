@@ -26,15 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorun import checkpoint
 from neurorun.algorithms.base import SearchDivergedError, population_stats
-from neurorun.build import (
-    ConfigError,
-    build_algorithm,
-    build_parts,
-    distributed_mode,
-    make_evaluator,
-    resolve_env_backend,
-    validate_config,
-)
+from neurorun.build import build_algorithm, build_parts, make_evaluator, resolve_env_backend
+from neurorun.config_checks import ConfigError, distributed_mode, validate_config
 from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from neurorun.build import ConfigError
+from neurorun.config_checks import ConfigError
 from neurorun.status import GenerationStatus
 
 MISSING = object()  # shown as "missing"

@@ -11,8 +11,8 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun import checkpoint
-from neurorun.build import ConfigError
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.runner import run
 
 TIME_COLUMNS = ("elapsed_s", "steps_per_s")

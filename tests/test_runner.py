@@ -8,8 +8,9 @@ import torch
 from omegaconf import OmegaConf
 
 import neurorun.problems
-from neurorun.build import ConfigError, build_parts
+from neurorun.build import build_parts
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.runner import Callbacks, Runner, run
 from neurorun.seeding import derive_seed
 
@@ -258,7 +259,7 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
 def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
     from neurorun.algorithms import ALGORITHMS
-    from neurorun.build import distributed_mode
+    from neurorun.config_checks import distributed_mode
 
     cfg = tiny(*overrides)
     assert distributed_mode(cfg, ALGORITHMS[cfg.algo.name]) is expected

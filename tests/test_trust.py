@@ -257,7 +257,7 @@ def test_pickles_load_only_with_trust_pickle(tmp_path, where):
 def test_resume_never_unpickles_code_from_state_pt(tmp_path):
     import torch
 
-    from neurorun.build import ConfigError
+    from neurorun.config_checks import ConfigError
     from neurorun.runner import run
 
     tiny = compose_config(["debug=default", "logger.console.quiet=true", "generations=1"])
@@ -316,7 +316,7 @@ def test_resume_refuses_a_folder_whose_written_files_link_elsewhere(trained, nam
                                   "neurorun.log", "checkpoints", ".hydra",
                                   ".hydra/config.yaml", "tensorboard"])
 def test_a_run_refuses_links_where_it_writes_before_writing_anything(trained, name):
-    from neurorun.build import ConfigError
+    from neurorun.config_checks import ConfigError
     from neurorun.runner import run
 
     config = load_run_config(trained, ["generations=4"])
@@ -416,7 +416,7 @@ def _set(key: str, value):
     ("loggers/rows", "2", "loggers.rows"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
 def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
-    from neurorun.build import ConfigError
+    from neurorun.config_checks import ConfigError
     from neurorun.runner import run
 
     path = _craft_state(trained_copy, _set(key, value))

@@ -101,10 +101,11 @@ def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch
 
 
 def test_the_config_check_refuses_a_table_the_memory_cannot_hold():
-    from neurorun import build
+    from neurorun import config_checks
     from neurorun.cli import compose_config
 
     cfg = compose_config(["debug=default", "algo.noise_source=table",
                           "algo.noise_table_size=100000000000000"])
-    with pytest.raises(build.ConfigError, match=r"noise_table_size=100,000,000,000,000: .*Fix"):
-        build.validate_config(cfg)
+    with pytest.raises(config_checks.ConfigError,
+                       match=r"noise_table_size=100,000,000,000,000: .*Fix"):
+        config_checks.validate_config(cfg)

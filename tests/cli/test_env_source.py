@@ -6,8 +6,8 @@ import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from neurorun.build import ConfigError
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.config_source import canonical_env_id, env_slug, run_dir_name
 from neurorun.runner import Runner
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neurorun.build import ConfigError
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.objective import objective_value
 from neurorun.runner import Runner
 from tests.cli.test_cli import neurorun

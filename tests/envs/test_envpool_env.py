@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.build import ConfigError
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.envs import UnknownEnvError, make_env, parse_spec, resolve_backend
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
 from neurorun.problems import make_problem

@@ -82,8 +82,8 @@ def test_steps_match_a_direct_playground_loop_with_next_step_autoreset():
 
 
 def test_cuda_device_without_a_cuda_jax_is_refused_before_compiling(monkeypatch, tmp_path):
-    from neurorun.build import ConfigError
     from neurorun.cli import compose_config
+    from neurorun.config_checks import ConfigError
     from neurorun.runner import Runner
 
     if jax.default_backend() != "cpu":

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neurorun.build import ConfigError
 from neurorun.cli import compose_config
+from neurorun.config_checks import ConfigError
 from neurorun.loggers import make_loggers
 from neurorun.runner import Runner
 from neurorun.status import StopLimits

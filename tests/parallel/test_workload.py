@@ -133,20 +133,21 @@ def test_a_cpu_share_below_rays_precision_is_refused():
 
 
 def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypatch):
-    from neurorun import build
+    from neurorun import config_checks
     from neurorun.cli import compose_config
 
-    monkeypatch.setattr(build, "_free_memory", lambda: 10**10)
+    monkeypatch.setattr(config_checks, "_free_memory", lambda: 10**10)
     for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5,000"),
                              (["parallel.num_cpus=5000"], r"num_cpus=5000 \(num_actors=max")):
         cfg = compose_config(["debug=default", "parallel=ray", *overrides])
-        with pytest.raises(build.ConfigError, match=rf"^parallel.{named}.*: each ray actor"):
-            build.validate_config(cfg)
-    build.validate_config(compose_config(["debug=default", "parallel=ray",
+        with pytest.raises(config_checks.ConfigError,
+                           match=rf"^parallel.{named}.*: each ray actor"):
+            config_checks.validate_config(cfg)
+    config_checks.validate_config(compose_config(["debug=default", "parallel=ray",
                                           "parallel.num_actors=4"]))
     joined = compose_config(["debug=default", "parallel=ray", "parallel.num_actors=5000",
                              "parallel.address=auto"])  # a cluster's memory is not this machine's
-    build.validate_config(joined)
+    config_checks.validate_config(joined)
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, None])

@@ -187,8 +187,8 @@ def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
 
 def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles(tmp_path,
                                                                                 monkeypatch):
-    from neurorun.build import ConfigError
     from neurorun.cli import compose_config
+    from neurorun.config_checks import ConfigError
     from neurorun.problems import problem as problem_module
     from neurorun.runner import Runner
 

@@ -1,0 +1,441 @@
+"""Checking a run's config before anything is built (`validate_config`).
+
+Everything here runs before any environment steps, so a bad config stops the run with one
+`ConfigError` that names the key, the value and the fix. The schema is the packaged configs'
+keys in OmegaConf's struct mode; a rule a library part enforces itself (rollout options, the
+backend table's episode length, ray's actor restarts) is that part's function, called here.
+`neurorun/build.py` builds the parts of a config that passed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import torch
+from hydra.plugins.config_source import ConfigSource
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
+
+from neurorun.objective import objective_error
+
+if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
+    from neurorun.algorithms import SearchAlgorithm
+
+_PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
+# More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but
+# torch_threads=100000 crashed the process (SIGSEGV) as it exited, after the run had finished.
+MAX_THREADS = 1024
+
+
+class ConfigError(ValueError):
+    """An invalid config: the message names the key, the value and the fix."""
+
+
+class FolderInUseError(ConfigError):
+    """The run folder belongs to another running process (its files are not ours to touch)."""
+
+
+def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool,
+           maximum: int | None = None) -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (
+            maximum is not None and value > maximum):
+        wanted = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        fix = f"{key}=<integer {wanted}>" + (f" or {key}=null" if optional else "")
+        raise ConfigError(f"{key}={value!r}: expected an integer {wanted}. Fix: {fix}.")
+
+
+def _number(cfg: DictConfig, key: str, *, positive: bool) -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or (positive and value <= 0):
+        kind = "a number > 0" if positive else "a finite number"
+        raise ConfigError(f"{key}={value!r}: expected {kind} or null. Fix: {key}=<{kind}>.")
+
+
+def algo_error(cfg: DictConfig, error: Exception) -> ConfigError:
+    """The algorithm's message, with its option names written as config keys (algo.x)."""
+    message = str(error)
+    for key in sorted(cfg.algo, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w.]){re.escape(str(key))}=", f"algo.{key}=", message)
+    return ConfigError(f"algo={cfg.algo.name}: {message}")
+
+
+def algo_options(cfg: DictConfig) -> dict[str, Any]:
+    """`algo.*` as keyword options (null passes as None: the YAML states every default)."""
+    options = OmegaConf.to_container(cfg.algo, resolve=True)
+    for key in ("name", "popsize", "distributed"):  # not options of the algorithm itself
+        options.pop(key, None)
+    return options
+
+
+PER_PARAMETER = ("center_init", "stdev_init", "stdev_min", "stdev_max", "stdev_max_change")
+
+
+def _probe_options(cfg: DictConfig) -> dict[str, Any]:
+    """`algo.*` for the probe algorithm, which does not know D yet: a list of numbers for a
+    per-parameter option stands in as its first number (its length is checked when the
+    algorithm is built for the sized problem)."""
+    options = algo_options(cfg)
+    for key in PER_PARAMETER:
+        value = options.get(key)
+        if isinstance(value, list) and value and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            options[key] = value[0]
+    return options
+
+
+# Mappings whose keys are passed on as they are (to gymnasium.make / envpool.make, the network
+# string, ray's .options(), the center optimizer), so the schema leaves them open.
+OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
+                 "algo.optimizer_config")
+
+
+@cache
+def _packaged_schema() -> DictConfig:
+    """The config's schema: every key the packaged configs define (config.yaml and every option
+    of the env, problem, network, parallel and logger groups). `algo` is added per algorithm
+    (its Options dataclass) by `_check_known_keys`."""
+    conf = resources.files("neurorun.conf")
+
+    def keys_of(group: str) -> DictConfig:
+        union = OmegaConf.create()
+        for option in sorted(conf.joinpath(group).iterdir(), key=lambda f: f.name):
+            if option.name.endswith(".yaml"):
+                text = option.read_text(encoding="utf-8")
+                node = OmegaConf.create(text)
+                if ConfigSource._get_header_dict(text).get("package") == "_global_":
+                    node = node.get(group, OmegaConf.create())
+                union = OmegaConf.merge(union, {k: v for k, v in node.items() if k != "defaults"})
+        return union
+
+    primary = OmegaConf.load(conf.joinpath("config.yaml"))
+    primary = {k: v for k, v in primary.items() if k not in ("defaults", "hydra")}
+    return OmegaConf.merge(primary, {group: keys_of(group) for group in
+                                     ("env", "problem", "network", "parallel", "logger")})
+
+
+def _mapping_replaced(schema: Any, cfg: Any, prefix: str = "") -> str:
+    """The first key where the schema has a mapping and the config a list (its path)."""
+    for key, node in schema.items():
+        given = cfg.get(key) if OmegaConf.is_dict(cfg) else None
+        path = f"{prefix}{key}"
+        if OmegaConf.is_dict(node) and OmegaConf.is_list(given):
+            return path
+        if OmegaConf.is_dict(node) and OmegaConf.is_dict(given):
+            found = _mapping_replaced(node, given, path + ".")
+            if found:
+                return found
+    return ""
+
+
+def _check_known_keys(cfg: DictConfig) -> None:
+    """Refuse keys the schema does not declare (`+logger.console.plian=true` would be silently
+    ignored), by merging the config into the schema in OmegaConf's struct mode."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import option_names
+
+    schema = _packaged_schema().copy()
+    name = cfg.get("algo", {}).get("name")
+    schema.algo = ({key: None for key in ("name", "popsize", "distributed",
+                                          *option_names(ALGORITHMS[name].Options))}
+                   if name in ALGORITHMS else {})  # an unknown name is refused on its own
+    OmegaConf.set_struct(schema, True)
+    for path in OPEN_MAPPINGS + (() if name in ALGORITHMS else ("algo",)):
+        node = OmegaConf.select(schema, path)
+        if node is not None:
+            OmegaConf.set_struct(node, False)
+    try:
+        OmegaConf.merge(schema, cfg)
+    except ConfigTypeError as error:  # e.g. a list where the schema has a mapping
+        path = str(error.full_key) or _mapping_replaced(schema, cfg)
+        value = OmegaConf.select(cfg, path, throw_on_missing=False)
+        raise ConfigError(f"{path}={value!r}: expected a mapping of keys to values there. Fix: "
+                          f"{path}={{key: value}} (`neurorun --cfg job` shows the config)."
+                          ) from None
+    except ConfigKeyError as error:
+        path = str(error.full_key)
+        section, _, key = path.rpartition(".")
+        parent = OmegaConf.select(schema, section) if section else schema
+        close = difflib.get_close_matches(key, list(parent or ()), n=1)
+        hint = f"did you mean {f'{section}.' if section else ''}{close[0]}? " if close else ""
+        value = OmegaConf.select(cfg, path, throw_on_missing=False)
+        raise ConfigError(f"{path}={value!r}: no such key, so it would be ignored; {hint}"
+                          "Fix: check the spelling (`neurorun --cfg job` shows every key)."
+                          ) from None
+
+
+# Keys whose packaged default is null but that otherwise take true/false (null: decide).
+NULLABLE_BOOLEANS = ("logger.console.plain",)
+
+
+def _boolean_keys(schema: Any, prefix: str = "") -> list[str]:
+    """Every key of ``schema`` whose packaged default is a bool (nested keys as a.b.c)."""
+    keys = []
+    for key, node in schema.items():
+        if OmegaConf.is_dict(node):
+            keys += _boolean_keys(node, f"{prefix}{key}.")
+        elif isinstance(node, bool):
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+def _check_booleans(cfg: DictConfig) -> None:
+    """A boolean key takes true or false (what YAML 1.2 reads as such): text such as `no` or
+    `off` would otherwise be truthy and turn the option on. (algo.* keys: the algorithm's
+    options dataclass types them, checked by `options_from_flat`.)"""
+    absent = object()  # a config saved before a key existed lacks it: its default applies
+    for key in (*_boolean_keys(_packaged_schema()), *NULLABLE_BOOLEANS):
+        value = OmegaConf.select(cfg, key, default=absent)
+        if value is absent or isinstance(value, bool) or (
+                value is None and key in NULLABLE_BOOLEANS):
+            continue
+        also = " or null" if key in NULLABLE_BOOLEANS else ""
+        raise ConfigError(f"{key}={value!r}: expected true or false{also}. Fix: {key}=true "
+                          f"or {key}=false.")
+
+
+# problem.* keys of how a rollout turns rewards into fitness (RolloutOptions.parse)
+ROLLOUT_KEYS = ("num_episodes", "decrease_rewards_by", "alive_bonus_schedule",
+                "action_noise_stdev")
+
+
+def _raw_value(cfg: DictConfig, key: str) -> Any:
+    """The value of ``key`` (a.b[0].c) as written, its `${...}` unresolved."""
+    node: Any = OmegaConf.to_container(cfg, resolve=False)
+    for part in re.findall(r"[^.\[\]]+", key):
+        try:
+            node = node[int(part) if isinstance(node, list) else part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    return node
+
+
+def check_interpolations(cfg: DictConfig) -> None:
+    """Every `${...}` of the config resolves and no key is `???`: otherwise OmegaConf raises
+    its traceback wherever the key is first read, mid-run or in a logger."""
+    try:
+        OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+    except OmegaConfBaseException as error:
+        key = str(error.full_key or "")
+        cause = " ".join(str(error).splitlines()[0].split())
+        raise ConfigError(f"{key}={_raw_value(cfg, key)!r} cannot be resolved ({cause}). "
+                          f"Fix: give {key} a value (or an interpolation that resolves; "
+                          "`neurorun --cfg job` shows the config).") from None
+
+
+def _check_problem(cfg: DictConfig) -> None:
+    """problem.* values that would otherwise fail late or deep inside torch."""
+    from neurorun.envs.gym_env import VECTORIZATIONS
+    from neurorun.problems.options import RolloutOptions, parse_initial_bounds
+
+    vectorization = cfg.problem.get("vectorization")
+    if vectorization not in VECTORIZATIONS:
+        raise ConfigError(f"problem.vectorization={vectorization!r}: expected one of "
+                          f"{', '.join(VECTORIZATIONS)}. Fix: problem.vectorization=auto.")
+    device = cfg.problem.get("device")
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"problem.device={device!r}: not a torch device. Fix: "
+                          "problem.device=cpu (or cuda, cuda:1 where a GPU is).") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"problem.device={device!r}, but this torch sees no CUDA GPU "
+                          f"(torch {torch.__version__}, a CPU-only build or no visible device). "
+                          "Fix: problem.device=cpu, or install a CUDA build of torch where a "
+                          "GPU is (make install TORCH=torch).")
+    if kind == "cuda":
+        _check_jax_gpu(cfg, device)
+    problem = OmegaConf.to_container(cfg.problem, resolve=True)
+    try:
+        RolloutOptions.parse(**{key: problem[key] for key in ROLLOUT_KEYS if key in problem})
+        parse_initial_bounds(problem.get("initial_bounds"))
+    except ValueError as error:
+        raise ConfigError(f"problem.{error}") from None
+    _check_episode_length(cfg)
+
+
+def _check_episode_length(cfg: DictConfig) -> None:
+    """problem.episode_length on an env that cannot be cut (a factory's own envs)."""
+    from neurorun.envs import backend_of
+
+    try:
+        backend = backend_of(str(cfg.env.id))
+    except ValueError:
+        return  # a malformed env id is reported where the env is resolved
+    try:
+        backend.check_episode_length(str(cfg.env.id), cfg.problem.get("episode_length"),
+                                     key="problem.episode_length")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
+    """A jax env (brax, Playground) on a CUDA device needs a jax that runs on the GPU."""
+    from neurorun.envs import backend_of
+
+    try:
+        backend = backend_of(str(cfg.env.id))
+    except ValueError:
+        return  # a malformed env id is reported where the env is resolved
+    if backend.jax_batch is None:
+        return
+    import jax
+
+    if jax.default_backend() == "cpu":
+        raise ConfigError(f"problem.device={device!r} with env {cfg.env.id!r}, but this jax "
+                          f"({jax.__version__}) has no GPU backend: {backend} would step on the "
+                          "CPU and copy every step to the GPU. Fix: install a CUDA jax (pip "
+                          "install 'jax[cuda12]'), or problem.device=cpu.")
+
+
+def distributed_mode(cfg: DictConfig, algorithm: SearchAlgorithm) -> bool:
+    """Whether this run uses distributed mode: ``algo.distributed`` true or false, or ``auto``
+    (the default): on ray when the algorithm distributes (all but full CMA-ES), since its
+    update equals the local one and it was never slower (docs/ray.md).
+
+    Raises:
+        ConfigError: ``true`` where it cannot run (no ray, full CMA-ES), or another value.
+    """
+    value = cfg.algo.get("distributed", "auto")
+    on_ray = cfg.parallel.get("name") == "ray"
+    if value == "auto":
+        return on_ray and algorithm.distributable
+    if not isinstance(value, bool):
+        raise ConfigError(f"algo.distributed={value!r}: expected true, false or auto. Fix: "
+                          "algo.distributed=auto (distributed on ray where the algorithm can).")
+    if value and not on_ray:
+        raise ConfigError("algo.distributed=true: actors sample and return weighted sums, so "
+                          "it needs ray. Fix: add parallel=ray (or algo.distributed=false).")
+    if value:
+        from neurorun.parallel import require_distributable  # ray stays unloaded
+
+        try:
+            require_distributable(algorithm)
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+    return value
+
+
+def _check_parallel(cfg: DictConfig) -> None:
+    """parallel=ray's counts, before ray starts (it takes seconds)."""
+    if cfg.parallel.get("name") != "ray":
+        return
+    from neurorun.parallel.config import check_max_actor_restarts  # ray stays unloaded
+    from neurorun.parallel.workload import NUM_ACTORS_WORDS
+
+    actors = cfg.parallel.get("num_actors")
+    if not (actors in NUM_ACTORS_WORDS or (isinstance(actors, int)
+                                           and not isinstance(actors, bool) and actors >= 1)):
+        raise ConfigError(f"parallel.num_actors={actors!r}: expected an integer >= 1 or one of "
+                          f"{list(NUM_ACTORS_WORDS)}. Fix: parallel.num_actors=max (one per "
+                          "CPU) or a count.")
+    for key in ("parallel.num_subbatches", "parallel.subbatch_size"):
+        _count(cfg, key, minimum=1, optional=True)
+    try:
+        check_max_actor_restarts(cfg.parallel.get("max_actor_restarts"))
+    except ValueError as error:
+        raise ConfigError(f"parallel.{error}") from None
+    _check_local_actors(cfg)
+
+
+def _free_memory() -> int:
+    from neurorun.problems.problem import device_free_bytes
+
+    return device_free_bytes(torch.device("cpu"))
+
+
+def _check_local_actors(cfg: DictConfig) -> None:
+    """A local ray's actor count (a number, or one per parallel.num_cpus) that this machine's
+    memory cannot hold, refused before ray starts."""
+    from neurorun.parallel.workload import check_local_actors
+    from neurorun.problems.problem import MEMORY_SHARE
+
+    if cfg.parallel.get("address"):  # a joined cluster: its nodes hold the actors
+        return
+    actors, cpus = cfg.parallel.get("num_actors"), cfg.parallel.get("num_cpus")
+    count, given = actors, ""
+    if actors in ("max", "num_cpus"):
+        count, given = cpus, f"parallel.num_cpus={cpus} (num_actors={actors}: one per CPU)"
+    if isinstance(count, int) and not isinstance(count, bool):
+        try:
+            check_local_actors(count, free_bytes=_free_memory(), memory_share=MEMORY_SHARE,
+                               given=given)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+
+def _check_restart(cfg: DictConfig) -> None:
+    """restart.*: counts and a budget that leaves room for a restart."""
+    _count(cfg, "restart.patience", minimum=1, optional=True)
+    share = OmegaConf.select(cfg, "restart.min_improvement", default=0.05)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
+        raise ConfigError(f"restart.min_improvement={share!r}: expected a number >= 0 (a share "
+                          "of the best center_eval). Fix: restart.min_improvement=0.05.")
+    patience = OmegaConf.select(cfg, "restart.patience", default=None)
+    if patience is None:
+        return
+    if cfg.eval_every == 0:
+        raise ConfigError(f"restart.patience={patience} counts center evaluations, but "
+                          "eval_every=0. Fix: eval_every=1 (or restart.patience=null).")
+    first = (patience + 1) * int(cfg.eval_every)
+    if cfg.generations is not None and first >= cfg.generations:
+        raise ConfigError(f"restart.patience={patience} with eval_every={cfg.eval_every}: the "
+                          f"first restart could come after generation {first}, but "
+                          f"generations={cfg.generations}. Fix: more generations, a smaller "
+                          "restart.patience, or restart.patience=null.")
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Check the config without building any environment.
+
+    Raises:
+        ConfigError: naming the key, the value and the fix.
+    """
+    from neurorun.algorithms import ALGORITHMS, make_algorithm
+
+    check_interpolations(cfg)
+    _check_known_keys(cfg)
+    _check_booleans(cfg)
+    _check_problem(cfg)
+    _count(cfg, "seed", minimum=0, optional=False, maximum=2**63 - 1)
+    for key in ("generations", "max_interactions"):
+        _count(cfg, key, minimum=1, optional=True)
+    _count(cfg, "eval_every", minimum=0, optional=False)
+    _count(cfg, "eval_episodes", minimum=1, optional=False)
+    _count(cfg, "checkpoint_every", minimum=0, optional=False)
+    _count(cfg, "torch_threads", minimum=1, optional=True, maximum=MAX_THREADS)
+    _count(cfg, "env.num_threads", minimum=1, optional=True, maximum=MAX_THREADS)
+    _number(cfg, "max_time", positive=True)
+    _number(cfg, "target_score", positive=False)
+    _check_parallel(cfg)
+    if all(cfg.get(k) is None for k in ("generations", "max_interactions", "max_time")):
+        raise ConfigError("generations, max_interactions and max_time are all null: the run "
+                          "would never stop. Fix: set one, e.g. generations=100.")
+    _check_restart(cfg)
+    if cfg.target_score is not None and cfg.eval_every == 0:
+        raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
+                          "eval_every=0. Fix: eval_every=1 (or target_score=null).")
+    problem = objective_error(cfg.objective, cfg.target_score)
+    if problem:
+        raise ConfigError(problem)
+    name = cfg.algo.get("name")
+    if name not in ALGORITHMS:
+        raise ConfigError(f"algo.name={name!r}: expected one of {sorted(ALGORITHMS)}. "
+                          f"Fix: algo=<one of them>.")
+    _count(cfg, "algo.popsize", minimum=1, optional=True)
+    try:  # the algorithm checks its own options; a small probe length keeps this instant
+        probe = make_algorithm(name, solution_length=_PROBE_LENGTH, popsize=cfg.algo.popsize,
+                               seed=0, **_probe_options(cfg))
+    except (ValueError, TypeError) as error:
+        raise algo_error(cfg, error) from error
+    distributed_mode(cfg, probe)
