@@ -14,6 +14,7 @@ from neurorun.seeding import derive_seed
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
     from neurorun.problems import Evaluator, Problem
+    from neurorun.restarts import Attempt
 
 
 def resolve_env_backend(cfg: DictConfig) -> str | None:
@@ -59,20 +60,25 @@ def problem_kwargs(cfg: DictConfig) -> dict[str, Any]:
             **OmegaConf.to_container(cfg.problem, resolve=True)}
 
 
-def build_algorithm(cfg: DictConfig, problem: Problem, attempt: int = 0) -> SearchAlgorithm:
-    """The algorithm sized for ``problem``; ``attempt`` k > 0: the k-th restart (its own
-    seed and, without algo.center_init, its own start drawn from problem.initial_bounds)."""
+def build_algorithm(cfg: DictConfig, problem: Problem, restart: int = 0,
+                    start: Attempt | None = None) -> SearchAlgorithm:
+    """The algorithm sized for ``problem``; ``restart`` k > 0: the k-th restart (its own seed
+    and, without algo.center_init, its own start drawn from problem.initial_bounds), with the
+    popsize and step size factor of its ``start`` (`neurorun.restarts`)."""
     from neurorun.algorithms import make_algorithm
 
     seed = int(cfg.seed)
     options = algo_options(cfg)
     if options.get("center_init") is None:
-        generator = torch.Generator().manual_seed(derive_seed(seed, "center_init", attempt))
+        generator = torch.Generator().manual_seed(derive_seed(seed, "center_init", restart))
         options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
+    if start is not None:
+        options = start.options(options)
     try:
         return make_algorithm(cfg.algo.name, solution_length=problem.solution_length,
-                              popsize=cfg.algo.popsize, device=problem.device,
-                              seed=derive_seed(seed, "algorithm", attempt), **options)
+                              popsize=cfg.algo.popsize if start is None else start.popsize,
+                              device=problem.device,
+                              seed=derive_seed(seed, "algorithm", restart), **options)
     except (ValueError, TypeError) as error:
         raise algo_error(cfg, error) from error
 

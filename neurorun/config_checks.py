@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
 
 from neurorun.objective import objective_error
+from neurorun.restarts import RESTART_STRATEGIES
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
@@ -374,6 +375,9 @@ def _check_local_actors(cfg: DictConfig) -> None:
             raise ConfigError(str(error)) from None
 
 
+MAX_POPSIZE_FACTOR = 100  # restart.popsize_factor; pycma's incpopsize is 2
+
+
 def _check_restart(cfg: DictConfig) -> None:
     """restart.*: counts and a budget that leaves room for a restart."""
     _count(cfg, "restart.patience", minimum=1, optional=True)
@@ -381,8 +385,22 @@ def _check_restart(cfg: DictConfig) -> None:
     if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
         raise ConfigError(f"restart.min_improvement={share!r}: expected a number >= 0 (a share "
                           "of the best center_eval). Fix: restart.min_improvement=0.05.")
+    strategy = OmegaConf.select(cfg, "restart.strategy", default="same")
+    if strategy not in RESTART_STRATEGIES:
+        raise ConfigError(f"restart.strategy={strategy!r}: expected one of "
+                          f"{', '.join(RESTART_STRATEGIES)}. Fix: restart.strategy=ipop.")
+    factor = OmegaConf.select(cfg, "restart.popsize_factor", default=2.0)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not (
+            1 <= factor <= MAX_POPSIZE_FACTOR):
+        raise ConfigError(f"restart.popsize_factor={factor!r}: expected a number from 1 to "
+                          f"{MAX_POPSIZE_FACTOR} (the popsize's growth per restart, pycma's "
+                          "incpopsize). Fix: restart.popsize_factor=2.")
     patience = OmegaConf.select(cfg, "restart.patience", default=None)
     if patience is None:
+        if strategy != "same":
+            raise ConfigError(f"restart.strategy={strategy} grows the popsize at each restart, "
+                              "but restart.patience=null never restarts. Fix: "
+                              "restart.patience=5 (or restart.strategy=same).")
         return
     if cfg.eval_every == 0:
         raise ConfigError(f"restart.patience={patience} counts center evaluations, but "

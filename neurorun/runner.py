@@ -32,10 +32,11 @@ from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
+from neurorun.restarts import RestartSchedule, StallWatch
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
 from neurorun.state_record import check_layout
-from neurorun.status import GenerationStatus, StallWatch, StopLimits, improves
+from neurorun.status import GenerationStatus, StopLimits, improves
 
 log = logging.getLogger(__name__)
 
@@ -158,19 +159,26 @@ class Runner:
         self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
-        self.restarts, self.restart_due = 0, False
+        self.restart_due = False
         # runs saved before restarts existed have no restart keys: never restart
-        self.stall = StallWatch(OmegaConf.select(cfg, "restart.patience", default=None),
-                                float(OmegaConf.select(cfg, "restart.min_improvement",
-                                                       default=0.05)),
-                                self.algorithm.objective_sense)
+        self.schedule = RestartSchedule(
+            OmegaConf.select(cfg, "restart.strategy", default="same"), self.algorithm.popsize,
+            float(OmegaConf.select(cfg, "restart.popsize_factor", default=2.0)),
+            mirrored=self.algorithm.mirrored, seed=int(cfg.seed),
+            stall=StallWatch(OmegaConf.select(cfg, "restart.patience", default=None),
+                             float(OmegaConf.select(cfg, "restart.min_improvement", default=0.05)),
+                             self.algorithm.objective_sense))
         if state is not None:
             self._restore(state)
 
     # ----- state -----
     def _restore(self, state: Mapping[str, Any]) -> None:
-        if state.get("restarts"):  # the attempt's own algorithm (e.g. its noise table)
-            self.algorithm = build_algorithm(self.cfg, self.problem, int(state["restarts"]))
+        self.schedule.restarts = int(state.get("restarts", 0))
+        if "restart" in state:  # saved before restart strategies existed: the same popsize
+            self.schedule.load_state_dict(state["restart"])
+        if self.schedule.restarts:  # the attempt's own algorithm (e.g. its noise table)
+            self.algorithm = build_algorithm(self.cfg, self.problem, self.schedule.restarts,
+                                             self.schedule.attempt)
         self.algorithm.load_state_dict(state["algorithm"])
         self.evaluator.load_state_dict(state["problem"])
         set_rng_state(state["rng"])
@@ -179,17 +187,17 @@ class Runner:
         self.best = dict(state["best"])
         self.best_sample_eval = state["best_sample_eval"]
         self.status = GenerationStatus.from_dict(state["status"]) if state["status"] else None
-        self.restarts = int(state.get("restarts", 0))
         self.restart_due = bool(state.get("restart_due", False))
-        self.stall.history = list(state.get("stall_history", []))
+        self.schedule.stall.history = list(state.get("stall_history", []))
 
     def _state(self, elapsed: float) -> dict[str, Any]:
         return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
                 "problem": self.evaluator.state_dict(), "rng": rng_state(),
                 "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
                 "status": {} if self.status is None else self.status.as_dict(),
-                "restarts": self.restarts, "restart_due": self.restart_due,
-                "stall_history": list(self.stall.history), "seed": int(self.cfg.seed),
+                "restarts": self.schedule.restarts, "restart": self.schedule.state_dict(),
+                "restart_due": self.restart_due,
+                "stall_history": list(self.schedule.stall.history), "seed": int(self.cfg.seed),
                 "loggers": self.loggers.offsets()}
 
     def save_checkpoint(self, elapsed: float) -> None:
@@ -286,7 +294,7 @@ class Runner:
             center_eval=center_eval,
             nonfinite_center_evals=int(nonfinite) + (
                 0 if self.status is None else self.status.nonfinite_center_evals),
-            restarts=self.restarts,
+            restarts=self.schedule.restarts,
             total_interaction_count=int(self.evaluator.interaction_count),
             total_episode_count=int(self.evaluator.episode_count),
             stdev_mean=float(self.algorithm.status["stdev_mean"]),
@@ -298,13 +306,24 @@ class Runner:
         return self.status
 
     def _restart(self) -> None:
-        """Start the search again from a new start (the best so far stays best)."""
-        self.restarts += 1
-        log.info("restart %d after generation %d: the best center_eval of this attempt rose "
-                 "by at most %g of its size in %d center evaluations", self.restarts,
-                 self.generation, self.stall.min_improvement, self.stall.patience)
-        self.algorithm = build_algorithm(self.cfg, self.problem, self.restarts)
-        self.stall.reset()
+        """Start the search again from a new start (the best so far stays best), with the
+        popsize and step size ``restart.strategy`` gives the new attempt."""
+        schedule = self.schedule
+        stall = schedule.stall
+        why = (f"its {schedule.attempt.generations} generations were the small regime's share"
+               if schedule.exhausted() else
+               f"the best center_eval of this attempt rose by at most "
+               f"{stall.min_improvement:g} of its size in {stall.patience} center evaluations")
+        attempt = schedule.next_attempt()
+        log.info("restart %d after generation %d (%s): popsize %d, step size x %.3g",
+                 schedule.restarts, self.generation, why, attempt.popsize, attempt.step_factor)
+        self.algorithm = build_algorithm(self.cfg, self.problem, schedule.restarts, attempt)
+        try:
+            self.problem.check_capacity(max(attempt.popsize, self.algorithm.popsize_max or 0))
+        except (ValueError, RuntimeError) as error:
+            raise ConfigError(f"restart {schedule.restarts} (restart.strategy="
+                              f"{schedule.strategy}) grew the popsize to {attempt.popsize}: "
+                              f"{error}") from error
         self.restart_due = False
 
     # ----- the loop -----
@@ -337,7 +356,8 @@ class Runner:
                     self.callbacks.on_generation_end(self, self.generation, row)
                     reason = self.limits.reason(status)
                     # the restart comes before the next generation (a resumed run does it too)
-                    self.restart_due = self.stall.stalled(status.center_eval)
+                    self.restart_due = self.schedule.restart_due(status.popsize,
+                                                                 status.center_eval)
                     if reason is None and every > 0 and self.generation % every == 0:
                         self.save_checkpoint(status.elapsed_s)
                 elapsed = self.elapsed_before + time.perf_counter() - started

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-PARTS = ("algorithm", "problem", "evaluation", "center_init")
+PARTS = ("algorithm", "problem", "evaluation", "center_init", "restart")
 
 
 def seed_everything(seed: int) -> None:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
 
 from neurorun.config_checks import ConfigError
+from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
 from neurorun.status import GenerationStatus
 
 MISSING = object()  # shown as "missing"
@@ -83,7 +84,9 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
     check.real(check.item(state, "elapsed_s"), "elapsed_s", 0.0, time.time())
     if "seed" in state and type(state["seed"]) is not int:
         check.refuse("seed", state["seed"], "a whole number")
-    check.count(state.get("restarts", 0), "restarts", at_most=generation)  # one per generation
+    restarts = check.count(state.get("restarts", 0), "restarts", at_most=generation)
+    if "restart" in state:  # saved since restart strategies exist
+        _check_restart(check, check.mapping(state, "restart"), restarts, generation)
     if type(state.get("restart_due", False)) is not bool:
         check.refuse("restart_due", state["restart_due"], "true or false")
     history = state.get("stall_history", [])
@@ -109,6 +112,32 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
                        ("loggers.rows", loggers.get("rows"))):
         if value is not None and value != generation:
             check.refuse("generation", generation, f"{value} (its {key})")
+
+
+def _check_restart(check: _Check, record: Mapping[str, Any], restarts: int,
+                   generation: int) -> None:
+    """The restart schedule's record (`RestartSchedule.state_dict`)."""
+    check.count(check.item(record, "small_restarts", "restart"), "restart.small_restarts",
+                at_most=restarts)
+    evaluations = check.mapping(record, "evaluations", "restart")
+    for regime in REGIMES:
+        check.count(check.item(evaluations, regime, "restart.evaluations"),
+                    f"restart.evaluations.{regime}")
+    attempt = check.mapping(record, "attempt", "restart")
+    check.count(check.item(attempt, "popsize", "restart.attempt"), "restart.attempt.popsize",
+                minimum=1)
+    check.real(check.item(attempt, "step_factor", "restart.attempt"),
+               "restart.attempt.step_factor", SMALL_STEP_RANGE, 1.0)
+    if check.item(attempt, "regime", "restart.attempt") not in REGIMES:
+        check.refuse("restart.attempt.regime", attempt["regime"], f"one of {list(REGIMES)}")
+    if check.item(attempt, "max_generations", "restart.attempt") is not None:
+        check.count(attempt["max_generations"], "restart.attempt.max_generations", minimum=1)
+    check.count(check.item(attempt, "generations", "restart.attempt"),
+                "restart.attempt.generations", at_most=generation)
+    check.count(check.item(attempt, "evaluations", "restart.attempt"),
+                "restart.attempt.evaluations")
+    if set(attempt) != {f.name for f in fields(Attempt)}:
+        check.refuse("restart.attempt", sorted(attempt), f"the keys {sorted(asdict(Attempt(1)))}")
 
 
 def _check_algorithm(check: _Check, algorithm: Mapping[str, Any], generation: int) -> int:

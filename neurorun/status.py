@@ -5,7 +5,7 @@ higher is better, as for episode returns; "min")."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 
@@ -92,30 +92,3 @@ class StopLimits:
         fractions = [(name, min(1.0, float(value or 0) / limit))
                      for name, value, limit in candidates if limit]
         return max(fractions, key=lambda item: item[1], default=("generations", 0.0))
-
-
-@dataclass
-class StallWatch:
-    """When a search attempt stalls (``restart.*``): its best center_eval rose by no more than
-    ``min_improvement`` x its size over the last ``patience`` center evaluations."""
-
-    patience: int | None  # None: never stalls
-    min_improvement: float = 0.05
-    sense: str = "max"
-    # the attempt's best center_eval after each of its center evaluations (None: none finite)
-    history: list[float | None] = field(default_factory=list)
-
-    def stalled(self, center_eval: float | None) -> bool:
-        """Record one center evaluation (None: not evaluated: nothing changes)."""
-        if self.patience is None or center_eval is None:
-            return False
-        best = self.history[-1] if self.history else None
-        self.history.append(center_eval if improves(self.sense, center_eval, best) else best)
-        if len(self.history) <= self.patience or self.history[-1 - self.patience] is None:
-            return False
-        then, now = self.history[-1 - self.patience], self.history[-1]
-        gain = now - then if self.sense == "max" else then - now
-        return gain <= self.min_improvement * abs(then)
-
-    def reset(self) -> None:
-        self.history = []

@@ -216,18 +216,21 @@ class Problem(ProblemState):
 
     # ----- environments -----
     def _env(self, purpose: str, num_envs: int) -> TorchVecEnv:
-        """The cached env for ``purpose`` ("eval" or "test") with at least ``num_envs`` envs.
+        """The cached env for ``purpose`` ("eval" or "test") with ``num_envs`` envs (or more, on
+        backends that seed each episode).
 
         jax envs (brax, Playground) reuse the evaluation env for test episodes when it is large
-        enough (a new batch size means a new compilation); gymnasium keeps a right-sized env
-        per purpose.
+        enough (a new batch size means a new compilation).
         """
         shared = self._envs.get("eval")
         if (purpose == "test" and backend_of(self.env_options.spec).jax_batch is not None
                 and shared is not None and shared.num_envs >= num_envs):
             return shared
         env = self._envs.get(purpose)
-        if env is not None and env.num_envs >= num_envs:
+        # a larger env serves only where each episode is seeded: elsewhere (one generator for
+        # all slots) results would depend on the envs made before (a popsize that shrank)
+        if env is not None and (env.num_envs == num_envs
+                                or env.seeds_episodes and env.num_envs > num_envs):
             return env
         self._drop_env(purpose)
         options = self.env_options
