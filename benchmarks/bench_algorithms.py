@@ -1,9 +1,15 @@
 """Time one ask + tell per algorithm at policy scale (D = 100,000, popsize 1,000, one core).
 
     python benchmarks/bench_algorithms.py [--dim 100000] [--popsize 1000] [--repeats 5]
+                                          [--rounds 5] [--no-evotorch]
 
 Writes benchmarks/results/algorithms.json: per algorithm the median ms of ask, tell and both.
 Full-covariance algorithms (xnes, cmaes) refuse D = 100,000; they are timed at --full-dim.
+Then PGPE against EvoTorch 0.6.1's PGPE (benchmarks/.venv-evotorch, as bench_evotorch.py
+makes it) on the same work: one step = ask, the stand-in fitness, tell; same popsize, learning
+rates, stdev_init, ClipUp, mirrored sampling. Rounds alternate the sides; each round's figure
+is the median of --repeats steps after an untimed one; ``pgpe_vs_evotorch`` gives both sides'
+ms (median, min, max over rounds) and the per-round ratio neurorun / EvoTorch.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import time
 from pathlib import Path
 
 import torch
-from harness import write_result
+from harness import ratios, spread, write_result
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
 
@@ -44,12 +50,41 @@ def time_algorithm(name: str, dim: int, popsize: int, repeats: int) -> dict[str,
             "ask_tell_ms": round(ask + tell, 2)}
 
 
+def pgpe_step_ms(dim: int, popsize: int, repeats: int) -> float:
+    """neurorun's side of the EvoTorch comparison: median ms of one ask + tell."""
+    return time_algorithm("pgpe", dim, popsize, repeats)["ask_tell_ms"]
+
+
+def against_evotorch(dim: int, popsize: int, repeats: int, rounds: int) -> dict:
+    """PGPE step ms, neurorun and EvoTorch alternating, per round; their spreads and ratios."""
+    from bench_evotorch import EvoTorchSide, ensure_venv
+
+    side = EvoTorchSide(ensure_venv(), threads=1)
+    case = {"mode": "ask_tell", "dim": dim, "popsize": popsize, "repeats": repeats,
+            "pgpe": {"stdev_init": 0.1, **SETTINGS["pgpe"]}}
+    ours, theirs = [], []
+    try:
+        for _ in range(rounds):
+            ours.append(pgpe_step_ms(dim, popsize, repeats))
+            result = side.request(case)
+            if "error" in result:
+                raise RuntimeError(f"EvoTorch side: {result['error']}")
+            theirs.append(1e3 * statistics.median(result["seconds"]))
+    finally:
+        side.close()
+    return {"dim": dim, "popsize": popsize, "rounds": rounds, "evotorch": side.versions,
+            "neurorun_ms": spread(ours), "evotorch_ms": spread(theirs),
+            "ratio": ratios(ours, theirs)}
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=100_000)
     parser.add_argument("--popsize", type=int, default=1_000)
     parser.add_argument("--full-dim", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-evotorch", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -59,7 +94,13 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         results[name] = time_algorithm(name, dim, args.popsize, args.repeats)
         print(f"{name:10s} D={dim:>7d} popsize={args.popsize}: " + ", ".join(
             f"{key} {value}" for key, value in results[name].items() if key.endswith("ms")))
-    write_result(args.output, threads=1, processor=platform.processor(), results=results)
+    versus = None
+    if not args.no_evotorch:
+        versus = against_evotorch(args.dim, args.popsize, args.repeats, args.rounds)
+        print(f"pgpe vs EvoTorch: {versus['neurorun_ms']} ms vs {versus['evotorch_ms']} ms, "
+              f"ratio {versus['ratio']}")
+    write_result(args.output, threads=1, processor=platform.processor(), results=results,
+                 pgpe_vs_evotorch=versus)
     return results
 
 

@@ -12,6 +12,7 @@ until the center scores ``threshold`` or ``max_time`` seconds pass, with
 ``decrease_rewards_by`` in training and the center evaluated every generation on
 ``eval_episodes`` episodes of the env's own return (EvoTorch's ``GymNE.run``, no shift, stats
 frozen); it returns the curve (seconds, interactions, episodes, center score per generation).
+Mode ``ask_tell`` (bench_algorithms.py) times PGPE's steps on a stand-in fitness.
 Interactions are EvoTorch's own counter, which counts
 the steps of envs that are still evaluating (no autoreset steps), like neurorun's.
 This file imports nothing from neurorun: neurorun is not installed in that venv.
@@ -93,6 +94,24 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
             "mean_eval": float(searcher.status["mean_eval"])}
 
 
+def ask_tell(case: dict[str, Any]) -> dict[str, Any]:
+    """Mode ``ask_tell`` (bench_algorithms.py): seconds of ``repeats`` PGPE steps (ask, the
+    stand-in fitness sum(x[:8]^2), tell) at ``dim`` x ``popsize``, after one untimed step."""
+    from evotorch import Problem
+    from evotorch.algorithms import PGPE
+
+    problem = Problem("max", lambda x: x[:, :8].square().sum(dim=1), vectorized=True,
+                      solution_length=case["dim"], initial_bounds=(-1.0, 1.0))
+    searcher = PGPE(problem, popsize=case["popsize"], **case["pgpe"])
+    searcher.step()
+    seconds = []
+    for _ in range(case["repeats"]):
+        started = time.perf_counter()
+        searcher.step()
+        seconds.append(time.perf_counter() - started)
+    return {"seconds": seconds}
+
+
 def _count(searcher: Any) -> int:
     """With actors the main process's counter lags; the status holds the synced total."""
     return int(searcher.status.get("total_interaction_count", 0))
@@ -111,7 +130,8 @@ def main() -> None:
             continue
         case = json.loads(line)
         try:
-            result = (run_to_threshold if case["mode"] == "threshold" else run_case)(case)
+            result = {"threshold": run_to_threshold, "ask_tell": ask_tell}.get(
+                case["mode"], run_case)(case)
         except Exception as error:  # reported back: the main side records the failure
             result = {"error": f"{type(error).__name__}: {error}"}
         print("RESULT " + json.dumps(result), flush=True)

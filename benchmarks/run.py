@@ -31,12 +31,14 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
-           ("bench_jax.py", []), ("bench_devices.py", []), ("bench_humanoid.py", []),
+           ("bench_restarts.py", []), ("bench_jax.py", []), ("bench_devices.py", []),
+           ("bench_humanoid.py", []),
            ("bench_locomotion.py", ["--full"])]
 # bench_jax, bench_devices: ~15 minutes of cold jax compiles each; bench_humanoid: ~45 minutes;
-# bench_locomotion: hours
+# bench_restarts: ~15 minutes (its `same` case spends whole budgets); bench_locomotion: hours
 # (also `make bench-learning`)
-FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_humanoid.py", "bench_locomotion.py"}
+FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_humanoid.py", "bench_locomotion.py",
+             "bench_restarts.py"}
 
 
 def run_scripts(full: bool) -> None:
@@ -59,6 +61,15 @@ def algorithms_table(report: dict) -> list[str]:
     for name, r in report["results"].items():
         lines.append(f"| {name} | {r['dim']:,} | {r['popsize']:,} | {r['ask_ms']} | "
                      f"{r['tell_ms']} | {r['ask_tell_ms']} |")
+    versus = report.get("pgpe_vs_evotorch")
+    if versus:
+        ours, theirs, ratio = versus["neurorun_ms"], versus["evotorch_ms"], versus["ratio"]
+        lines += ["", f"PGPE step (ask, stand-in fitness, tell) at D = {versus['dim']:,}, popsize "
+                  f"{versus['popsize']:,}, against EvoTorch {versus['evotorch']['evotorch']} in "
+                  f"the same run, {versus['rounds']} alternating rounds, ms median (min–max): "
+                  f"neurorun {ours['median']} ({ours['min']}–{ours['max']}), EvoTorch "
+                  f"{theirs['median']} ({theirs['min']}–{theirs['max']}); neurorun ÷ EvoTorch "
+                  f"{ratio['median']} ({ratio['min']}–{ratio['max']})."]
     return lines
 
 
@@ -355,6 +366,22 @@ def humanoid_table(report: dict) -> list[str]:
     return lines
 
 
+def restarts_table(report: dict) -> list[str]:
+    lines = [f"CMA-ES on {report['function']} from a uniform start in [-5, 5]^D, default popsize "
+             f"{report['popsize']}, popsize factor {report['factor']:g}, target f <= "
+             f"{report['target']:g}, at most {report['budget']:,} evaluations; neurorun's "
+             f"attempts end by its stall rule (restart.patience={report['patience']}), "
+             "pycma's by its own stop criteria.", "",
+             "| restarts | solved | median evaluations to the target | worst |",
+             "|---|---|---|---|"]
+    for name, case in report["cases"].items():
+        median, worst = case["median_evaluations"], case["worst_evaluations"]
+        lines.append(f"| {name} | {case['solved']} | "
+                     f"{'–' if median is None else f'{median:,.0f}'} | "
+                     f"{'–' if worst is None else f'{worst:,}'} |")
+    return lines
+
+
 def gpu_table(report: dict) -> list[str]:
     ref = report["evojax_reference"]
     lines = [f"Device: {report['device']}.", "",
@@ -397,6 +424,8 @@ def summary() -> str:
          "env steps and wall time to the threshold; medians and worst over the solved runs, "
          "each run alone on the machine", "locomotion.json",
          locomotion_table),
+        ("Restart strategies against pycma 4.5.0 (`bench_restarts.py`)", "restarts.json",
+         restarts_table),
         ("Ray actors (2 cores)", "ray.json", ray_table),
         ("EnvPool backend and streaming evaluation (steps/s)", "envpool.json", envpool_table),
         ("jax envs (brax, MuJoCo Playground) on the CPU against the raw jitted step and "

@@ -162,9 +162,6 @@ class SearchAlgorithm:
 
     def noise_rows(self, draw: int, first: int, count: int) -> torch.Tensor:
         """Noise of samples ``first .. first + count - 1`` of generation ``draw``."""
-        if self.mirrored and (first % 2 or count % 2):
-            raise ValueError(f"samples {first}..{first + count - 1} with mirrored sampling; "
-                             "expected whole pairs (an even popsize). Fix: use an even popsize")
         return sample_noise(self.noise, draw, first, count, self.solution_length,
                             mirrored=self.mirrored, device=self.device, dtype=self.dtype)
 
@@ -186,7 +183,8 @@ class SearchAlgorithm:
         norms = noise.square().sum(1) if self.NEEDS_NORMS else None
         weights, shaped = self.generation_weights(fitness, norms, len(noise))
         self._pending = []  # only once the fitness was accepted
-        return self.conclude(weighted_sums(noise, weights, self.SUMS), weights, shaped, fitness)
+        sums = weighted_sums(noise, weights, self.SUMS, mirrored=self.mirrored)
+        return self.conclude(sums, weights, shaped, fitness)
 
     def generation_weights(self, fitness: Any, norms: torch.Tensor | None,
                            count: int) -> tuple[Weights, torch.Tensor]:

@@ -52,13 +52,17 @@ class SeededNoise:
 
     name = "seeds"
 
-    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
-             dtype: torch.dtype) -> torch.Tensor:
-        out = torch.empty(len(rows), dim, dtype=dtype)
+    def fill(self, draw: int, rows: np.ndarray, out: torch.Tensor) -> None:
+        """Write rows ``rows`` of generation ``draw`` into ``out`` (CPU, one row each)."""
         generator = torch.Generator()
         for index, seed in enumerate(row_seeds(draw, rows).tolist()):
             generator.manual_seed(seed)
             out[index].normal_(generator=generator)
+
+    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
+             dtype: torch.dtype) -> torch.Tensor:
+        out = torch.empty(len(rows), dim, dtype=dtype)
+        self.fill(draw, rows, out)
         return out.to(device)
 
 
@@ -74,14 +78,21 @@ class NoiseTable:
             table = torch.empty(self.size).normal_(generator=generator)
         self.table = table  # (size,) float32
 
-    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
-             dtype: torch.dtype) -> torch.Tensor:
+    def fill(self, draw: int, rows: np.ndarray, out: torch.Tensor) -> None:
+        """Write rows ``rows`` of generation ``draw`` into ``out`` (CPU, one row each)."""
+        dim = out.shape[1]
         if dim > self.size:
             raise ValueError(f"noise_table_size={self.size} is smaller than the solution "
                              f"length {dim}. Fix: algo.noise_table_size >= {64 * dim}")
         offsets = torch.from_numpy(row_seeds(draw, rows) % (self.size - dim + 1))
         windows = self.table.as_strided((self.size - dim + 1, dim), (1, 1))
-        return windows[offsets].to(device=device, dtype=dtype)
+        out.copy_(windows[offsets])
+
+    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
+             dtype: torch.dtype) -> torch.Tensor:
+        out = torch.empty(len(rows), dim, dtype=dtype)
+        self.fill(draw, rows, out)
+        return out.to(device)
 
     def __getstate__(self) -> dict:
         # ray actors get the table through the object store once per node, not with every
@@ -126,35 +137,45 @@ def _check_table_memory(size: int) -> None:
 def sample_noise(source: SeededNoise | NoiseTable, draw: int, first: int, count: int, dim: int,
                  *, mirrored: bool, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     """Noise ``(count, D)`` of samples ``first .. first + count - 1`` of generation ``draw``;
-    mirrored: samples ``2k`` and ``2k + 1`` get ``+`` and ``-`` row ``k``."""
-    samples = np.arange(first, first + count)
+    mirrored (whole pairs only): samples ``2k`` and ``2k + 1`` get ``+`` and ``-`` row ``k``,
+    each row drawn once, straight into its place."""
+    noise = torch.empty(count, dim, dtype=dtype)
     if not mirrored:
-        return source.rows(draw, samples, dim, device=device, dtype=dtype)
-    pairs = samples // 2
-    unique, inverse = np.unique(pairs, return_inverse=True)
-    noise = source.rows(draw, unique, dim, device=device, dtype=dtype)[
-        torch.from_numpy(inverse).to(device)]
-    signs = torch.from_numpy(np.where(samples % 2 == 0, 1.0, -1.0)).to(device, dtype)
-    return noise.mul_(signs[:, None])
+        source.fill(draw, np.arange(first, first + count), noise)
+        return noise.to(device)
+    if first % 2 or count % 2:
+        raise ValueError(f"samples {first}..{first + count - 1} with mirrored sampling; "
+                         "expected whole pairs (an even popsize). Fix: use an even popsize")
+    source.fill(draw, np.arange(first // 2, (first + count) // 2), noise[0::2])
+    torch.neg(noise[0::2], out=noise[1::2])
+    return noise.to(device)
 
 
 def weighted_sums(noise: torch.Tensor, weights: Mapping[str, torch.Tensor],
-                  kinds: Mapping[str, Sequence[str]]) -> dict[str, torch.Tensor]:
+                  kinds: Mapping[str, Sequence[str]], *,
+                  mirrored: bool = False) -> dict[str, torch.Tensor]:
     """``{f"{name}.{kind}": sum}`` for each weight vector and each sum kind it needs: ``eps``
     (sum_i w_i eps_i), ``eps2`` (sum_i w_i eps_i^2) or ``outer`` (sum_i w_i eps_i eps_i^T).
-    They add up over any split of the rows."""
+    They add up over any split of the rows (of whole pairs, when ``mirrored``: a pair's rows
+    are ``+eps_k`` and ``-eps_k``, so each pair is summed once, with weights ``w_2k - w_2k+1``
+    for ``eps`` and ``w_2k + w_2k+1`` for the even kinds)."""
+    if mirrored:
+        noise = noise[0::2]
     sums = {}
     for name, needed in kinds.items():
         w = weights[name].to(noise.dtype)
+        odd = even = w
+        if mirrored:
+            odd, even = w[0::2] - w[1::2], w[0::2] + w[1::2]
         for kind in needed:
             if kind == "eps":
-                sums[f"{name}.eps"] = noise.T @ w
+                sums[f"{name}.eps"] = noise.T @ odd
             elif kind == "eps2":  # by blocks of rows: no second copy of a large share
                 sums[f"{name}.eps2"] = sum(
-                    noise[i:i + SQUARE_ROWS].square().T @ w[i:i + SQUARE_ROWS]
+                    noise[i:i + SQUARE_ROWS].square().T @ even[i:i + SQUARE_ROWS]
                     for i in range(0, len(noise), SQUARE_ROWS))
             elif kind == "outer":
-                sums[f"{name}.outer"] = (noise.T * w) @ noise
+                sums[f"{name}.outer"] = (noise.T * even) @ noise
             else:
                 raise ValueError(f"sum kind {kind!r}; expected one of {SUM_KINDS}")
     return sums

@@ -95,7 +95,8 @@ class EvaluationWorker:
             if noise is None:
                 noise = algo.noise_rows(draw, first, size)
             sums = weighted_sums(noise, {k: torch.from_numpy(v) for k, v in
-                                         share_weights.items()}, algo.SUMS)
+                                         share_weights.items()}, algo.SUMS,
+                                 mirrored=algo.mirrored)
             total = sums if not total else {k: total[k] + sums[k] for k in total}
         self.noise = {}
         return {k: v.detach().cpu() for k, v in total.items()}

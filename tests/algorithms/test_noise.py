@@ -80,6 +80,25 @@ def test_weighted_sums_by_hand_and_over_a_split():
         torch.testing.assert_close(halves[0][key] + halves[1][key], sums[key])
 
 
+def test_mirrored_weighted_sums_read_each_pair_once_and_equal_the_sums_by_hand():
+    generator = torch.Generator().manual_seed(1)
+    pairs = torch.randn(3, 4, generator=generator, dtype=torch.float64)
+    noise = torch.stack([pairs, -pairs], 1).reshape(6, 4)  # +eps_k, -eps_k
+    w = torch.tensor([0.5, -1.0, 0.0, 2.0, 1.5, -0.25], dtype=torch.float64)
+    kinds = {"w": ("eps", "eps2", "outer")}
+    sums = weighted_sums(noise, {"w": w}, kinds, mirrored=True)
+    x, v = noise.numpy(), w.numpy()
+    np.testing.assert_allclose(sums["w.eps"], v @ x)
+    np.testing.assert_allclose(sums["w.eps2"], v @ x**2)
+    np.testing.assert_allclose(sums["w.outer"], sum(vi * np.outer(xi, xi)
+                                                   for vi, xi in zip(v, x, strict=True)))
+    # a split at a pair boundary adds up
+    halves = [weighted_sums(noise[s], {"w": w[s]}, kinds, mirrored=True)
+              for s in (slice(0, 2), slice(2, 6))]
+    for key in sums:
+        torch.testing.assert_close(halves[0][key] + halves[1][key], sums[key])
+
+
 def test_a_table_smaller_than_a_row_is_refused():
     with pytest.raises(ValueError, match=r"noise_table_size=10.*solution length 20.*Fix"):
         make_noise("table", seed=0, table_size=10, dim=20)

@@ -158,7 +158,8 @@ def test_the_update_from_sums_of_any_split_equals_tell(name, cuts, build):
     assert torch.equal(torch.cat([split.samples(n) for n in noise]), samples)
     norms = torch.cat([n.square().sum(1) for n in noise]) if split.NEEDS_NORMS else None
     weights, shaped = split.generation_weights(fitness, norms, 10)
-    parts = [weighted_sums(n, {k: w[first:stop] for k, w in weights.items()}, split.SUMS)
+    parts = [weighted_sums(n, {k: w[first:stop] for k, w in weights.items()}, split.SUMS,
+                           mirrored=split.mirrored)
              for n, (first, stop) in zip(noise, bounds, strict=True)]
     split.conclude({k: sum(p[k] for p in parts) for k in parts[0]}, weights, shaped, fitness)
     torch.testing.assert_close(split.center, local.center, rtol=1e-5, atol=1e-6)

@@ -10,8 +10,8 @@ from tests.cli.test_cli import ROOT, neurorun
 BUDGET = ["generations=2", "eval_episodes=1", "logger.console.quiet=true"]
 # more budget for commands whose setups make one generation long
 EXTRA_BUDGET = {
-    # adaptive popsize (150k steps a generation) and popsize 200 on Humanoid
-    "experiment=humanoid": ["algo.num_interactions=null", "algo.popsize=20"],
+    # popsize 460 on Humanoid
+    "experiment=humanoid": ["algo.popsize=20"],
     # popsize 256 compiles five stage programs of brax humanoid (minutes): 16 compiles one
     "env=brax::humanoid": ["algo.popsize=16"],
     "hparams_search=": ["hydra.sweeper.n_trials=1"],
