@@ -8,8 +8,10 @@ Full-covariance algorithms (xnes, cmaes) refuse D = 100,000; they are timed at -
 Then PGPE against EvoTorch 0.6.1's PGPE (benchmarks/.venv-evotorch, as bench_evotorch.py
 makes it) on the same work: one step = ask, the stand-in fitness, tell; same popsize, learning
 rates, stdev_init, ClipUp, mirrored sampling. Rounds alternate the sides; each round's figure
-is the median of --repeats steps after an untimed one; ``pgpe_vs_evotorch`` gives both sides'
-ms (median, min, max over rounds) and the per-round ratio neurorun / EvoTorch.
+is the median of --repeats steps after an untimed one; ``pgpe_vs_evotorch`` gives each side's
+ms (median, min, max over rounds) and the per-round ratio neurorun / EvoTorch. EvoTorch runs
+as installed and again with torch's transparent huge pages (``THP_MEM_ALLOC_ENABLE=1``, which
+``import neurorun`` sets): ``ratio_huge_pages``.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ FULL_COVARIANCE = {"xnes", "cmaes"}
 SETTINGS = {
     "pgpe": {"center_learning_rate": 0.1, "stdev_learning_rate": 0.1},
     "cem": {"parenthood_ratio": 0.1},
+    "ars": {"stdev_init": None, "step_size": 0.02, "noise": 0.1},  # ARS explores with its noise
+    "openai_es": {"center_learning_rate": 0.01},
 }
 
 
 def time_algorithm(name: str, dim: int, popsize: int, repeats: int) -> dict[str, float]:
-    algo = make_algorithm(name, solution_length=dim, popsize=popsize, seed=0, stdev_init=0.1,
-                          **SETTINGS.get(name, {}))
+    options = {"stdev_init": 0.1, **SETTINGS.get(name, {})}
+    algo = make_algorithm(name, solution_length=dim, popsize=popsize, seed=0, **options)
     ask_ms, tell_ms = [], []
     for _ in range(repeats + 1):  # the first round warms up allocations
         start = time.perf_counter()
@@ -56,25 +60,32 @@ def pgpe_step_ms(dim: int, popsize: int, repeats: int) -> float:
 
 
 def against_evotorch(dim: int, popsize: int, repeats: int, rounds: int) -> dict:
-    """PGPE step ms, neurorun and EvoTorch alternating, per round; their spreads and ratios."""
+    """PGPE step ms, neurorun and EvoTorch alternating, per round; their spreads and ratios.
+    EvoTorch runs as installed, and again with torch's huge pages on (what neurorun turns on)."""
     from bench_evotorch import EvoTorchSide, ensure_venv
 
-    side = EvoTorchSide(ensure_venv(), threads=1)
+    python = ensure_venv()
+    sides = {"evotorch": EvoTorchSide(python, threads=1),
+             "evotorch_huge_pages": EvoTorchSide(python, threads=1, huge_pages=True)}
     case = {"mode": "ask_tell", "dim": dim, "popsize": popsize, "repeats": repeats,
             "pgpe": {"stdev_init": 0.1, **SETTINGS["pgpe"]}}
-    ours, theirs = [], []
+    times: dict[str, list[float]] = {"neurorun": [], **{name: [] for name in sides}}
     try:
         for _ in range(rounds):
-            ours.append(pgpe_step_ms(dim, popsize, repeats))
-            result = side.request(case)
-            if "error" in result:
-                raise RuntimeError(f"EvoTorch side: {result['error']}")
-            theirs.append(1e3 * statistics.median(result["seconds"]))
+            times["neurorun"].append(pgpe_step_ms(dim, popsize, repeats))
+            for name, side in sides.items():
+                result = side.request(case)
+                if "error" in result:
+                    raise RuntimeError(f"EvoTorch side: {result['error']}")
+                times[name].append(1e3 * statistics.median(result["seconds"]))
     finally:
-        side.close()
-    return {"dim": dim, "popsize": popsize, "rounds": rounds, "evotorch": side.versions,
-            "neurorun_ms": spread(ours), "evotorch_ms": spread(theirs),
-            "ratio": ratios(ours, theirs)}
+        for side in sides.values():
+            side.close()
+    return {"dim": dim, "popsize": popsize, "rounds": rounds,
+            "evotorch": sides["evotorch"].versions,
+            **{f"{name}_ms": spread(values) for name, values in times.items()},
+            "ratio": ratios(times["neurorun"], times["evotorch"]),
+            "ratio_huge_pages": ratios(times["neurorun"], times["evotorch_huge_pages"])}
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
@@ -97,8 +108,9 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     versus = None
     if not args.no_evotorch:
         versus = against_evotorch(args.dim, args.popsize, args.repeats, args.rounds)
-        print(f"pgpe vs EvoTorch: {versus['neurorun_ms']} ms vs {versus['evotorch_ms']} ms, "
-              f"ratio {versus['ratio']}")
+        print(f"pgpe vs EvoTorch: {versus['neurorun_ms']} ms vs {versus['evotorch_ms']} ms "
+              f"({versus['evotorch_huge_pages_ms']} with huge pages), ratio {versus['ratio']} "
+              f"({versus['ratio_huge_pages']})")
     write_result(args.output, threads=1, processor=platform.processor(), results=results,
                  pgpe_vs_evotorch=versus)
     return results

@@ -99,8 +99,13 @@ def ensure_venv() -> Path:
 class EvoTorchSide:
     """benchmarks/evotorch_side.py in the EvoTorch venv: one JSON case in, one result out."""
 
-    def __init__(self, python: Path, threads: int):
+    def __init__(self, python: Path, threads: int, huge_pages: bool = False):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+        # EvoTorch as its users run it: without the huge pages that `import neurorun` turns on
+        # in this process (huge_pages=True: with them, to show what they do for EvoTorch)
+        env.pop("THP_MEM_ALLOC_ENABLE", None)
+        if huge_pages:
+            env["THP_MEM_ALLOC_ENABLE"] = "1"
         self.process = subprocess.Popen(
             [str(python), str(SIDE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir(), env=env)

@@ -63,13 +63,16 @@ def algorithms_table(report: dict) -> list[str]:
                      f"{r['tell_ms']} | {r['ask_tell_ms']} |")
     versus = report.get("pgpe_vs_evotorch")
     if versus:
-        ours, theirs, ratio = versus["neurorun_ms"], versus["evotorch_ms"], versus["ratio"]
+        def shown(figures: dict) -> str:
+            return f"{figures['median']} ({figures['min']}–{figures['max']})"
+
         lines += ["", f"PGPE step (ask, stand-in fitness, tell) at D = {versus['dim']:,}, popsize "
                   f"{versus['popsize']:,}, against EvoTorch {versus['evotorch']['evotorch']} in "
                   f"the same run, {versus['rounds']} alternating rounds, ms median (min–max): "
-                  f"neurorun {ours['median']} ({ours['min']}–{ours['max']}), EvoTorch "
-                  f"{theirs['median']} ({theirs['min']}–{theirs['max']}); neurorun ÷ EvoTorch "
-                  f"{ratio['median']} ({ratio['min']}–{ratio['max']})."]
+                  f"neurorun {shown(versus['neurorun_ms'])}, EvoTorch "
+                  f"{shown(versus['evotorch_ms'])} (with torch's huge pages, which neurorun "
+                  f"turns on: {shown(versus['evotorch_huge_pages_ms'])}); neurorun ÷ EvoTorch "
+                  f"{shown(versus['ratio'])} ({shown(versus['ratio_huge_pages'])})."]
     return lines
 
 
