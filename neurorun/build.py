@@ -87,7 +87,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
     from neurorun.envs import UnknownEnvError
     from neurorun.nets import NetworkParseError
-    from neurorun.nets.factory import NetworkFactoryError
+    from neurorun.nets.network_spec import NetworkFactoryError
     from neurorun.problems import make_problem
 
     try:

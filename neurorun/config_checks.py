@@ -443,9 +443,9 @@ def validate_config(cfg: DictConfig) -> None:
     if cfg.target_score is not None and cfg.eval_every == 0:
         raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
                           "eval_every=0. Fix: eval_every=1 (or target_score=null).")
-    problem = objective_error(cfg.objective, cfg.target_score)
-    if problem:
-        raise ConfigError(problem)
+    message = objective_error(cfg.objective, cfg.target_score)
+    if message:
+        raise ConfigError(message)
     name = cfg.algo.get("name")
     if name not in ALGORITHMS:
         raise ConfigError(f"algo.name={name!r}: expected one of {sorted(ALGORITHMS)}. "

@@ -1,13 +1,16 @@
-"""``make_env``: one spec string picks the backend.
+"""The env backends: ``BACKENDS``, the table of what each kind of env spec provides, and
+``make_env``, where one spec string picks the backend.
 
 Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"envpool::Id"``; ``"brax::name"``;
 ``"playground::Name"`` (MuJoCo Playground); ``"pkg.module:factory"`` (a callable taking
 ``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv). ``resolve_backend``
 turns a bare id and ``env.backend`` into a spec.
 
-``BACKENDS`` is the one table of what each kind of spec provides (its spaces, its batched
-constructor, whether it is a jax env the compiled evaluation steps, how it renders); code
-outside ``neurorun.envs`` asks ``backend_of(spec)`` instead of comparing backend names.
+A table row (``Backend``) holds a kind's spaces, its batched constructor, whether it is a jax
+env the compiled evaluation steps, how it renders; code outside ``neurorun.envs`` asks
+``backend_of(spec)`` instead of comparing backend names. "factory" is the kind of a user's
+``pkg.module:factory`` (as ``network.spec``'s ``pkg.module:Name``: user code that builds the
+thing).
 """
 
 from __future__ import annotations
