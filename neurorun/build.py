@@ -26,19 +26,14 @@ def resolve_env_backend(cfg: DictConfig) -> str | None:
         ConfigError: an unknown backend, one that contradicts env.id, or EnvPool asked for
             but not installed.
     """
-    from neurorun.envs import backend_of, parse_spec, resolve_backend
+    from neurorun.envs import backend_of, resolve_backend
 
     backend = OmegaConf.select(cfg, "env.backend", default="auto")
     try:
         spec = resolve_backend(cfg.env.id, backend)
     except (ValueError, ImportError) as error:
         raise ConfigError(f"env.id={cfg.env.id!r}: {error}") from error
-    kind, chosen = parse_spec(spec)[0], backend_of(spec)
-    threads = OmegaConf.select(cfg, "env.num_threads", default=None)
-    if threads is not None and not chosen.takes_threads:
-        raise ConfigError(f"env.num_threads={threads} sets EnvPool's threads, but env "
-                          f"{spec!r} runs on {kind}. Fix: env.num_threads=null, or "
-                          "env.backend=envpool.")
+    chosen = backend_of(spec)
     if backend != "auto" or not chosen.gymnasium_id or "::" in str(cfg.env.id):
         return None
     name = "envpool" if chosen.takes_threads else "gymnasium"  # env.backend's two choices
@@ -87,7 +82,7 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
     from neurorun.envs import UnknownEnvError
     from neurorun.nets import NetworkParseError
-    from neurorun.nets.factory import NetworkFactoryError
+    from neurorun.nets.network_spec import NetworkFactoryError
     from neurorun.problems import make_problem
 
     try:

@@ -440,9 +440,9 @@ def _main() -> None:
     # Optuna deprecates: six FutureWarnings per search that no user can act on
     warnings.filterwarnings("ignore", category=FutureWarning,
                             module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
-    problem = _folder_error(sys.argv[1:])
-    if problem:
-        print(f"neurorun: config error: {problem}", file=sys.stderr)
+    message = _folder_error(sys.argv[1:])
+    if message:
+        print(f"neurorun: config error: {message}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     named = [arg for arg in sys.argv[1:] if "${" in arg and _override_key(arg) in FOLDER_KEYS]
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report

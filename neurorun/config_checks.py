@@ -280,6 +280,25 @@ def _check_episode_length(cfg: DictConfig) -> None:
         raise ConfigError(str(error)) from None
 
 
+def _check_num_threads(cfg: DictConfig) -> None:
+    """env.num_threads on an env that has no EnvPool threads (the spec env.backend resolves
+    to: a bare id may run on EnvPool or gymnasium)."""
+    from neurorun.envs import backend_of, resolve_backend
+
+    threads = OmegaConf.select(cfg, "env.num_threads", default=None)
+    if threads is None:
+        return  # resolving env.backend=auto may import EnvPool: only when it matters
+    try:
+        spec = resolve_backend(str(cfg.env.id),
+                               OmegaConf.select(cfg, "env.backend", default="auto"))
+    except (ValueError, ImportError):
+        return  # a malformed env id or backend is reported where the env is resolved
+    try:
+        backend_of(spec).check_num_threads(spec, threads, key="env.num_threads")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
 def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
     """A jax env (brax, Playground) on a CUDA device needs a jax that runs on the GPU."""
     from neurorun.envs import backend_of
@@ -332,17 +351,11 @@ def _check_parallel(cfg: DictConfig) -> None:
     if cfg.parallel.get("name") != "ray":
         return
     from neurorun.parallel.config import check_max_actor_restarts  # ray stays unloaded
-    from neurorun.parallel.workload import NUM_ACTORS_WORDS
+    from neurorun.parallel.workload import check_workload
 
-    actors = cfg.parallel.get("num_actors")
-    if not (actors in NUM_ACTORS_WORDS or (isinstance(actors, int)
-                                           and not isinstance(actors, bool) and actors >= 1)):
-        raise ConfigError(f"parallel.num_actors={actors!r}: expected an integer >= 1 or one of "
-                          f"{list(NUM_ACTORS_WORDS)}. Fix: parallel.num_actors=max (one per "
-                          "CPU) or a count.")
-    for key in ("parallel.num_subbatches", "parallel.subbatch_size"):
-        _count(cfg, key, minimum=1, optional=True)
     try:
+        check_workload(cfg.parallel.get("num_actors"), cfg.parallel.get("num_subbatches"),
+                       cfg.parallel.get("subbatch_size"))
         check_max_actor_restarts(cfg.parallel.get("max_actor_restarts"))
     except ValueError as error:
         raise ConfigError(f"parallel.{error}") from None
@@ -433,6 +446,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
     _count(cfg, "torch_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _count(cfg, "env.num_threads", minimum=1, optional=True, maximum=MAX_THREADS)
+    _check_num_threads(cfg)
     _number(cfg, "max_time", positive=True)
     _number(cfg, "target_score", positive=False)
     _check_parallel(cfg)
@@ -443,9 +457,9 @@ def validate_config(cfg: DictConfig) -> None:
     if cfg.target_score is not None and cfg.eval_every == 0:
         raise ConfigError(f"target_score={cfg.target_score} needs center evaluations, but "
                           "eval_every=0. Fix: eval_every=1 (or target_score=null).")
-    problem = objective_error(cfg.objective, cfg.target_score)
-    if problem:
-        raise ConfigError(problem)
+    message = objective_error(cfg.objective, cfg.target_score)
+    if message:
+        raise ConfigError(message)
     name = cfg.algo.get("name")
     if name not in ALGORITHMS:
         raise ConfigError(f"algo.name={name!r}: expected one of {sorted(ALGORITHMS)}. "

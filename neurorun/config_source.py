@@ -42,7 +42,7 @@ GROUP = "env"
 
 def canonical_env_id(name: str) -> str:
     """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
-    from neurorun.envs.factory import PREFIXES
+    from neurorun.envs.backends import PREFIXES
 
     for backend in PREFIXES:
         if name.startswith(backend + "/"):

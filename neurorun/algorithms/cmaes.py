@@ -30,13 +30,13 @@ from typing import Any
 import torch
 
 from neurorun.algorithms.base import SearchAlgorithm, Sums, Weights
+from neurorun.algorithms.covariance_memory import check_full_covariance
 from neurorun.algorithms.gaussian import nes_popsize
 from neurorun.algorithms.options import (
     SearchOptions,
     initial_center,
     initial_stdev,
 )
-from neurorun.algorithms.sizing import check_full_covariance
 
 MIN_POPSIZE = 4  # the smallest lambda whose weights (cma_constants) are defined
 

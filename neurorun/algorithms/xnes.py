@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from neurorun.algorithms.base import Sums, Weights
+from neurorun.algorithms.covariance_memory import check_full_covariance
 from neurorun.algorithms.gaussian import (
     NESStepOptions,
     SeparableSearch,
@@ -30,7 +31,6 @@ from neurorun.algorithms.gaussian import (
 )
 from neurorun.algorithms.options import SearchOptions, group
 from neurorun.algorithms.ranking import rank
-from neurorun.algorithms.sizing import check_full_covariance
 
 
 @dataclass(frozen=True)

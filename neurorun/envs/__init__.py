@@ -1,8 +1,7 @@
 """Vectorized environments behind one torch interface (gymnasium, EnvPool, brax, Playground,
 factories)."""
 
-from neurorun.envs.base import EnvStepError, TorchVecEnv, UnknownEnvError
-from neurorun.envs.factory import (
+from neurorun.envs.backends import (
     Backend,
     backend_of,
     batched_jax_env,
@@ -11,6 +10,7 @@ from neurorun.envs.factory import (
     parse_spec,
     resolve_backend,
 )
+from neurorun.envs.base import EnvStepError, TorchVecEnv, UnknownEnvError
 
 __all__ = ["Backend", "EnvStepError", "TorchVecEnv", "UnknownEnvError", "backend_of",
            "batched_jax_env", "env_spaces", "make_env", "parse_spec", "resolve_backend"]

@@ -7,8 +7,8 @@ vector; ``BatchedPolicy`` evaluates a whole population of parameter vectors at o
 
 from neurorun.nets.batched import BatchedPolicy
 from neurorun.nets.chain import Chain, is_recurrent
-from neurorun.nets.factory import make_network
 from neurorun.nets.layers import Apply, Bin, Clip, Round, Slice
+from neurorun.nets.network_spec import make_network
 from neurorun.nets.parser import NetworkParseError, parse_network
 from neurorun.nets.recurrent import GRU, LSTM, RNN
 from neurorun.nets.vectors import module_to_vector, parameter_count, vector_to_module

@@ -15,7 +15,7 @@ __all__ = ["ActorRestartLimitError", "RayEvaluator", "RemoteEvaluationError",
            "require_distributable", "make_ray_evaluator"]
 
 _LAZY = {
-    "RayEvaluator": "neurorun.parallel.evaluator",
+    "RayEvaluator": "neurorun.parallel.ray_evaluator",
     "ActorRestartLimitError": "neurorun.parallel.pool",
     "RemoteEvaluationError": "neurorun.parallel.pool",
     "require_distributable": "neurorun.parallel.distributed",

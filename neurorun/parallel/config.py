@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from neurorun.parallel.evaluator import RayEvaluator
+    from neurorun.parallel.ray_evaluator import RayEvaluator
     from neurorun.problems import Problem
 
 RAY_KEYS = ("num_actors", "num_gpus_per_actor", "actor_config", "num_subbatches",
@@ -31,7 +31,7 @@ def make_ray_evaluator(parallel: Mapping[str, Any], problem_kwargs: Mapping[str,
         problem_kwargs: the keywords the runner passed to ``make_problem``.
         problem: the runner's Problem; it then holds the global obs stats and counters.
     """
-    from neurorun.parallel.evaluator import RayEvaluator
+    from neurorun.parallel.ray_evaluator import RayEvaluator
 
     unknown = sorted(set(parallel) - {"name", *RAY_KEYS})
     if unknown:

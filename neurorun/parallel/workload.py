@@ -14,6 +14,28 @@ ACTOR_BYTES = 200 * 10**6  # each actor is a process: Python, torch and a CartPo
 # about 150 MB of its own, ray's worker the rest (a lower bound: other envs hold more)
 
 
+def check_workload(num_actors: Any, num_subbatches: Any, subbatch_size: Any) -> None:
+    """The ray evaluator's counts, checked before ray starts (the config checks and
+    ``RayEvaluator`` both call this): ``num_actors`` an integer >= 1 or one of
+    NUM_ACTORS_WORDS; at most one of ``num_subbatches`` and ``subbatch_size``, an integer >= 1.
+    """
+    if not (num_actors in NUM_ACTORS_WORDS or _is_count(num_actors)):
+        raise ValueError(f"num_actors={num_actors!r}: expected an integer >= 1 or one of "
+                         f"{list(NUM_ACTORS_WORDS)}. Fix: parallel.num_actors=max (one per "
+                         "CPU) or a count.")
+    for key, value in (("num_subbatches", num_subbatches), ("subbatch_size", subbatch_size)):
+        if value is not None and not _is_count(value):
+            raise ValueError(f"{key}={value!r}: expected an integer >= 1 or null. Fix: "
+                             f"parallel.{key}=<integer >= 1> or parallel.{key}=null.")
+    if num_subbatches is not None and subbatch_size is not None:
+        raise ValueError(f"num_subbatches={num_subbatches} and subbatch_size={subbatch_size} "
+                         "are exclusive; expected at most one. Fix: set the other to null.")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def split_workload(total: int, parts: int) -> list[int]:
     """``parts`` sizes adding up to ``total``, as equal as possible, larger ones first."""
     if parts < 1:
@@ -27,21 +49,15 @@ def subbatch_bounds(total: int, *, num_actors: int, num_subbatches: int | None =
     """``(first, stop)`` of each sub-batch of a population of ``total`` solutions.
 
     ``num_subbatches`` splits into that many near-equal parts, ``subbatch_size`` into parts
-    of that size (the last may be smaller); neither: one part per actor. Empty parts are
-    dropped, so every solution is in exactly one sub-batch.
+    of that size (the last may be smaller); neither: one part per actor (the pair is checked
+    by ``check_workload``). Empty parts are dropped, so every solution is in exactly one
+    sub-batch.
     """
-    if num_subbatches is not None and subbatch_size is not None:
-        raise ValueError(f"num_subbatches={num_subbatches} and subbatch_size={subbatch_size} "
-                         "are exclusive; expected at most one. Fix: set the other to null.")
     if subbatch_size is not None:
-        if int(subbatch_size) < 1:
-            raise ValueError(f"subbatch_size={subbatch_size}; expected >= 1 or null")
         sizes = [min(int(subbatch_size), total - f) for f in range(0, total, int(subbatch_size))]
     else:
-        parts = num_actors if num_subbatches is None else int(num_subbatches)
-        if parts < 1:
-            raise ValueError(f"num_subbatches={num_subbatches}; expected >= 1 or null")
-        sizes = split_workload(total, parts)
+        sizes = split_workload(total, num_actors if num_subbatches is None
+                               else int(num_subbatches))
     stops = np.cumsum([s for s in sizes if s > 0]).tolist()
     return list(zip([0, *stops[:-1]], stops, strict=True))
 
@@ -52,10 +68,8 @@ def resolve_num_actors(num_actors: int | str, *, num_cpus: float, num_gpus: floa
 
     "max" / "num_cpus": one actor per CPU; "num_gpus": one per GPU, each given one GPU;
     "num_devices": min(CPUs, GPUs) actors sharing the GPUs (one per CPU without GPUs).
+    ``num_actors`` is checked by ``check_workload``.
     """
-    if isinstance(num_actors, str) and num_actors not in NUM_ACTORS_WORDS:
-        raise ValueError(f"num_actors={num_actors!r}; expected an integer >= 1 or one of "
-                         f"{list(NUM_ACTORS_WORDS)}")
     if num_actors in ("num_gpus", "num_devices") and num_gpus_per_actor is not None:
         raise ValueError(f"num_gpus_per_actor={num_gpus_per_actor} with num_actors="
                          f"{num_actors!r}, which assigns GPUs itself. Fix: "

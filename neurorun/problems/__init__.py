@@ -2,7 +2,7 @@
 
 from neurorun.problems.evaluator import EvaluationStats, Evaluator
 from neurorun.problems.export import EnvPolicy
-from neurorun.problems.factory import make_problem
+from neurorun.problems.from_config import make_problem
 from neurorun.problems.options import AliveBonus, EnvOptions, RolloutOptions
 from neurorun.problems.problem import NONFINITE_FITNESS, EvaluationError, Problem
 from neurorun.problems.running_norm import RunningNorm

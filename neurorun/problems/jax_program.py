@@ -26,8 +26,9 @@ from neurorun.nets.arrays import ArrayPolicy, jax_ops
 
 
 @dataclass(frozen=True)
-class Shape:
-    """What one compiled program is specialized to (the sizes are one device's)."""
+class Static:
+    """What one compiled program is specialized to (jit's static arguments): one device's
+    sizes and which optional steps it includes."""
 
     slots: int  # the env batch of this stage
     solutions: int  # n: solutions of the whole evaluation (row n of params: no solution)
@@ -92,14 +93,14 @@ def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
     return t, (t - total) - y
 
 
-def start(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs) -> tuple[Carry, Any]:
+def start(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs) -> tuple[Carry, Any]:
     """The first carry of a device's rollout: slot b takes pair b (none past the pairs, a
     padding pair or, lock-step, past the device's solutions), its env reset with that pair's
     key; and the mean first observation of the busy slots (the statistics' center)."""
-    slots, pairs, n = shape.slots, shape.pairs, shape.solutions
+    slots, pairs, n = static.slots, static.pairs, static.solutions
     index = jnp.minimum(jnp.arange(slots), pairs - 1)
     solution = inputs.pair_solution[index]
-    first = min(slots, pairs if shape.streaming else shape.following)
+    first = min(slots, pairs if static.streaming else static.following)
     slot_pair = jnp.where((jnp.arange(slots) < first) & (solution < n), jnp.arange(slots), -1)
     slot_keys = inputs.pair_keys[index]
     state = env.reset(slot_keys)
@@ -123,7 +124,7 @@ def _zero_statistics(slots: int, size: int) -> dict[str, Any]:
             "obs_squares_error": zeros, "obs_count": jnp.zeros(slots, jnp.int32)}
 
 
-def stage(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, carry: Carry,
+def stage(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: Carry,
           limit: Any) -> Carry:
     """Steps until no slot is busy, or (``limit >= 0``) the queue is empty and at most
     ``limit`` slots are busy."""
@@ -131,11 +132,11 @@ def stage(env: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, carry: Ca
 
     def going(c: Carry) -> Any:
         busy = jnp.count_nonzero(c.slot_pair >= 0)
-        pending = shape.streaming and (c.next_pair < shape.pairs)
+        pending = static.streaming and (c.next_pair < static.pairs)
         return (busy > 0) & ((limit < 0) | pending | (busy > limit))
 
     carry = carry._replace(steps=jnp.int32(0), **_zero_statistics(*carry.obs_sum.shape))
-    return jax.lax.while_loop(going, lambda c: _step(step, policy, shape, inputs, c), carry)
+    return jax.lax.while_loop(going, lambda c: _step(step, policy, static, inputs, c), carry)
 
 
 def shrink(carry: Carry, slots: int) -> Carry:
@@ -148,9 +149,9 @@ def shrink(carry: Carry, slots: int) -> Carry:
     return Carry(**fields)
 
 
-def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry) -> Carry:
+def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry) -> Carry:
     """One vector step: what ``rollout._run_steps`` does per step, on arrays."""
-    pairs = shape.pairs
+    pairs = static.pairs
     policy_state = _zero_rows(c.policy_state, c.just_reset)
     counts = (c.slot_pair >= 0) & ~c.done  # an interaction of a pair's episode
     obs = c.env.obs
@@ -158,20 +159,20 @@ def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry
     obs = jnp.where(ok[:, None], obs, 0.0)
     failing = counts & ~ok
     slot_pair, next_pair, dead, failed = jax.lax.cond(
-        failing.any(), lambda a: _fail(shape, inputs, failing, *a), lambda a: a,
+        failing.any(), lambda a: _fail(static, inputs, failing, *a), lambda a: a,
         (c.slot_pair, c.next_pair, c.dead, c.failed))
     counts = counts & ok
     statistics = {}
-    if shape.collect:
+    if static.collect:
         centered = jnp.where(counts[:, None], obs - inputs.center, 0.0)
         total, error = kahan(c.obs_sum, c.obs_sum_error, centered)
         squares, squares_error = kahan(c.obs_squares, c.obs_squares_error, centered * centered)
         statistics = {"obs_sum": total, "obs_sum_error": error, "obs_squares": squares,
                       "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
-    x = obs * inputs.scale + inputs.shift if shape.normalize else obs
+    x = obs * inputs.scale + inputs.shift if static.normalize else obs
     actions, policy_state = policy(jax_ops(), policy.rows(c.slot_params), x, policy_state)
     inside = jnp.minimum(jnp.maximum(slot_pair, 0), pairs - 1)
-    if shape.noisy:  # the pair's key and its step: the same noise on any slot or device
+    if static.noisy:  # the pair's key and its step: the same noise on any slot or device
         keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[inside], c.lengths[inside])
         drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
         actions = actions + inputs.stdev * drawn
@@ -181,7 +182,7 @@ def _step(step: Any, policy: ArrayPolicy, shape: Shape, inputs: Inputs, c: Carry
     total, error = kahan(c.returns[inside], c.returns_error[inside], env.reward)
     ends = done & counts
     slot_pair, next_pair, finished, slot_params, slot_keys, policy_state = jax.lax.cond(
-        ends.any(), lambda a: _take_next(shape, inputs, ends, failed, *a), lambda a: a,
+        ends.any(), lambda a: _take_next(static, inputs, ends, failed, *a), lambda a: a,
         (slot_pair, next_pair, c.finished, c.slot_params, c.slot_keys, policy_state))
     return c._replace(
         env=env, slot_keys=slot_keys, done=done, just_reset=c.done,
@@ -196,15 +197,15 @@ def _zero_rows(state: tuple, mask: Any) -> tuple:
     return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
 
 
-def _fail(shape: Shape, inputs: Inputs, failing: Any, slot_pair: Any, next_pair: Any,
+def _fail(static: Static, inputs: Inputs, failing: Any, slot_pair: Any, next_pair: Any,
           dead: Any, failed: Any) -> tuple:
     """``Schedule.fail``: the failing slots' solutions fail and the slots retire."""
-    n, pairs = shape.solutions, shape.pairs
+    n, pairs = static.solutions, static.pairs
     solution = inputs.pair_solution[jnp.maximum(slot_pair, 0)]
     failed = failed.at[jnp.where(failing, solution, n + 1)].set(True, mode="drop")
     slot_pair = jnp.where(failing, -1, slot_pair)
     dead = dead | failing
-    if shape.streaming:  # with no slot left, the pending pairs' solutions fail too
+    if static.streaming:  # with no slot left, the pending pairs' solutions fail too
         all_dead = dead.all()
         pending = all_dead & (jnp.arange(pairs) >= next_pair)
         failed = failed.at[jnp.where(pending, inputs.pair_solution, n + 1)].set(
@@ -213,14 +214,14 @@ def _fail(shape: Shape, inputs: Inputs, failing: Any, slot_pair: Any, next_pair:
     return slot_pair, next_pair, dead, failed
 
 
-def _take_next(shape: Shape, inputs: Inputs, ends: Any, failed: Any, slot_pair: Any,
+def _take_next(static: Static, inputs: Inputs, ends: Any, failed: Any, slot_pair: Any,
                next_pair: Any, finished: Any, slot_params: Any, slot_keys: Any,
                policy_state: tuple) -> tuple:
     """``Schedule.end``: the ending slots take the next pending pairs, in slot order; the slots
     that took one get its solution's parameters, its reset key and a zero recurrent state."""
-    pairs = shape.pairs
+    pairs = static.pairs
     finished = finished.at[jnp.where(ends, slot_pair, pairs)].set(True, mode="drop")
-    if shape.streaming:
+    if static.streaming:
         every = jnp.arange(pairs)
         # the k-th ending slot takes the k-th pending pair whose solution has not failed
         order = jnp.cumsum((every >= next_pair) & ~failed[inputs.pair_solution])
@@ -229,7 +230,7 @@ def _take_next(shape: Shape, inputs: Inputs, ends: Any, failed: Any, slot_pair: 
         new = jnp.where(ends & (rank <= order[-1]), pick, -1)
         next_pair = jnp.where(rank[-1] <= order[-1], jnp.max(new) + 1, pairs)
     else:  # lock-step: the slot's own solution's next episode
-        following = slot_pair + shape.following
+        following = slot_pair + static.following
         new = jnp.where(following < pairs, following, -1)
     slot_pair = jnp.where(ends, new, slot_pair)
     taken = ends & (slot_pair >= 0)

@@ -120,7 +120,7 @@ class JaxRollout:
         import jax
         import jax.numpy as jnp
 
-        from neurorun.problems.jax_program import Shape
+        from neurorun.problems.jax_program import Static
 
         started = time.perf_counter()
         n, episodes = params.shape[0], options.num_episodes
@@ -131,7 +131,7 @@ class JaxRollout:
         if population:
             self._say_split(n, episodes, split)
         stdev = options.action_noise_stdev or 0.0
-        shape = Shape(slots=split.slots(slots), solutions=n, pairs=split.pairs,
+        static = Static(slots=split.slots(slots), solutions=n, pairs=split.pairs,
                       following=split.following, normalize=normalizer is not None,
                       collect=collect is not None, noisy=stdev > 0)
         size = self._observation_size()
@@ -140,14 +140,14 @@ class JaxRollout:
         tables = self._put(split.tables(seed, noise_seed), sharded=True)
         shared = self._put(SharedInputs(_padded(params), np.zeros(size, np.float32),
                                         scale.numpy(), shift.numpy(), np.float32(stdev)))
-        carry, (first_obs, busy) = self._program("start", shape)(shared, tables)
+        carry, (first_obs, busy) = self._program("start", static)(shared, tables)
         center = jnp.asarray(np.asarray(first_obs).sum(0) / max(int(np.asarray(busy).sum()), 1),
                              jnp.float32)
         shared = shared._replace(center=self._put(center))
         totals = _Totals(size)
         with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
                      max(STALL_SECONDS, 10 * self.last_seconds)):
-            carry = self._stages(shape, shared, tables, carry, totals)
+            carry = self._stages(static, shared, tables, carry, totals)
         out = jax.device_get({"returns": carry.returns, "lengths": carry.lengths,
                               "finished": carry.finished, "failed": carry.failed})
         out = split.gather({name: np.asarray(value) for name, value in out.items()})
@@ -155,7 +155,7 @@ class JaxRollout:
         self.last_seconds = time.perf_counter() - started
         return self._result(n, out, totals, options, collect)
 
-    def _stages(self, shape: Any, shared: SharedInputs, tables: Any, carry: Any,
+    def _stages(self, static: Any, shared: SharedInputs, tables: Any, carry: Any,
                 totals: _Totals) -> Any:
         """Run the stages (smaller batches once few slots are busy) until no pair is left."""
         import dataclasses
@@ -163,14 +163,14 @@ class JaxRollout:
         import jax.numpy as jnp
 
         while True:
-            smaller = self._smaller(shape.slots)
-            carry = self._program("stage", shape)(shared, tables, carry,
+            smaller = self._smaller(static.slots)
+            carry = self._program("stage", static)(shared, tables, carry,
                                                   jnp.int32(smaller or -1))
-            totals.add(shape.slots, carry)
+            totals.add(static.slots, carry)
             if not smaller or not bool((carry.slot_pair >= 0).any()):
                 break
-            carry = self._program("shrink", (shape, smaller))(carry)
-            shape = dataclasses.replace(shape, slots=smaller)
+            carry = self._program("shrink", (static, smaller))(carry)
+            static = dataclasses.replace(static, slots=smaller)
         return carry
 
     def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
@@ -199,15 +199,15 @@ class JaxRollout:
             return 0
         return smaller
 
-    def _program(self, kind: str, shape: Any) -> Any:
-        """The jitted program ``kind`` (start, stage or shrink) of ``shape``, each device
+    def _program(self, kind: str, static: Any) -> Any:
+        """The jitted program ``kind`` (start, stage or shrink) of ``static``, each device
         running its share (``shard_map`` over the devices), compiled at its first call."""
-        key = (kind, shape)
+        key = (kind, static)
         if key not in self._compiled:
-            self._compiled[key] = _Compiled(self._traced(kind, shape), self, kind, shape)
+            self._compiled[key] = _Compiled(self._traced(kind, static), self, kind, static)
         return self._compiled[key]
 
-    def _traced(self, kind: str, shape: Any) -> Any:
+    def _traced(self, kind: str, static: Any) -> Any:
         import jax
         from jax.sharding import PartitionSpec as P
 
@@ -221,16 +221,16 @@ class JaxRollout:
 
         if kind == "start":
             def body(shared: Any, tables: Any) -> Any:
-                return _stacked(jax_program.start(env, policy, shape, inputs(shared, tables)))
+                return _stacked(jax_program.start(env, policy, static, inputs(shared, tables)))
             specs = (P(), P(AXIS))
         elif kind == "stage":
             def body(shared: Any, tables: Any, carry: Any, limit: Any) -> Any:
-                return _stacked(jax_program.stage(env, policy, shape, inputs(shared, tables),
+                return _stacked(jax_program.stage(env, policy, static, inputs(shared, tables),
                                                   _local(carry), limit))
             specs = (P(), P(AXIS), P(AXIS), P())
         else:
             def body(carry: Any) -> Any:
-                return _stacked(jax_program.shrink(_local(carry), shape[1]))
+                return _stacked(jax_program.shrink(_local(carry), static[1]))
             specs = (P(AXIS),)
         return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
                                      out_specs=P(AXIS), check_vma=False))
@@ -392,21 +392,21 @@ class _Compiled:
     """A jitted program, compiled at its first call; env programs report their compilation,
     which takes from seconds to minutes on a CPU."""
 
-    def __init__(self, function: Any, owner: JaxRollout, kind: str, shape: Any):
-        self.function, self.owner, self.kind, self.shape = function, owner, kind, shape
+    def __init__(self, function: Any, owner: JaxRollout, kind: str, static: Any):
+        self.function, self.owner, self.kind, self.static = function, owner, kind, static
         self.ready = False
 
     def __call__(self, *args: Any) -> Any:
         if self.ready:
             return self.function(*args)
 
-        shape, reported = self.shape, self.kind != "shrink"
+        static, reported = self.static, self.kind != "shrink"
         what = ("the first env states" if self.kind == "start" else "the evaluation")
         devices = self.owner.devices
         if reported:
             log.info("compiling %s of %s for %d env slots x %d %s device(s) (%d pairs each), "
-                     "once per batch shape...", what, self.owner.spec, shape.slots,
-                     len(devices), devices[0].platform, shape.pairs)
+                     "once per batch shape...", what, self.owner.spec, static.slots,
+                     len(devices), devices[0].platform, static.pairs)
         started = time.perf_counter()
         with watched(f"compiling {what} of {self.owner.spec}", STALL_SECONDS):
             self.function = self.function.lower(*args).compile()

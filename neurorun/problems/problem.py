@@ -156,18 +156,18 @@ class Problem(ProblemState):
             return min(limit, total * self.rollout_options.num_episodes)
         return min(limit, total)
 
-    def check_capacity(self, popsize: int, test_episodes: int = 0) -> None:
+    def check_capacity(self, popsize: int, num_test_episodes: int = 0) -> None:
         """ValueError, before anything runs or compiles, when a generation of ``popsize``
         would not fit the device's free memory: on jax envs the compiled evaluation, elsewhere
         the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over); on any
         env, the results of its ``popsize`` x num_episodes episodes or of a center evaluation
-        of ``test_episodes`` episodes (both held on the host until the evaluation ends)."""
+        of ``num_test_episodes`` episodes (both held on the host until the evaluation ends)."""
         self._check_generation_memory(popsize)
         free = device_free_bytes(torch.device("cpu"))
         for key, count, each, what in (
                 ("problem.num_episodes", self.rollout_options.num_episodes, popsize * PAIR_BYTES,
                  f"episodes of each of {popsize:,} solutions"),
-                ("eval_episodes", test_episodes, TEST_EPISODE_BYTES, "test episodes")):
+                ("eval_episodes", num_test_episodes, TEST_EPISODE_BYTES, "test episodes")):
             if count * each > MEMORY_SHARE * free:
                 fits = int(MEMORY_SHARE * free // each)
                 raise ValueError(
@@ -349,11 +349,12 @@ class Problem(ProblemState):
         self.episode_count += stats.num_episodes
 
     def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
-        """Returns ``(num_episodes,)`` of one solution (see ``test_episodes``)."""
-        return self.test_episodes(solution, num_episodes, seed)[0]
+        """The returns ``(num_episodes,)`` of one solution's test episodes (the first half of
+        ``test_returns_and_lengths``)."""
+        return self.test_returns_and_lengths(solution, num_episodes, seed)[0]
 
-    def test_episodes(self, solution: Any, num_episodes: int,
-                      seed: int) -> tuple[Tensor, Tensor]:
+    def test_returns_and_lengths(self, solution: Any, num_episodes: int,
+                                 seed: int) -> tuple[Tensor, Tensor]:
         """Returns and lengths ``(num_episodes,)`` of one solution: episode k runs in env slot
         k, seeded ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed``
         for native vector envs, brax and Playground). No action noise, no reward shaping;

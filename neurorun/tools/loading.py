@@ -49,7 +49,7 @@ class LoadedPolicy:
         """The problem the run evaluated its center with: same env, network and observation
         statistics; episodes cut at ``episode_length``."""
         from neurorun.nets import NetworkParseError
-        from neurorun.nets.factory import NetworkFactoryError
+        from neurorun.nets.network_spec import NetworkFactoryError
         from neurorun.problems import make_problem
 
         try:

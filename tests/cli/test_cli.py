@@ -129,8 +129,8 @@ def test_a_run_folder_that_cannot_be_made_is_refused_before_hydra_makes_it(tmp_p
 
     (tmp_path / "a_file").write_text("")
     for folder in (tmp_path / "a_file", tmp_path / "a_file" / "sub", "/proc/self/nope"):
-        problem = _folder_error([f"hydra.run.dir={folder}"])
-        assert problem.startswith(f"hydra.run.dir='{folder}': cannot make that folder")
+        message = _folder_error([f"hydra.run.dir={folder}"])
+        assert message.startswith(f"hydra.run.dir='{folder}': cannot make that folder")
     assert _folder_error([f"hydra.run.dir={tmp_path / 'new' / 'run'}"]) is None
     assert [p.name for p in tmp_path.iterdir()] == ["a_file"]  # the probe leaves nothing
 

@@ -87,7 +87,8 @@ def test_bad_input_is_one_line():
         make_env("envpool::Hopper-v5", 2, ctrl_cost=0.1)
     with pytest.raises(ValueError, match="num_threads=0; expected an integer >= 1"):
         make_env("envpool::Hopper-v5", 2, num_threads=0)
-    with pytest.raises(ValueError, match="num_threads=2 applies to EnvPool envs only"):
+    with pytest.raises(ValueError, match="num_threads=2 sets EnvPool's threads, but env "
+                                         "'Hopper-v5' runs on gym"):
         make_env("Hopper-v5", 2, num_threads=2)
 
 

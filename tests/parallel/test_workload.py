@@ -13,6 +13,7 @@ from neurorun.parallel.distributed import Share, add_sums, plan_round, require_d
 from neurorun.parallel.workload import (
     check_capacity,
     check_local_actors,
+    check_workload,
     local_cpu_share,
     resolve_num_actors,
     split_workload,
@@ -34,8 +35,28 @@ def test_subbatch_sizes_by_hand():
     assert subbatch_bounds(7, num_actors=2) == [(0, 4), (4, 7)]
     assert subbatch_bounds(7, num_actors=2, subbatch_size=3) == [(0, 3), (3, 6), (6, 7)]
     assert subbatch_bounds(7, num_actors=2, num_subbatches=3) == [(0, 3), (3, 5), (5, 7)]
-    with pytest.raises(ValueError, match="exclusive"):
-        subbatch_bounds(7, num_actors=2, num_subbatches=2, subbatch_size=2)
+
+
+@pytest.mark.parametrize("num_actors, num_subbatches, subbatch_size, message", [
+    ("many", None, None, r"num_actors='many': expected an integer >= 1 or one of \['max'"),
+    (0, None, None, "num_actors=0: expected an integer >= 1"),
+    (True, None, None, "num_actors=True: expected an integer >= 1"),
+    (2.0, None, None, "num_actors=2.0: expected an integer >= 1"),
+    (2, 0, None, r"num_subbatches=0: expected an integer >= 1 or null\. Fix: "
+                 "parallel.num_subbatches="),
+    (2, None, -1, "subbatch_size=-1: expected an integer >= 1 or null"),
+    ("max", 2, 2, "num_subbatches=2 and subbatch_size=2 are exclusive"),
+])
+def test_check_workload_refuses_counts_before_ray_starts(num_actors, num_subbatches,
+                                                         subbatch_size, message):
+    with pytest.raises(ValueError, match=message):
+        check_workload(num_actors, num_subbatches, subbatch_size)
+
+
+@pytest.mark.parametrize("num_actors, num_subbatches, subbatch_size", [
+    ("max", None, None), ("num_devices", 3, None), (1, None, 5), (8, None, None)])
+def test_check_workload_takes_valid_counts(num_actors, num_subbatches, subbatch_size):
+    check_workload(num_actors, num_subbatches, subbatch_size)
 
 
 def test_split_workload_by_hand():
@@ -56,8 +77,6 @@ def test_resolve_num_actors():
         resolve_num_actors("num_gpus", num_cpus=4, num_gpus=0, num_gpus_per_actor=None)
     with pytest.raises(ValueError, match="num_gpus_per_actor"):
         resolve_num_actors("num_gpus", num_cpus=4, num_gpus=1, num_gpus_per_actor=1)
-    with pytest.raises(ValueError, match="expected an integer"):
-        resolve_num_actors("many", num_cpus=4, num_gpus=0, num_gpus_per_actor=None)
 
 
 def test_added_sums_by_hand():

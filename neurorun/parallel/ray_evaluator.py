@@ -43,6 +43,7 @@ from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
     check_capacity,
+    check_workload,
     local_cpu_share,
     mix_seed,
     payload_bytes,
@@ -88,8 +89,7 @@ class RayEvaluator:
                  address: str | None = None, num_cpus: int | None = None,
                  include_dashboard: bool = False, max_actor_restarts: int = 3,
                  problem: Problem | None = None):
-        subbatch_bounds(1, num_actors=1, num_subbatches=num_subbatches,
-                        subbatch_size=subbatch_size)  # validates the pair before ray starts
+        check_workload(num_actors, num_subbatches, subbatch_size)  # before ray starts
         check_max_actor_restarts(max_actor_restarts)
         self.problem_kwargs = dict(problem_kwargs)
         self.num_subbatches, self.subbatch_size = num_subbatches, subbatch_size

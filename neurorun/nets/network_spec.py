@@ -1,4 +1,5 @@
-"""``make_network``: a policy module from a network string or a user's ``pkg.module:Name``."""
+"""``make_network``: the policy module that ``network.spec`` names, a network string or a
+user's ``pkg.module:Name`` (a factory: a function or class returning a torch module)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,16 @@
-"""``make_env``: one spec string picks the backend.
+"""The env backends: ``BACKENDS``, the table of what each kind of env spec provides, and
+``make_env``, where one spec string picks the backend.
 
 Specs: ``"gym::Id"`` or a bare gymnasium ``"Id"``; ``"envpool::Id"``; ``"brax::name"``;
 ``"playground::Name"`` (MuJoCo Playground); ``"pkg.module:factory"`` (a callable taking
 ``num_envs`` and the env_config keywords, returning a gymnasium VectorEnv). ``resolve_backend``
 turns a bare id and ``env.backend`` into a spec.
 
-``BACKENDS`` is the one table of what each kind of spec provides (its spaces, its batched
-constructor, whether it is a jax env the compiled evaluation steps, how it renders); code
-outside ``neurorun.envs`` asks ``backend_of(spec)`` instead of comparing backend names.
+A table row (``Backend``) holds a kind's spaces, its batched constructor, whether it is a jax
+env the compiled evaluation steps, how it renders; code outside ``neurorun.envs`` asks
+``backend_of(spec)`` instead of comparing backend names. "factory" is the kind of a user's
+``pkg.module:factory`` (as ``network.spec``'s ``pkg.module:Name``: user code that builds the
+thing).
 """
 
 from __future__ import annotations
@@ -202,6 +205,15 @@ class Backend:
                              f"envs, which neurorun cannot cut. Fix: {key}=null, and end the "
                              "episodes in the factory.")
 
+    def check_num_threads(self, spec: str, num_threads: int | None, *,
+                          key: str = "num_threads") -> None:
+        """ValueError when ``num_threads`` (config key ``key``) is set for ``spec``, an env of
+        this backend, which has no EnvPool threads to set."""
+        if num_threads is not None and not self.takes_threads:
+            raise ValueError(f"{key}={num_threads} sets EnvPool's threads, but env {spec!r} "
+                             f"runs on {parse_spec(spec)[0]}. Fix: {key}=null, or an EnvPool "
+                             "env (envpool::<id>, or a bare id with env.backend=envpool).")
+
 
 BACKENDS: dict[str, Backend] = {
     "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames"),
@@ -266,9 +278,7 @@ def make_env(
         raise ValueError(f"num_envs={num_envs}; expected at least 1")
     kind, name = parse_spec(spec)
     backend = BACKENDS[kind]
-    if num_threads is not None and not backend.takes_threads:
-        raise ValueError(f"num_threads={num_threads} applies to EnvPool envs only, not to "
-                         f"{spec!r}. Fix: num_threads=null, or an envpool:: env")
+    backend.check_num_threads(spec, num_threads)
     backend.check_episode_length(spec, episode_length)
     return backend.make(spec, name, int(num_envs), {
         "device": device, "vectorization": vectorization, "seed": seed,

@@ -1,4 +1,5 @@
-"""``make_problem``: a Problem from plain options (what the configs hold)."""
+"""``make_problem``: a Problem from a config's plain values (the keywords
+``build.problem_kwargs`` gives, which ray actors rebuild their replicas from)."""
 
 from __future__ import annotations
 
