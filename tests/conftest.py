@@ -1,6 +1,6 @@
 """Settings of the whole test session, and which tests the core install runs.
 
-A test that needs an extra of pyproject.toml (jax, ray, plots, envpool, playground, video)
+A test that needs extras of pyproject.toml (jax, ray, plots, envpool, optuna, mlflow, ...)
 says so with the marker ``extras``: ``@pytest.mark.extras("jax")`` on the test, or
 ``pytestmark = pytest.mark.extras("jax")`` at the top of a module that needs it throughout.
 The full suite (`make test`) runs every test, marked or not. With ``NEURORUN_CORE_ONLY=1``
@@ -10,6 +10,7 @@ not skipped: a skip would read as a check that ran.
 
 import ast
 import os
+import tomllib
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -56,6 +57,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    for item in items:
+        for marker in item.iter_markers("extras"):
+            unknown = set(marker.args) - set(declared)
+            if unknown:
+                raise pytest.UsageError(f"{item.nodeid}: extras{marker.args} names "
+                                        f"{sorted(unknown)}, not extras of pyproject.toml")
     if not CORE_ONLY:
         return
     deselected = [item for item in items if item.get_closest_marker("extras")]

@@ -21,15 +21,14 @@ from typing import Any
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError, box
-from neurorun.extras import require
 
 IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
 
 
 def _registry() -> Any:
     """mujoco_playground.registry, imported on first use (seconds), with Warp's start-up
-    banner kept off the console."""
-    require("playground", "playground:: envs")
+    banner kept off the console (the playground extra; `Backend.require` has checked that it
+    is installed)."""
     with contextlib.redirect_stdout(io.StringIO()):
         import warp
 

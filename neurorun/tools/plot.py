@@ -8,7 +8,7 @@ one line, the mean over its runs, with a band (±std or min–max) around it. Ru
 values differ (interactions, time) are interpolated onto the union of their x values within
 the range every run of the group covers. `--band runs` draws every run as its own line in
 its group's color instead: runs that stop at different points (e.g. at target_score) keep
-their whole curve.
+their whole curve. matplotlib draws them: `pip install 'neurorun[plots]'`.
 """
 
 from __future__ import annotations
