@@ -6,14 +6,14 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test test-all lint bench bench-full bench-learning bench-gpu clean
+.PHONY: install run test test-all test-core lint bench bench-full bench-learning bench-gpu clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[dev,envpool,optuna,playground,trackers]"
+	$(PY) -m pip install -q -e ".[all,dev]"
 	# Hydra's Optuna sweeper: its metadata pins optuna<3, but 1.3.0 runs on optuna 4-5
 	$(PY) -m pip install -q --no-deps hydra-optuna-sweeper==1.3.0
 	touch $(STAMP)
@@ -24,15 +24,31 @@ run: install
 # pytest exits 5 when it collected nothing: that is a broken selection, not a green run.
 # -n: one pytest worker per core (pytest-xdist); worksteal evens out the long files
 TEST_JOBS ?= auto
+PYTEST_ARGS = -q -n $(TEST_JOBS) --dist worksteal
+NONE_COLLECTED_FAILS = rc=$$?; if [ $$rc -eq 5 ]; then \
+    echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
+
 test: install
-	@$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
-	exit $$rc
+	@$(PY) -m pytest $(PYTEST_ARGS); $(NONE_COLLECTED_FAILS)
 
 test-all: install
-	@$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "slow or not slow"; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
-	exit $$rc
+	@$(PY) -m pytest $(PYTEST_ARGS) -m "slow or not slow"; $(NONE_COLLECTED_FAILS)
+
+# The core alone (`pip install neurorun`: no jax, brax, ray, matplotlib, EnvPool) in a second
+# venv, and the tests that need no extra: tests/conftest.py deselects those marked `extras`
+# (NEURORUN_CORE_ONLY=1); tests/test_extras.py checks each extra's one-line message there.
+CORE_VENV ?= .venv-core
+CORE_STAMP := $(CORE_VENV)/.installed
+
+$(CORE_STAMP): pyproject.toml
+	python3 -m venv $(CORE_VENV)
+	$(CORE_VENV)/bin/python -m pip install -q "$(TORCH)"
+	$(CORE_VENV)/bin/python -m pip install -q -e ".[dev]"
+	touch $(CORE_STAMP)
+
+test-core: $(CORE_STAMP)
+	@NEURORUN_CORE_ONLY=1 $(CORE_VENV)/bin/python -m pytest $(PYTEST_ARGS); \
+	$(NONE_COLLECTED_FAILS)
 
 lint: install
 	$(VENV)/bin/ruff check neurorun tests benchmarks
@@ -59,4 +75,4 @@ bench-gpu: install
 	$(PY) benchmarks/run.py --summary-only
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(CORE_VENV) build dist *.egg-info .pytest_cache .ruff_cache

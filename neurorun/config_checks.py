@@ -3,8 +3,8 @@
 Everything here runs before any environment steps, so a bad config stops the run with one
 `ConfigError` that names the key, the value and the fix. The schema is the packaged configs'
 keys in OmegaConf's struct mode; a rule a library part enforces itself (rollout options, the
-backend table's episode length, ray's actor restarts) is that part's function, called here.
-`neurorun/build.py` builds the parts of a config that passed.
+backend table's episode length and extra, ray's actor restarts) is that part's function,
+called here. `neurorun/build.py` builds the parts of a config that passed.
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
 
+from neurorun.extras import MissingExtraError, require
 from neurorun.objective import objective_error
 from neurorun.restarts import RESTART_STRATEGIES
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
+    from neurorun.envs import Backend
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
 # More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but
@@ -265,14 +267,37 @@ def _check_problem(cfg: DictConfig) -> None:
     _check_episode_length(cfg)
 
 
-def _check_episode_length(cfg: DictConfig) -> None:
-    """problem.episode_length on an env that cannot be cut (a factory's own envs)."""
+def _env_backend(cfg: DictConfig) -> Backend | None:
+    """The backend table's row of env.id (None: a malformed id, reported where the env is
+    resolved)."""
     from neurorun.envs import backend_of
 
     try:
-        backend = backend_of(str(cfg.env.id))
+        return backend_of(str(cfg.env.id))
     except ValueError:
-        return  # a malformed env id is reported where the env is resolved
+        return None
+
+
+def _require(extra: str, needed_by: str) -> None:
+    """`neurorun.extras.require`, its one line a ConfigError: before anything starts."""
+    try:
+        require(extra, needed_by)
+    except MissingExtraError as error:
+        raise ConfigError(str(error)) from None
+
+
+def _check_env_extra(cfg: DictConfig) -> None:
+    """env.id's backend is installed (brax:: needs neurorun[jax], ...)."""
+    backend = _env_backend(cfg)
+    if backend is not None and backend.extra is not None:
+        _require(backend.extra, f"env={cfg.env.id}")
+
+
+def _check_episode_length(cfg: DictConfig) -> None:
+    """problem.episode_length on an env that cannot be cut (a factory's own envs)."""
+    backend = _env_backend(cfg)
+    if backend is None:
+        return
     try:
         backend.check_episode_length(str(cfg.env.id), cfg.problem.get("episode_length"),
                                      key="problem.episode_length")
@@ -301,15 +326,10 @@ def _check_num_threads(cfg: DictConfig) -> None:
 
 def _check_jax_gpu(cfg: DictConfig, device: str) -> None:
     """A jax env (brax, Playground) on a CUDA device needs a jax that runs on the GPU."""
-    from neurorun.envs import backend_of
-
-    try:
-        backend = backend_of(str(cfg.env.id))
-    except ValueError:
-        return  # a malformed env id is reported where the env is resolved
-    if backend.jax_batch is None:
+    backend = _env_backend(cfg)
+    if backend is None or backend.jax_batch is None:
         return
-    import jax
+    import jax  # installed: _check_env_extra ran first
 
     if jax.default_backend() == "cpu":
         raise ConfigError(f"problem.device={device!r} with env {cfg.env.id!r}, but this jax "
@@ -437,6 +457,7 @@ def validate_config(cfg: DictConfig) -> None:
     check_interpolations(cfg)
     _check_known_keys(cfg)
     _check_booleans(cfg)
+    _check_env_extra(cfg)
     _check_problem(cfg)
     _count(cfg, "seed", minimum=0, optional=False, maximum=2**63 - 1)
     for key in ("generations", "max_interactions"):
@@ -471,3 +492,5 @@ def validate_config(cfg: DictConfig) -> None:
     except (ValueError, TypeError) as error:
         raise algo_error(cfg, error) from error
     distributed_mode(cfg, probe)
+    if cfg.parallel.get("name") == "ray":  # last: the checks above need no ray
+        _require("ray", "parallel=ray")

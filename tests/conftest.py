@@ -1,6 +1,20 @@
-"""Settings of the whole test session."""
+"""Settings of the whole test session, and which tests the core install runs.
 
+A test that needs extras of pyproject.toml (jax, ray, plots, envpool, optuna, mlflow, ...)
+says so with the marker ``extras``: ``@pytest.mark.extras("jax")`` on the test, or
+``pytestmark = pytest.mark.extras("jax")`` at the top of a module that needs it throughout.
+The full suite (`make test`) runs every test, marked or not. With ``NEURORUN_CORE_ONLY=1``
+(`make test-core`, in a venv holding the core install alone) the marked tests are deselected,
+not skipped: a skip would read as a check that ran.
+"""
+
+import ast
 import os
+import tomllib
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
 
 # jax makes its CPU host devices once, when it starts: 4 of them let the tests run the compiled
 # evaluation on 1, 2 or 4 devices (tests/problems/test_devices.py); what the user's XLA_FLAGS
@@ -8,3 +22,52 @@ import os
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
+
+CORE_ONLY = os.environ.get("NEURORUN_CORE_ONLY") == "1"
+# a module of each extra: the core job refuses to run where one is installed (it would not be
+# testing the core alone)
+EXTRA_MODULES = ("jax", "brax", "ray", "matplotlib", "envpool", "mujoco_playground")
+
+
+def pytest_configure(config):
+    if CORE_ONLY:
+        present = [module for module in EXTRA_MODULES if find_spec(module) is not None]
+        if present:
+            raise pytest.UsageError(f"NEURORUN_CORE_ONLY=1, but {', '.join(present)} is "
+                                    "installed here: run it in the core venv (make test-core)")
+
+
+def module_needs_extras(path: Path) -> bool:
+    """Whether a test module's ``pytestmark`` holds the ``extras`` marker, read from its source
+    (importing the module would import the extra)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == "pytestmark"
+                for target in node.targets)
+        and any(isinstance(part, ast.Attribute) and part.attr == "extras"
+                for part in ast.walk(node.value))
+        for node in tree.body)
+
+
+def pytest_ignore_collect(collection_path, config):
+    if CORE_ONLY and collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return module_needs_extras(collection_path) or None
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    declared = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    for item in items:
+        for marker in item.iter_markers("extras"):
+            unknown = set(marker.args) - set(declared)
+            if unknown:
+                raise pytest.UsageError(f"{item.nodeid}: extras{marker.args} names "
+                                        f"{sorted(unknown)}, not extras of pyproject.toml")
+    if not CORE_ONLY:
+        return
+    deselected = [item for item in items if item.get_closest_marker("extras")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("extras")]

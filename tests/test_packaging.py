@@ -23,3 +23,18 @@ def test_every_config_file_is_package_data():
     patterns = SETUPTOOLS["package-data"]["neurorun.conf"]
     shipped = {path for pattern in patterns for path in conf.glob(pattern)}
     assert set(conf.rglob("*.yaml")) == shipped
+
+
+def test_the_core_install_holds_no_extra_and_every_extra_is_declared():
+    import re
+
+    from neurorun.extras import EXTRAS
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {re.match(r"[\w-]+", requirement).group() for requirement in project["dependencies"]}
+    assert core == {"torch", "numpy", "gymnasium", "hydra-core", "omegaconf", "rich"}
+    optional = project["optional-dependencies"]
+    assert set(EXTRAS) <= set(optional)  # each extra the code names, pip can install
+    assert "neurorun[jax]" in optional["playground"]
+    (everything,) = optional["all"]
+    assert set(EXTRAS) <= set(re.search(r"\[(.*)\]", everything).group(1).split(","))

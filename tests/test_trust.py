@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from tools.helpers import rows, save_checkpoint, write_run
+from tools.helpers import PLOT_TOOL, rows, save_checkpoint, write_run
 
 from neurorun.checkpoint import load_run_config
 from neurorun.cli import compose_config
@@ -207,7 +207,7 @@ def test_resuming_a_run_of_ones_own_module_asks_once_then_runs_it(trap, tmp_path
 
 
 # ----- the tools that read a run folder's metrics and saved config -----
-@pytest.mark.parametrize("tool", ["plot", "compare"])
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "compare"])
 def test_plot_and_compare_read_a_folder_naming_code_as_data(tool, trap, tmp_path):
     from neurorun.tools import compare, plot
 
@@ -463,7 +463,7 @@ def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):  # probe
     assert "alias" in result.stderr
 
 
-@pytest.mark.parametrize("tool", ["compare", "plot", "eval"])
+@pytest.mark.parametrize("tool", ["compare", PLOT_TOOL, "eval"])
 def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):  # probe C31
     from neurorun.tools import compare, plot
 

@@ -23,6 +23,7 @@ import torch
 from gymnasium import spaces
 
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
+from neurorun.extras import require
 from neurorun.imports import import_object, is_import_path
 
 Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
@@ -40,14 +41,9 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
 
     Raises:
         ValueError: an unknown backend, or one that contradicts the spec's own prefix.
-        ImportError: ``envpool`` asked for but not installed.
+        MissingExtraError: ``envpool`` asked for but not installed (an ImportError).
     """
-    from neurorun.envs.envpool_env import (
-        AUTO_GYMNASIUM,
-        EQUIVALENT_IDS,
-        envpool_available,
-        import_envpool,
-    )
+    from neurorun.envs.envpool_env import AUTO_GYMNASIUM, EQUIVALENT_IDS, envpool_available
 
     if backend not in BACKEND_CHOICES:
         raise ValueError(f"env.backend={backend!r}; expected one of {list(BACKEND_CHOICES)}")
@@ -60,7 +56,7 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
                              f"id with env.backend, or env.backend=auto")
         return spec
     if backend == "envpool":
-        import_envpool()
+        require("envpool", "env.backend=envpool")
         return f"envpool::{name}"
     if (backend == "auto" and name in EQUIVALENT_IDS and name not in AUTO_GYMNASIUM
             and envpool_available()):
@@ -195,6 +191,13 @@ class Backend:
     # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
     # viewer) or None (not rendered)
     render: Literal["frames", "html"] | None = None
+    extra: str | None = None  # the pyproject extra its packages come from (None: the core)
+
+    def require(self, spec: str) -> None:
+        """MissingExtraError (an ImportError) when the packages of ``spec``'s backend are not
+        installed: one line that names them and the pip command."""
+        if self.extra is not None:
+            require(self.extra, f"env={spec}")
 
     def check_episode_length(self, spec: str, episode_length: int | None, *,
                              key: str = "episode_length") -> None:
@@ -218,9 +221,10 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames"),
     "envpool": Backend(_envpool_spaces, _make_envpool, takes_threads=True, gymnasium_id=True,
-                       render="frames"),  # EnvPool's envs render through gymnasium's
-    "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html"),
-    "playground": Backend(_playground_spaces, _make_jax, jax_batch=_playground_batch),
+                       render="frames", extra="envpool"),  # rendered through gymnasium's env
+    "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html", extra="jax"),
+    "playground": Backend(_playground_spaces, _make_jax, jax_batch=_playground_batch,
+                          extra="playground"),
     "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
 }
 
@@ -238,6 +242,7 @@ def batched_jax_env(spec: str, episode_length: int | None = None, **env_config: 
     batch = BACKENDS[kind].jax_batch
     if batch is None:
         raise ValueError(f"env {spec!r} is not a jax env (brax:: or playground::)")
+    BACKENDS[kind].require(spec)
     return batch(name, episode_length, **env_config)
 
 
@@ -269,6 +274,7 @@ def make_env(
             brax.envs.create / Playground config overrides / the factory).
 
     Raises:
+        MissingExtraError: the backend's packages are not installed (an ImportError).
         UnknownEnvError: no such gymnasium id, EnvPool id, brax or Playground name (the
             message names close ones), or a Playground robot task without its models.
         TypeError: the observation space is not a Box, or the action space is neither Box
@@ -280,6 +286,7 @@ def make_env(
     backend = BACKENDS[kind]
     backend.check_num_threads(spec, num_threads)
     backend.check_episode_length(spec, episode_length)
+    backend.require(spec)
     return backend.make(spec, name, int(num_envs), {
         "device": device, "vectorization": vectorization, "seed": seed,
         "episode_length": episode_length, "num_threads": num_threads, "env_config": env_config})
@@ -289,4 +296,5 @@ def env_spaces(spec: str, **env_config: Any) -> Spaces:
     """(observation Box, policy action Box, env action space) without building a vector env
     (brax and Playground: no compilation; factories build a 1-env vector env)."""
     kind, name = parse_spec(spec)
+    BACKENDS[kind].require(spec)
     return BACKENDS[kind].spaces(spec, name, env_config)

@@ -19,7 +19,7 @@ DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 
 def _brax_envs() -> Any:
     """brax.envs, imported on first use: jax takes seconds to load, and only brax:: ids
-    need it (brax is a dependency of neurorun, not an extra)."""
+    need it (the jax extra; `Backend.require` has checked that it is installed)."""
     import brax.envs
 
     return brax.envs

@@ -33,20 +33,19 @@ from neurorun.envs.base import (
     check_observation_space,
     policy_action_space,
 )
+from neurorun.extras import require
 
-INSTALL_HINT = "pip install 'neurorun[envpool]' (or `make install`, which includes it)"
 # EnvPool options that neurorun sets itself, not through env_config
 _RESERVED = ("num_envs", "batch_size", "num_threads", "seed", "env_seed", "max_num_players",
              "thread_affinity_offset", "base_path", "gym_reset_return_info")
 
 
 def import_envpool() -> Any:
-    """The envpool module, or ImportError naming the extra that installs it."""
-    try:
-        import envpool
-    except ImportError as error:
-        raise ImportError(f"envpool:: envs need EnvPool, which is not installed: "
-                          f"{INSTALL_HINT}") from error
+    """The envpool module, or MissingExtraError (an ImportError) naming the extra that
+    installs it."""
+    require("envpool", "an envpool:: env")
+    import envpool
+
     return envpool
 
 

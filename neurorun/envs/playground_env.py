@@ -27,16 +27,13 @@ IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground co
 
 def _registry() -> Any:
     """mujoco_playground.registry, imported on first use (seconds), with Warp's start-up
-    banner kept off the console."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            import warp
+    banner kept off the console (the playground extra; `Backend.require` has checked that it
+    is installed)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import warp
 
-            warp.config.quiet = True
-            from mujoco_playground import registry
-    except ImportError as error:
-        raise ImportError(f"playground:: envs need MuJoCo Playground ({error}). Fix: pip install "
-                          "'neurorun[playground]' (make install includes it)") from None
+        warp.config.quiet = True
+        from mujoco_playground import registry
     return registry
 
 

@@ -11,6 +11,8 @@ import re
 import socket
 from typing import Any
 
+from neurorun.extras import require
+
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
 RAYLET_LOG = logging.getLogger("raylet")  # not under "ray", whose level ERROR would drop them
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes
@@ -30,7 +32,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
             "auto" or "host:port": join the running cluster (``num_cpus`` is the cluster's).
         include_dashboard: start ray's dashboard, bound to 127.0.0.1 (local ray only).
     """
-    import ray  # a dependency, imported on first use: it takes a second to load
+    require("ray", "parallel=ray")
+    import ray  # the ray extra, imported on first use: it takes a second to load
 
     if ray.is_initialized():
         return False

@@ -3,7 +3,7 @@
 Console scripts (each module's ``main``):
     neurorun-eval     neurorun.tools.evaluate:main   seeded test episodes of a saved policy
     neurorun-render   neurorun.tools.render:main     a GIF/MP4 (or brax HTML) of a saved policy
-    neurorun-plot     neurorun.tools.plot:main       learning curves of runs and sweeps
+    neurorun-plot     neurorun.tools.plot:main       learning curves (needs neurorun[plots])
     neurorun-compare  neurorun.tools.compare:main    final/best scores per sweep group
 
 Bad input ends with one line on stderr and exit status 2; outputs are written to a temporary

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from neurorun.checkpoint import atomic_write
+from neurorun.extras import MissingExtraError
 
 EXIT_BAD_INPUT = 2
 
@@ -64,7 +65,8 @@ def _one_line_warning(message: Any, category: type[Warning], filename: str, line
 
 
 def run_tool(name: str, body: Callable[[], int | None]) -> int:
-    """Run a tool's `body`; bad input becomes one line `name: error: ...` and exit status 2."""
+    """Run a tool's `body`; bad input (or a missing extra) becomes one line
+    `name: error: ...` and exit status 2."""
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning
         # brax warns on every import that it is unmaintained: not news to a tool's user.
@@ -74,7 +76,7 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
             status = int(body() or 0)
             sys.stdout.flush()  # a full stdout fails here, not silently at exit
             return status
-        except ToolError as error:
+        except (ToolError, MissingExtraError) as error:
             message = " ".join(str(error).split())  # one line, whatever the message held
             print(f"{name}: error: {message}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -8,7 +8,7 @@ one line, the mean over its runs, with a band (±std or min–max) around it. Ru
 values differ (interactions, time) are interpolated onto the union of their x values within
 the range every run of the group covers. `--band runs` draws every run as its own line in
 its group's color instead: runs that stop at different points (e.g. at target_score) keep
-their whole curve.
+their whole curve. matplotlib draws them: `pip install 'neurorun[plots]'`.
 """
 
 from __future__ import annotations
@@ -16,18 +16,31 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 
+from neurorun.extras import require
 from neurorun.tools.common import ToolError, check_writable, run_tool, write_output
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Y_COLUMNS = ("mean_eval", "best_sample_eval", "center_eval", "pop_best_eval", "median_eval")
 BANDS = ("std", "minmax", "none", "runs")
 LONG_LABEL = 40  # characters: a legend with a longer label goes below the axes
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
             "time": "wall time (s)"}
+
+
+def new_figure(**options: Any) -> Figure:
+    """A matplotlib Figure: matplotlib is the plots extra, imported on first use
+    (MissingExtraError, one line, where it is not installed)."""
+    require("plots", "plotting")
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
 
 
 def run_curve(run: Run, x_column: str, y_column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +83,7 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
                         f"and --band one of {', '.join(BANDS)}")
     check_column(runs, y)
     check_column(runs, X_COLUMNS[x])
-    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    figure = new_figure(figsize=(7, 4.5), layout="constrained")
     axes = figure.add_subplot()
     for label, members in group_runs(runs).items():
         if band == "runs":
@@ -148,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         out = Path(args.out)
         image_format = out.suffix.lstrip(".").lower()
-        if image_format not in Figure().canvas.get_supported_filetypes():
+        if image_format not in new_figure().canvas.get_supported_filetypes():
             raise ToolError(f"--out {args.out!r}: unknown image format {image_format!r}; use "
                             ".png, .pdf or .svg")
         check_writable(out, "plot")

@@ -53,6 +53,7 @@ def test_a_clean_run_prints_only_neurorun_lines(tmp_path):
     assert "WARN" not in result.stderr and "Warning" not in result.stderr
 
 
+@pytest.mark.extras("envpool")
 def test_library_messages_print_once_and_reach_the_run_log_quiet_keeps_warnings(tmp_path):
     picked = "env Hopper-v5 runs on envpool (env.backend=auto picked it"
     loud = neurorun("debug=default", "env=Hopper-v5", "generations=1", "hydra.run.dir=loud",
@@ -267,6 +268,7 @@ def test_brax_spelling_runs_for_real(tmp_path):
     assert len(rows(run_dir)) == 2
 
 
+@pytest.mark.extras("playground")
 def test_playground_spelling_trains_from_the_command_line(tmp_path):
     result = neurorun("env=playground/CartpoleBalance", "debug=default", "hydra.run.dir=run",
                       cwd=tmp_path, timeout=600)
@@ -282,6 +284,7 @@ def test_playground_spelling_trains_from_the_command_line(tmp_path):
     assert OmegaConf.load(tmp_path / "run" / ".hydra" / "config.yaml").env.target_score == 950
 
 
+@pytest.mark.extras("ray")
 def test_more_ray_actors_than_cpus_share_them_and_say_so_once(tmp_path):
     result = neurorun("debug=default", "parallel=ray", "parallel.num_actors=8",
                       "parallel.num_cpus=2", "generations=1", "logger.console.quiet=true",

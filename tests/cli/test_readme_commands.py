@@ -17,6 +17,12 @@ EXTRA_BUDGET = {
     "hparams_search=": ["hydra.sweeper.n_trials=1"],
     "hydra/sweeper=optuna": ["hydra.sweeper.n_trials=1"],
 }
+# the extras a command needs, by a part of it (make test-core runs the others on the core alone)
+NEEDS_EXTRAS = {
+    "brax::": "jax", "playground": "playground", "envpool::": "envpool", "parallel=ray": "ray",
+    "hparams_search=": "optuna", "hydra/sweeper=optuna": "optuna",
+    "logger.tensorboard": "tensorboard", "logger.mlflow": "mlflow", "logger.wandb": "wandb",
+}
 # what a test machine cannot have; such commands are listed here with the reason, not run
 NOT_RUNNABLE_HERE = {
     "hydra/launcher=submitit_slurm": "submits SLURM jobs",
@@ -50,7 +56,14 @@ def test_readme_has_the_commands_this_test_is_about():
     assert any("network.spec=" in c for c in COMMANDS)
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.split("#")[0].strip()[:80])
+def with_extras(command: str) -> object:
+    """``command`` as a test parameter, marked with the extras it needs."""
+    extras = sorted({extra for part, extra in NEEDS_EXTRAS.items() if part in command})
+    return pytest.param(command, marks=[pytest.mark.extras(*extras)] if extras else [])
+
+
+@pytest.mark.parametrize("command", [with_extras(c) for c in COMMANDS],
+                         ids=lambda c: c.split("#")[0].strip()[:80])
 def test_readme_command_runs_as_printed(tmp_path, command):
     args = shlex.split(command, comments=True)[1:]  # what the shell hands to neurorun
     reason = next((why for key, why in NOT_RUNNABLE_HERE.items() if key in command), None)

@@ -68,6 +68,7 @@ def job_folders(sweep: Path) -> list[Path]:
     return sorted(p for p in sweep.iterdir() if (p / "metrics.csv").is_file())
 
 
+@pytest.mark.extras("optuna")
 def test_optuna_search_preset_returns_each_runs_best_center_eval(tmp_path):
     result = neurorun("hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.n_trials=3",
                       "objective=best_center_eval", "max_interactions=3000",
@@ -83,6 +84,7 @@ def test_optuna_search_preset_returns_each_runs_best_center_eval(tmp_path):
     assert "Directions: ['maximize']" in result.stdout + result.stderr
 
 
+@pytest.mark.extras("optuna")
 def test_the_mujoco_search_preset_runs_ars_on_hopper(tmp_path):
     result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=1",
                       "max_time=null", "generations=2", "logger.console.quiet=true",
@@ -95,6 +97,7 @@ def test_the_mujoco_search_preset_runs_ars_on_hopper(tmp_path):
     assert best_value(result.stdout + result.stderr) == pytest.approx(rows[1]["center_eval"])
 
 
+@pytest.mark.extras("optuna")
 def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
     # an odd popsize (refused: mirrored pairs) and a valid one, drawn at random (seeded)
     result = neurorun("-m", "hparams_search=optuna_pgpe_cartpole", "hydra/sweeper/sampler=random",
@@ -113,6 +116,7 @@ def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
     assert best_value(output) == -2 * int(table[-1]["total_interaction_count"])
 
 
+@pytest.mark.extras("optuna")
 def test_a_minimizing_sweeper_gets_a_warning(tmp_path):
     result = neurorun("-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1",
                       "algo.center_learning_rate=interval(0.05,0.2)", "generations=1",
@@ -167,6 +171,7 @@ def rows_of(job):
         return list(csv.DictReader(file))
 
 
+@pytest.mark.extras("optuna")
 def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     # generations=1 with the preset's eval_every=2: no center evaluation, a NaN objective
     result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=2",
@@ -193,6 +198,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     (["-m", "hydra/sweeper=optuna", "algo=choice(ars,pgpe)", "algo.step_size=interval(0.01,0.1)"],
      "the search sets algo.step_size, which algo=pgpe does not have"),
 ])
+@pytest.mark.extras("optuna")
 def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args, expected):
     result = neurorun(*args, "generations=1", "logger.console.quiet=true",
                       "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=60)

@@ -5,6 +5,8 @@ import torch
 
 from neurorun.envs import UnknownEnvError, make_env
 
+pytestmark = pytest.mark.extras("jax")
+
 
 def test_unknown_brax_name_lists_close_names():
     with pytest.raises(UnknownEnvError, match="inverted_pendulum"):

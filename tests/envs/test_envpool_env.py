@@ -1,6 +1,5 @@
 """The EnvPool backend against a direct EnvPool loop, its errors, and runs trained on it."""
 
-import builtins
 import csv
 import logging
 
@@ -17,6 +16,8 @@ from neurorun.problems import make_problem
 from neurorun.runner import run
 from neurorun.seeding import derive_seed
 from neurorun.tools.evaluate import evaluate
+
+pytestmark = pytest.mark.extras("envpool")
 
 
 def direct(env_id, seeds, **config):
@@ -90,22 +91,6 @@ def test_bad_input_is_one_line():
     with pytest.raises(ValueError, match="num_threads=2 sets EnvPool's threads, but env "
                                          "'Hopper-v5' runs on gym"):
         make_env("Hopper-v5", 2, num_threads=2)
-
-
-def test_missing_envpool_names_the_extra(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_envpool(name, *args, **kwargs):
-        if name == "envpool":
-            raise ImportError("No module named 'envpool'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_envpool)
-    with pytest.raises(ImportError, match=r"neurorun\[envpool\]"):
-        make_env("envpool::Hopper-v5", 2)
-    assert resolve_backend("Hopper-v5", "auto") == "Hopper-v5"  # bare ids fall back
-    with pytest.raises(ImportError, match=r"neurorun\[envpool\]"):
-        resolve_backend("Hopper-v5", "envpool")
 
 
 def test_resolve_backend():

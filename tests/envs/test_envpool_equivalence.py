@@ -20,6 +20,8 @@ import torch
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
 from neurorun.problems import RunningNorm, make_problem
 
+pytestmark = pytest.mark.extras("envpool")
+
 DATA = Path(__file__).parent / "data"
 EPISODES = 30
 

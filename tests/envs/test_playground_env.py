@@ -7,6 +7,8 @@ import torch
 
 from neurorun.envs import UnknownEnvError, make_env
 
+pytestmark = pytest.mark.extras("playground")
+
 
 def test_unknown_name_lists_close_names():
     with pytest.raises(UnknownEnvError, match="closest: CheetahRun"):

@@ -42,12 +42,14 @@ def tensorboard_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
     return scalars
 
 
+@pytest.mark.extras("tensorboard")
 def test_tensorboard_events_hold_the_metrics(tmp_path):
     rows = tracked_run(tmp_path, "tensorboard")
     assert tensorboard_scalars(tmp_path / "tensorboard", "mean_eval") == [
         (int(r["generation"]), pytest.approx(float(r["mean_eval"]), rel=1e-6)) for r in rows]
 
 
+@pytest.mark.extras("mlflow")
 def test_mlflow_holds_metrics_params_and_artifacts_in_the_run_folder(tmp_path):
     from mlflow.tracking import MlflowClient
 
@@ -87,6 +89,7 @@ def wandb_records(path: Path):
             chunk = b""
 
 
+@pytest.mark.extras("wandb")
 def test_wandb_offline_holds_metrics_config_and_artifacts(tmp_path):
     rows = tracked_run(tmp_path, "wandb", "algo.popsize=12")
     (run_file,) = (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")
@@ -115,13 +118,13 @@ def test_wandb_offline_holds_metrics_config_and_artifacts(tmp_path):
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
-    (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=bogus://nowhere"],
-     "logger.mlflow could not start"),
+    pytest.param(["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=bogus://nowhere"],
+                 "logger.mlflow could not start", marks=pytest.mark.extras("mlflow")),
     (["logger.wandb.enabled=true", "logger.wandb.mode=ofline"],
      "logger.wandb.mode='ofline': expected one of offline, online, disabled"),
     # nothing listens on port 9 of this machine: refused at once, not after MLflow's retries
-    (["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=http://127.0.0.1:9"],
-     "no tracking server answers at 127.0.0.1:9"),
+    pytest.param(["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=http://127.0.0.1:9"],
+                 "no tracking server answers at 127.0.0.1:9", marks=pytest.mark.extras("mlflow")),
 ])
 def test_a_tracker_that_cannot_start_is_one_line_naming_the_setting(tmp_path, overrides,
                                                                     message):
@@ -143,6 +146,7 @@ def test_a_missing_tracker_names_the_pip_extra(tmp_path, monkeypatch, section, m
         make_loggers(settings, tmp_path, StopLimits(generations=1))
 
 
+@pytest.mark.extras("wandb")
 def test_wandb_online_without_its_server_fails_in_seconds_and_leaves_no_folder(tmp_path):
     """issue 37 item 11: W&B online with no server to reach (nothing listens on port 9 here)
     stalled ~100 s in W&B's retries and left a run folder with wandb/ in it."""

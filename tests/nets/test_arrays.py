@@ -15,6 +15,8 @@ from neurorun.nets.catalog import LAYERS
 
 from . import user_policies
 
+pytestmark = pytest.mark.extras("jax")
+
 OBS, ACT, P = 5, 3, 7
 
 # one member per layer of the language, with non-default arguments where a layer takes them

@@ -21,6 +21,8 @@ from tests.cli.test_readme_commands import BUDGET, CLUSTER_COMMANDS
 from tests.parallel.conftest import ROOT
 from tests.parallel.local_cluster import LocalCluster, free_port
 
+pytestmark = pytest.mark.extras("ray")
+
 NEURORUN = shutil.which("neurorun", path=str(Path(sys.executable).parent)) or "neurorun"
 
 

@@ -1,11 +1,14 @@
 """An evaluator that starts its own ray leaves no ray process behind when closed."""
 
 import psutil
+import pytest
 import ray
 import torch
 
 from neurorun.parallel import RayEvaluator
 from neurorun.problems import Evaluator
+
+pytestmark = pytest.mark.extras("ray")
 
 
 def _alive(process: psutil.Process) -> bool:

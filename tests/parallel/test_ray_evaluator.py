@@ -20,6 +20,8 @@ from neurorun.problems import make_problem
 from tests.parallel.conftest import RAY_RUNTIME_ENV
 from tests.parallel.toy_factory import SPEC, toy_fitness
 
+pytestmark = pytest.mark.extras("ray")
+
 LENGTH = 4
 TOY = {"env": SPEC, "seed": 5, "observation_normalization": True, "max_num_envs": 3,
        "env_config": {"length": LENGTH, "step_sleep": 0.005, "raise_seed": 999}}

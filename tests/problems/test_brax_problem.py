@@ -5,6 +5,8 @@ import torch
 
 from neurorun.problems import make_problem
 
+pytestmark = pytest.mark.extras("jax")
+
 
 @pytest.mark.slow
 def test_brax_inverted_pendulum_evaluates_without_recompiling():

@@ -18,6 +18,8 @@ from neurorun.problems import make_problem
 from neurorun.problems.devices import HOST_COUNT_FLAG, host_device_flags, jax_devices
 from neurorun.problems.jax_rollout import split_pairs
 
+pytestmark = pytest.mark.extras("jax")
+
 MLP = "Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)"
 LSTM = "LSTM(obs_length, 6) >> Linear(6, act_length)"
 POPSIZE = 6  # x 2 episodes: 12 pairs on 5 slots in all (more pairs than slots on every device)

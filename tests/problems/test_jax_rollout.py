@@ -22,6 +22,8 @@ from nets import user_policies
 from neurorun.problems import make_problem
 from neurorun.problems.running_norm import RunningNorm
 
+pytestmark = pytest.mark.extras("jax")
+
 POPSIZE, SLOTS = 6, 4  # 2 episodes each: 12 (solution, episode) pairs on 4 env slots
 SHAPING = {"decrease_rewards_by": 0.5, "alive_bonus_schedule": [2, 6, 1.5]}
 MLP = "Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)"

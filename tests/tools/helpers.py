@@ -6,7 +6,11 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
+
+# the tool "plot" as a parameter of tests over tools: neurorun-plot needs matplotlib
+PLOT_TOOL = pytest.param("plot", marks=pytest.mark.extras("plots"))
 
 # Linear(4, 2) on CartPole: weight (2, 4) row-major, then bias (2,); action = argmax.
 WEIGHT = np.array([[-0.05, 0.02, -0.3, 0.01], [0.1, 0.0, 1.0, 0.0]])

@@ -17,6 +17,8 @@ import pytest
 from neurorun.tools import compare, evaluate, plot, render
 from neurorun.tools.common import ToolError, write_output
 
+from .helpers import PLOT_TOOL
+
 TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
          "compare": compare.main}
 
@@ -38,7 +40,7 @@ def old_file(tmp_path: Path, name: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("tool", ["plot", "compare", "eval", "render"])
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "compare", "eval", "render"])
 def test_folder_without_metrics_or_checkpoints(tool, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -127,7 +129,7 @@ def test_env_override_rescues_it(run_dir, tmp_path, capsys):
     assert evaluate.main([str(run_dir), "--episodes", "1", "--env", "CartPole-v1"]) == 0
 
 
-@pytest.mark.parametrize("tool", ["plot", "render", "compare"])
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "render", "compare"])
 def test_unwritable_output(tool, run_dir, sweep, tmp_path, capsys):
     blocker = old_file(tmp_path, "a_file")
     out = blocker / ("out.gif" if tool == "render" else "out.png")
@@ -219,7 +221,7 @@ def test_episode_seeds_past_the_range_are_refused(tool, run_dir, tmp_path, capsy
 
 # issue 37 probe C37: a metrics.jsonl line that is JSON but not an object is skipped as a cut
 # line is (a TypeError traceback before)
-@pytest.mark.parametrize("tool", ["plot", "compare"])
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "compare"])
 def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
     from neurorun.tools.runs import read_metrics
 

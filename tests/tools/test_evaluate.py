@@ -100,7 +100,8 @@ def test_fresh_process_from_the_weights_alone(run_dir, tmp_path):
     assert "warning" not in result.stderr  # weights only: nothing to warn about
 
 
-@pytest.mark.parametrize("env", ["Pendulum-v1", "envpool::Pendulum-v1"])
+@pytest.mark.parametrize("env", ["Pendulum-v1", pytest.param(
+    "envpool::Pendulum-v1", marks=pytest.mark.extras("envpool"))])
 def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
     """The run's own test episodes (same seeds, frozen obs statistics): its last center_eval."""
     import csv

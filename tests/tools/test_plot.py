@@ -9,6 +9,8 @@ from neurorun.tools import plot as plot_tool
 
 from .helpers import rows, write_run
 
+pytestmark = pytest.mark.extras("plots")
+
 
 def lines_by_label(figure):
     (axes,) = figure.axes

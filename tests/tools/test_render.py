@@ -50,6 +50,7 @@ def test_gif_holds_every_frame(run_dir, tmp_path):
     assert sum(durations) == len(frames) * 50  # 20 fps: 50 ms per frame, exact in GIF
 
 
+@pytest.mark.extras("envpool")
 def test_an_envpool_run_renders_with_gymnasiums_env(tmp_path):
     folder = save_checkpoint(tmp_path / "run", env="envpool::CartPole-v1")
     episodes = render_tool.render(str(folder), tmp_path / "policy.gif", episodes=1, seed=3,
