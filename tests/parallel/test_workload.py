@@ -151,6 +151,7 @@ def test_a_cpu_share_below_rays_precision_is_refused():
         check_capacity(100000, cpus_each=2e-5, gpus_each=0, num_cpus=2, num_gpus=0)
 
 
+@pytest.mark.extras("ray")  # parallel=ray's config check asks for ray first
 def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypatch):
     from neurorun import config_checks
     from neurorun.cli import compose_config
