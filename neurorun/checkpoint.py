@@ -146,6 +146,24 @@ def _as_list(value: Any) -> Any:
     return value.tolist() if isinstance(value, torch.Tensor) else value
 
 
+# A policy's .json: what its weights mean. The keys a policy is rebuilt from
+# (tools/loading.py), with their types; policy_meta writes them, with the sizes.
+META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
+              ("architecture", "a string", lambda v: isinstance(v, str)),
+              ("network_args", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+              ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)))
+
+
+def policy_meta(problem: Any, env_config: Any, network_args: Any) -> dict[str, Any]:
+    """The .json of a run's policies (``META_TYPES`` and the sizes): the env with its backend
+    (``envpool::Id``), its keyword arguments, the network and its arguments (plain values of
+    the run's config)."""
+    return {"env": problem.env_options.spec, "env_config": env_config,
+            "architecture": problem.architecture, "network_args": network_args,
+            "obs_length": problem.obs_length, "act_length": problem.act_length,
+            "observation_normalization": problem.observation_normalization}
+
+
 def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
                  meta: Mapping[str, Any], obs_stats: Any = None) -> list[tuple[Path, Write]]:
     """The files of one policy, for atomic_write_all: `<stem>.pkl` (problem.save_solution),

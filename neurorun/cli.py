@@ -62,7 +62,7 @@ from neurorun.config_checks import (
 )
 from neurorun.config_source import preset_algo, register_hydra_extensions
 from neurorun.hints import preset_hint
-from neurorun.layout import HYDRA_DIR, LOCK_FILE
+from neurorun.layout import HYDRA_DIR, LOCK_FILE, LOG_FILE
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.runner import run
 from neurorun.signals import exit_status
@@ -119,7 +119,7 @@ def _record_resumed_config(cfg: DictConfig, run_dir: Path, subdir: str | None) -
 
 
 # what Hydra (and the run's lock) put into a run folder before the task
-HYDRA_FILES = {HYDRA_DIR, "neurorun.log", LOCK_FILE}
+HYDRA_FILES = {HYDRA_DIR, LOG_FILE, LOCK_FILE}
 _failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
 
 
@@ -298,7 +298,7 @@ def _app(cfg: DictConfig) -> float | None:
         logging.getLogger(__name__).exception("the run failed")
         kept = cfg.resume or not _remove_stub(run_dir)  # a run that never started: no folder
         cause = f"{_one_line(error)}{_where(error)}" + (
-            f" (traceback: {run_dir / 'neurorun.log'})" if kept else "")
+            f" (traceback: {run_dir / LOG_FILE})" if kept else "")
         if sweep:
             _job_failed(hydra_cfg, cause)
             return None

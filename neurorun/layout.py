@@ -13,6 +13,7 @@ from pathlib import Path
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"  # in CHECKPOINT_DIR
+BEST_POLICY, LAST_POLICY = "best", "last"  # policy stems in CHECKPOINT_DIR (.pt, .json, .pkl)
 LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
 LOG_FILE = "neurorun.log"  # Hydra's log of the run (hydra.job.name)
 SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its folder
@@ -26,6 +27,12 @@ WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.
 def saved_config_path(run_dir: str | Path) -> Path:
     """Where a run folder keeps its composed config."""
     return Path(run_dir) / HYDRA_DIR / "config.yaml"
+
+
+def policy_path(run_dir: str | Path, stem: str, suffix: str = "") -> Path:
+    """``<run>/checkpoints/<stem><suffix>``: a policy's file (``suffix`` ".pt", ".json",
+    ".pkl"; "": the stem the files share)."""
+    return Path(run_dir) / CHECKPOINT_DIR / f"{stem}{suffix}"
 
 
 def linked_names(run_dir: str | Path) -> list[str]:

@@ -28,7 +28,14 @@ from neurorun import checkpoint
 from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.build import build_algorithm, build_parts, make_evaluator, resolve_env_backend
 from neurorun.config_checks import ConfigError, distributed_mode, validate_config
-from neurorun.layout import CHECKPOINT_DIR, STATE_FILE, saved_config_path
+from neurorun.layout import (
+    BEST_POLICY,
+    CHECKPOINT_DIR,
+    LAST_POLICY,
+    STATE_FILE,
+    policy_path,
+    saved_config_path,
+)
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
@@ -36,7 +43,7 @@ from neurorun.restarts import RestartSchedule, StallWatch
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import interrupts_on_signals
 from neurorun.state_record import check_layout
-from neurorun.status import GenerationStatus, StopLimits, improves
+from neurorun.status import BestCenter, GenerationStatus, StopLimits, improves
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +90,8 @@ def _default_run_dir(cfg: DictConfig) -> Path:
 
 class Runner:
     """One run: `Runner(cfg).run()`. Attributes: cfg, folder (the RunFolder it owns), run_dir,
-    problem, evaluator, algorithm, loggers, limits, generation, best (dict with solution,
-    score, generation), status (the last GenerationStatus, None before generation 1)."""
+    problem, evaluator, algorithm, loggers, limits, generation, best (the BestCenter), status
+    (the last GenerationStatus, None before generation 1)."""
 
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
@@ -156,7 +163,7 @@ class Runner:
             self._close = parts.pop_all().close  # run() closes them when it ends
         self.generation = 0
         self.elapsed_before = 0.0
-        self.best: dict[str, Any] = {"solution": None, "score": None, "generation": 0}
+        self.best = BestCenter()
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restart_due = False
@@ -184,7 +191,7 @@ class Runner:
         set_rng_state(state["rng"])
         self.generation = int(state["generation"])
         self.elapsed_before = float(state["elapsed_s"])
-        self.best = dict(state["best"])
+        self.best = BestCenter.from_state_dict(state["best"])
         self.best_sample_eval = state["best_sample_eval"]
         self.status = GenerationStatus.from_dict(state["status"]) if state["status"] else None
         self.restart_due = bool(state.get("restart_due", False))
@@ -192,8 +199,8 @@ class Runner:
 
     def _state(self, elapsed: float) -> dict[str, Any]:
         return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
-                "problem": self.evaluator.state_dict(), "rng": rng_state(),
-                "elapsed_s": elapsed, "best": self.best, "best_sample_eval": self.best_sample_eval,
+                "problem": self.evaluator.state_dict(), "rng": rng_state(), "elapsed_s": elapsed,
+                "best": self.best.state_dict(), "best_sample_eval": self.best_sample_eval,
                 "status": {} if self.status is None else self.status.as_dict(),
                 "restarts": self.schedule.restarts, "restart": self.schedule.state_dict(),
                 "restart_due": self.restart_due,
@@ -203,23 +210,20 @@ class Runner:
     def save_checkpoint(self, elapsed: float) -> None:
         from neurorun.problems import RunningNorm
 
-        folder = self.run_dir / CHECKPOINT_DIR
-        meta = {"env": self.problem.env_options.spec,  # with its backend: envpool::Id
-                "env_config": OmegaConf.to_container(self.cfg.env.env_config),
-                "architecture": self.problem.architecture,
-                "network_args": OmegaConf.to_container(self.cfg.network.network_args),
-                "obs_length": self.problem.obs_length, "act_length": self.problem.act_length,
-                "observation_normalization": self.problem.observation_normalization}
+        meta = checkpoint.policy_meta(self.problem,
+                                      OmegaConf.to_container(self.cfg.env.env_config),
+                                      OmegaConf.to_container(self.cfg.network.network_args))
         center = self.algorithm.center
         last = checkpoint.policy_files(
-            self.problem, center, folder / "last",
+            self.problem, center, policy_path(self.run_dir, LAST_POLICY),
             {**meta, "generation": self.generation,
              "center_eval": None if self.status is None else self.status.center_eval})
-        best, stats = self.best["solution"], self.best.get("obs_stats")
+        best, stats = self.best.solution, self.best.obs_stats
         best_files = checkpoint.policy_files(
-            self.problem, center if best is None else best, folder / "best",
-            {**meta, "generation": self.best["generation"] or self.generation,
-             "score": self.best["score"]},
+            self.problem, center if best is None else best,
+            policy_path(self.run_dir, BEST_POLICY),
+            {**meta, "generation": self.best.generation or self.generation,
+             "score": self.best.score},
             None if stats is None else RunningNorm.from_state_dict(stats))
         # one unit: last.*, best.* and state.pt always belong to the same generation
         self._save_state(self._state(elapsed), [*last, *best_files])
@@ -232,8 +236,9 @@ class Runner:
         checkpoint.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
 
     # ----- one generation -----
-    def _ask_and_evaluate(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
-        """Fitness of this generation's samples (all of them, in order) and per-round stats."""
+    def _local_generation(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
+        """Ask, evaluate (in rounds, for the adaptive popsize) and tell; the fitness of this
+        generation's samples (all of them, in order) and each round's stats."""
         evaluator = self.evaluator
         fitness, stats = [], []
 
@@ -244,7 +249,14 @@ class Runner:
             return len(fitness[-1]), evaluator.interaction_count - count_before
 
         self.algorithm.run_rounds(evaluate_round)
-        return torch.cat(fitness), stats
+        samples_fitness = torch.cat(fitness)
+        self.algorithm.tell(samples_fitness)
+        return samples_fitness, stats
+
+    def _distributed_generation(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
+        """The actors sample their shares and update there too (parallel=ray)."""
+        evaluator = cast("RayEvaluator", self.evaluator)  # distributed: checked to be ray's
+        return evaluator.distributed_step(self.algorithm), [evaluator.last_stats]
 
     def _evaluate_center(self) -> float | None:
         every = int(self.cfg.eval_every)
@@ -263,13 +275,8 @@ class Runner:
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
         try:
-            if self.distributed:  # actors sample their shares; the update happens in there too
-                ray_evaluator = cast("RayEvaluator", self.evaluator)  # checked: parallel=ray
-                samples_fitness = ray_evaluator.distributed_step(self.algorithm)
-                stats = [self.evaluator.last_stats]
-            else:
-                samples_fitness, stats = self._ask_and_evaluate()
-                self.algorithm.tell(samples_fitness)
+            samples_fitness, stats = (self._distributed_generation() if self.distributed
+                                      else self._local_generation())
         except SearchDivergedError as error:  # the config's step size: resuming would diverge again
             raise ConfigError(str(error)) from error
         center_eval = self._evaluate_center()
@@ -280,11 +287,9 @@ class Runner:
             self.best_sample_eval = population["pop_best_eval"]
         # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
         nonfinite = center_eval is not None and not math.isfinite(center_eval)
-        if improves(sense, center_eval, self.best["score"]):
-            norm = self.problem.obs_stats  # what the center was evaluated with
-            self.best = {"solution": self.algorithm.center.detach().cpu().clone(),
-                         "score": center_eval, "generation": self.generation,
-                         "obs_stats": None if norm is None else norm.state_dict()}
+        # the statistics the center was evaluated with
+        self.best.offer(sense, center_eval, self.generation, self.algorithm.center,
+                        self.problem.obs_stats)
         interactions = self.evaluator.interaction_count - count_before
         episodes = EvaluationStats.merge(stats).episode_figures()
         self.status = GenerationStatus(
@@ -362,12 +367,11 @@ class Runner:
                         self.save_checkpoint(status.elapsed_s)
                 elapsed = self.elapsed_before + time.perf_counter() - started
                 self.save_checkpoint(elapsed if self.status is None else self.status.elapsed_s)
-            folder = self.run_dir / CHECKPOINT_DIR
             done = {} if self.status is None else self.status.as_dict()
             result = {**done, "stop_reason": reason, "run_dir": str(self.run_dir),
-                      "best_policy": str(folder / "best.pt"),
-                      "last_policy": str(folder / "last.pt"),
-                      "best_center_eval": self.best["score"]}
+                      "best_policy": str(policy_path(self.run_dir, BEST_POLICY, ".pt")),
+                      "last_policy": str(policy_path(self.run_dir, LAST_POLICY, ".pt")),
+                      "best_center_eval": self.best.score}
         except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
             # not after a config error (a diverged search): its own config would fail again
             if snapshot is not None and not isinstance(error, ConfigError):

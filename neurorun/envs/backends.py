@@ -210,8 +210,12 @@ class Backend:
 
     def check_num_threads(self, spec: str, num_threads: int | None, *,
                           key: str = "num_threads") -> None:
-        """ValueError when ``num_threads`` (config key ``key``) is set for ``spec``, an env of
-        this backend, which has no EnvPool threads to set."""
+        """ValueError when ``num_threads`` (config key ``key``) is not an integer >= 1 or null,
+        or is set for ``spec``, an env of this backend, which has no EnvPool threads to set."""
+        if num_threads is not None and (isinstance(num_threads, bool)
+                                        or not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"{key}={num_threads!r}; expected an integer >= 1, or null (the "
+                             "CPUs this process may use)")
         if num_threads is not None and not self.takes_threads:
             raise ValueError(f"{key}={num_threads} sets EnvPool's threads, but env {spec!r} "
                              f"runs on {parse_spec(spec)[0]}. Fix: {key}=null, or an EnvPool "

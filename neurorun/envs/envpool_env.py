@@ -157,9 +157,6 @@ class EnvPoolVecEnv(TorchVecEnv):
     def __init__(self, env_id: str, num_envs: int, *, device: torch.device | str = "cpu",
                  seed: int | None = None, episode_length: int | None = None,
                  num_threads: int | None = None, **env_config: Any):
-        if num_threads is not None and int(num_threads) < 1:
-            raise ValueError(f"num_threads={num_threads}; expected an integer >= 1 (or null: "
-                             "the CPUs this process may use)")
         self.env_id = env_id
         self.spec = f"envpool::{env_id}"
         self.num_envs = int(num_envs)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import CHECKPOINT_DIR
+from neurorun.layout import BEST_POLICY, policy_path
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.files import CSV_NAME
 
@@ -35,9 +35,8 @@ def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:
 
 def artifacts(run_dir: Path) -> list[Path]:
     """What a tracker keeps of a finished run: its metrics and its best policy."""
-    best = run_dir / CHECKPOINT_DIR
-    return [path for path in (run_dir / CSV_NAME, best / "best.pt", best / "best.json")
-            if path.is_file()]
+    return [path for path in (run_dir / CSV_NAME, policy_path(run_dir, BEST_POLICY, ".pt"),
+                              policy_path(run_dir, BEST_POLICY, ".json")) if path.is_file()]
 
 
 def missing_extra(name: str, extra: str, error: ImportError) -> ImportError:

@@ -10,7 +10,9 @@ step does what ``rollout._run_steps`` does per step, on arrays: recurrent state 
 non-finite observations retire their slot's solution, observation statistics from counted
 steps, the policy on normalized observations, action noise, the env step with next-step
 autoreset, per-pair returns and lengths, and the next pending pairs for slots whose episode
-ended. Nothing here communicates across devices: each device's loop ends on its own.
+ended. The queue's rules (which pair a slot runs, which steps count, what a non-finite
+observation retires) are :mod:`neurorun.problems.schedule`'s, the host loop's own, on jax
+arrays. Nothing here communicates across devices: each device's loop ends on its own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import jax.numpy as jnp
 
 from neurorun.envs.jax_env import next_step_autoreset
 from neurorun.nets.arrays import ArrayPolicy, jax_ops
+from neurorun.problems import schedule
+from neurorun.problems.schedule import Queue
 
 
 @dataclass(frozen=True)
@@ -63,16 +67,12 @@ class Carry(NamedTuple):
     slot_keys: Any  # (B, 2) the key of each slot's next reset: its pair's
     done: Any  # (B,) the last step ended the slot's episode: the next step resets it
     just_reset: Any  # (B,) the last step was the slot's autoreset step
-    slot_pair: Any  # (B,) pair of each slot, -1: none
-    next_pair: Any  # () the next pending pair
-    dead: Any  # (B,) slots retired after a non-finite observation
+    queue: Queue  # which pair each slot runs, finished pairs, failed solutions
     slot_params: Any  # (B, D) parameters of each slot's solution
     policy_state: tuple  # recurrent state, one (B, h) array per state of each recurrent layer
     returns: Any  # (T,) float32 unshaped returns, compensated (Kahan) by returns_error
     returns_error: Any
     lengths: Any  # (T,) int32 counted steps
-    finished: Any  # (T,) bool
-    failed: Any  # (n + 1,) bool; the padding row n is failed from the start
     obs_sum: Any  # (B, O) compensated sums of obs - center over counted steps, per slot
     obs_sum_error: Any
     obs_squares: Any  # (B, O) compensated sums of (obs - center) ** 2
@@ -81,9 +81,8 @@ class Carry(NamedTuple):
     steps: Any  # () int32 vector steps of this stage
 
 
-BATCHED = ("env", "slot_keys", "done", "just_reset", "slot_pair", "dead", "slot_params",
-           "policy_state", "obs_sum", "obs_sum_error", "obs_squares", "obs_squares_error",
-           "obs_count")
+BATCHED = ("env", "slot_keys", "done", "just_reset", "slot_params", "policy_state", "obs_sum",
+           "obs_sum_error", "obs_squares", "obs_squares_error", "obs_count")
 
 
 def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
@@ -97,23 +96,21 @@ def start(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs) -> tupl
     """The first carry of a device's rollout: slot b takes pair b (none past the pairs, a
     padding pair or, lock-step, past the device's solutions), its env reset with that pair's
     key; and the mean first observation of the busy slots (the statistics' center)."""
-    slots, pairs, n = static.slots, static.pairs, static.solutions
+    slots, pairs = static.slots, static.pairs
     index = jnp.minimum(jnp.arange(slots), pairs - 1)
-    solution = inputs.pair_solution[index]
-    first = min(slots, pairs if static.streaming else static.following)
-    slot_pair = jnp.where((jnp.arange(slots) < first) & (solution < n), jnp.arange(slots), -1)
+    queue = schedule.start(jax_ops(), inputs.pair_solution, static.solutions, slots,
+                           static.following)
     slot_keys = inputs.pair_keys[index]
     state = env.reset(slot_keys)
-    busy = slot_pair >= 0
-    failed = jnp.zeros(n + 1, bool).at[n].set(True)
+    busy = queue.slot_pair >= 0
     carry = Carry(
         env=state, slot_keys=slot_keys, done=jnp.zeros(slots, bool),
-        just_reset=jnp.zeros(slots, bool), slot_pair=slot_pair, next_pair=jnp.int32(first),
-        dead=jnp.zeros(slots, bool), slot_params=inputs.params[solution],
+        just_reset=jnp.zeros(slots, bool), queue=queue,
+        slot_params=inputs.params[inputs.pair_solution[index]],
         policy_state=policy.zero_state(jax_ops(), slots, jnp.float32),
         returns=jnp.zeros(pairs, jnp.float32), returns_error=jnp.zeros(pairs, jnp.float32),
-        lengths=jnp.zeros(pairs, jnp.int32), finished=jnp.zeros(pairs, bool),
-        failed=failed, **_zero_statistics(slots, state.obs.shape[1]), steps=jnp.int32(0))
+        lengths=jnp.zeros(pairs, jnp.int32), **_zero_statistics(slots, state.obs.shape[1]),
+        steps=jnp.int32(0))
     first_obs = jnp.where(busy[:, None], state.obs, 0.0).sum(0)
     return carry, (first_obs, jnp.count_nonzero(busy))
 
@@ -131,8 +128,8 @@ def stage(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: 
     step = next_step_autoreset(env)
 
     def going(c: Carry) -> Any:
-        busy = jnp.count_nonzero(c.slot_pair >= 0)
-        pending = static.streaming and (c.next_pair < static.pairs)
+        busy = jnp.count_nonzero(c.queue.slot_pair >= 0)
+        pending = static.streaming and (c.queue.next_pair < static.pairs)
         return (busy > 0) & ((limit < 0) | pending | (busy > limit))
 
     carry = carry._replace(steps=jnp.int32(0), **_zero_statistics(*carry.obs_sum.shape))
@@ -142,25 +139,28 @@ def stage(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: 
 def shrink(carry: Carry, slots: int) -> Carry:
     """The carry of ``slots`` env slots: the busy slots first (the queue is empty, so the
     others stay idle)."""
-    order = jnp.argsort(carry.slot_pair < 0, stable=True)[:slots]
+    order = jnp.argsort(carry.queue.slot_pair < 0, stable=True)[:slots]
     fields = carry._asdict()
     for name in BATCHED:
         fields[name] = jax.tree_util.tree_map(lambda x: x[order], fields[name])
+    queue = carry.queue
+    fields["queue"] = queue._replace(slot_pair=queue.slot_pair[order], dead=queue.dead[order])
     return Carry(**fields)
 
 
 def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry) -> Carry:
     """One vector step: what ``rollout._run_steps`` does per step, on arrays."""
-    pairs = static.pairs
+    pairs, ops = static.pairs, jax_ops()
     policy_state = _zero_rows(c.policy_state, c.just_reset)
-    counts = (c.slot_pair >= 0) & ~c.done  # an interaction of a pair's episode
+    counts = schedule.counted(c.queue, c.done)
     obs = c.env.obs
     ok = jnp.isfinite(obs).all(axis=1)
     obs = jnp.where(ok[:, None], obs, 0.0)
     failing = counts & ~ok
-    slot_pair, next_pair, dead, failed = jax.lax.cond(
-        failing.any(), lambda a: _fail(static, inputs, failing, *a), lambda a: a,
-        (c.slot_pair, c.next_pair, c.dead, c.failed))
+    queue = jax.lax.cond(
+        failing.any(),
+        lambda q: schedule.fail(ops, inputs.pair_solution, static.following, q, failing),
+        lambda q: q, c.queue)
     counts = counts & ok
     statistics = {}
     if static.collect:
@@ -170,73 +170,40 @@ def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Car
         statistics = {"obs_sum": total, "obs_sum_error": error, "obs_squares": squares,
                       "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
     x = obs * inputs.scale + inputs.shift if static.normalize else obs
-    actions, policy_state = policy(jax_ops(), policy.rows(c.slot_params), x, policy_state)
-    inside = jnp.minimum(jnp.maximum(slot_pair, 0), pairs - 1)
+    actions, policy_state = policy(ops, policy.rows(c.slot_params), x, policy_state)
+    inside = jnp.minimum(jnp.maximum(queue.slot_pair, 0), pairs - 1)
     if static.noisy:  # the pair's key and its step: the same noise on any slot or device
         keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[inside], c.lengths[inside])
         drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
         actions = actions + inputs.stdev * drawn
     env, done, _ = step(c.env, actions, c.done, c.slot_keys)  # taken pairs set the keys
-    index = jnp.where(counts, slot_pair, pairs)  # not counted: out of range, dropped
+    index = jnp.where(counts, queue.slot_pair, pairs)  # not counted: out of range, dropped
     inside = jnp.minimum(index, pairs - 1)
     total, error = kahan(c.returns[inside], c.returns_error[inside], env.reward)
     ends = done & counts
-    slot_pair, next_pair, finished, slot_params, slot_keys, policy_state = jax.lax.cond(
-        ends.any(), lambda a: _take_next(static, inputs, ends, failed, *a), lambda a: a,
-        (slot_pair, next_pair, c.finished, c.slot_params, c.slot_keys, policy_state))
+    queue, slot_params, slot_keys = jax.lax.cond(
+        ends.any(), lambda a: _take_next(static, inputs, ends, *a), lambda a: a,
+        (queue, c.slot_params, c.slot_keys))
     return c._replace(
-        env=env, slot_keys=slot_keys, done=done, just_reset=c.done,
-        slot_pair=slot_pair, next_pair=next_pair, dead=dead, slot_params=slot_params,
-        policy_state=policy_state, returns=c.returns.at[index].set(total, mode="drop"),
+        env=env, slot_keys=slot_keys, done=done, just_reset=c.done, queue=queue,
+        slot_params=slot_params, policy_state=policy_state,
+        returns=c.returns.at[index].set(total, mode="drop"),
         returns_error=c.returns_error.at[index].set(error, mode="drop"),
-        lengths=c.lengths.at[index].add(1, mode="drop"), finished=finished, failed=failed,
-        steps=c.steps + 1, **statistics)
+        lengths=c.lengths.at[index].add(1, mode="drop"), steps=c.steps + 1, **statistics)
 
 
 def _zero_rows(state: tuple, mask: Any) -> tuple:
     return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
 
 
-def _fail(static: Static, inputs: Inputs, failing: Any, slot_pair: Any, next_pair: Any,
-          dead: Any, failed: Any) -> tuple:
-    """``Schedule.fail``: the failing slots' solutions fail and the slots retire."""
-    n, pairs = static.solutions, static.pairs
-    solution = inputs.pair_solution[jnp.maximum(slot_pair, 0)]
-    failed = failed.at[jnp.where(failing, solution, n + 1)].set(True, mode="drop")
-    slot_pair = jnp.where(failing, -1, slot_pair)
-    dead = dead | failing
-    if static.streaming:  # with no slot left, the pending pairs' solutions fail too
-        all_dead = dead.all()
-        pending = all_dead & (jnp.arange(pairs) >= next_pair)
-        failed = failed.at[jnp.where(pending, inputs.pair_solution, n + 1)].set(
-            True, mode="drop")
-        next_pair = jnp.where(all_dead, pairs, next_pair)
-    return slot_pair, next_pair, dead, failed
-
-
-def _take_next(static: Static, inputs: Inputs, ends: Any, failed: Any, slot_pair: Any,
-               next_pair: Any, finished: Any, slot_params: Any, slot_keys: Any,
-               policy_state: tuple) -> tuple:
-    """``Schedule.end``: the ending slots take the next pending pairs, in slot order; the slots
-    that took one get its solution's parameters, its reset key and a zero recurrent state."""
-    pairs = static.pairs
-    finished = finished.at[jnp.where(ends, slot_pair, pairs)].set(True, mode="drop")
-    if static.streaming:
-        every = jnp.arange(pairs)
-        # the k-th ending slot takes the k-th pending pair whose solution has not failed
-        order = jnp.cumsum((every >= next_pair) & ~failed[inputs.pair_solution])
-        rank = jnp.cumsum(ends)
-        pick = jnp.searchsorted(order, rank, side="left").astype(jnp.int32)
-        new = jnp.where(ends & (rank <= order[-1]), pick, -1)
-        next_pair = jnp.where(rank[-1] <= order[-1], jnp.max(new) + 1, pairs)
-    else:  # lock-step: the slot's own solution's next episode
-        following = slot_pair + static.following
-        new = jnp.where(following < pairs, following, -1)
-    slot_pair = jnp.where(ends, new, slot_pair)
-    taken = ends & (slot_pair >= 0)
-    pair = jnp.maximum(slot_pair, 0)
+def _take_next(static: Static, inputs: Inputs, ends: Any, queue: Queue, slot_params: Any,
+               slot_keys: Any) -> tuple:
+    """The ending slots take their next pairs (``schedule.end``); the slots that took one get
+    its solution's parameters and its reset key (their recurrent state is zeroed after the
+    autoreset step, as every slot's is)."""
+    queue, taken = schedule.end(jax_ops(), inputs.pair_solution, static.following, queue, ends)
+    pair = jnp.maximum(queue.slot_pair, 0)
     slot_params = jnp.where(taken[:, None], inputs.params[inputs.pair_solution[pair]],
                             slot_params)
     slot_keys = jnp.where(taken[:, None], inputs.pair_keys[pair], slot_keys)
-    return (slot_pair, next_pair.astype(jnp.int32), finished, slot_params, slot_keys,
-            _zero_rows(policy_state, taken))
+    return queue, slot_params, slot_keys

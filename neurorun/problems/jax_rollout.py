@@ -149,7 +149,8 @@ class JaxRollout:
                      max(STALL_SECONDS, 10 * self.last_seconds)):
             carry = self._stages(static, shared, tables, carry, totals)
         out = jax.device_get({"returns": carry.returns, "lengths": carry.lengths,
-                              "finished": carry.finished, "failed": carry.failed})
+                              "finished": carry.queue.finished,
+                              "failed": carry.queue.failed})
         out = split.gather({name: np.asarray(value) for name, value in out.items()})
         out["center"] = np.asarray(center)
         self.last_seconds = time.perf_counter() - started
@@ -167,7 +168,7 @@ class JaxRollout:
             carry = self._program("stage", static)(shared, tables, carry,
                                                   jnp.int32(smaller or -1))
             totals.add(static.slots, carry)
-            if not smaller or not bool((carry.slot_pair >= 0).any()):
+            if not smaller or not bool((carry.queue.slot_pair >= 0).any()):
                 break
             carry = self._program("shrink", (static, smaller))(carry)
             static = dataclasses.replace(static, slots=smaller)

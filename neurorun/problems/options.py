@@ -128,9 +128,6 @@ class EnvOptions:
 
     def __post_init__(self) -> None:
         check_devices(self.devices)
-        if self.num_threads is not None and self.num_threads < 1:
-            raise ValueError(f"num_threads={self.num_threads}; expected an integer >= 1, or "
-                             "null (the CPUs this process may use)")
         if self.max_num_envs is not None and self.max_num_envs < 1:
             raise ValueError(f"max_num_envs={self.max_num_envs}; expected >= 1 or None (one "
                              "env per solution)")

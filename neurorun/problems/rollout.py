@@ -207,38 +207,38 @@ def _run_steps(
     here runs once per vector step, so the loop keeps to the fewest numpy and torch calls;
     the queue is only touched on the steps where some episode ended.
     """
-    slot_pair = schedule.slot_pair  # updated in place by the schedule
-    busy = slot_pair >= 0
-    done = np.zeros(len(slot_pair), dtype=bool)
+    done = np.zeros(len(schedule.slot_pair), dtype=bool)
+    busy = schedule.slot_pair >= 0
     just_reset = done  # slots whose last step was the autoreset step: a new episode starts
     rewards, counted, pairs, stepped = [], [], [], []
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        counts = busy & ~done  # an interaction of a pair's episode
+        counts = schedule.counted(done)
         if not _all_finite(obs):  # rare: find the rows, retire their slots
             obs, ok = _finite_rows(obs)
             # only observations a policy acts on count against its solution (a terminal one
             # of an ended episode is dropped: the autoreset step replaces it)
-            schedule.fail(np.flatnonzero(counts & ~ok))
-            busy = slot_pair >= 0
+            schedule.fail(counts & ~ok)
+            busy = schedule.slot_pair >= 0
             counts &= ok
         buffer.add(obs, counts)
         obs, reward, done_array = step(act(obs), busy)
         rewards.append(reward)
         counted.append(counts)
-        pairs.append(slot_pair.copy())
+        pairs.append(schedule.slot_pair)
         stepped.append(busy)
         just_reset, done = done, _host(done_array)
         ends = done & counts
         if np.count_nonzero(ends):  # count_nonzero: no Python-level wrapper, unlike any()
-            taken = schedule.end(np.flatnonzero(ends))
+            taken = schedule.end(ends)
             if len(taken):
                 solutions = schedule.solutions(taken)
                 policy.update_rows(taken, params[torch.from_numpy(solutions)])
                 if env.seeds_episodes:
-                    env.seed_next_episodes(taken, schedule.pair_seeds(slot_pair[taken]))
-            busy = slot_pair >= 0
+                    env.seed_next_episodes(taken,
+                                           schedule.pair_seeds(schedule.slot_pair[taken]))
+            busy = schedule.slot_pair >= 0
             if not np.count_nonzero(busy):
                 return rewards, counted, pairs, stepped
         elif not np.count_nonzero(busy):

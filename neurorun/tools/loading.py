@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
+from neurorun.checkpoint import META_TYPES
 from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.layout import CHECKPOINT_DIR, saved_config_path
 from neurorun.problems.running_norm import RunningNorm
@@ -157,13 +158,6 @@ def _read_meta(path: Path) -> dict[str, Any]:
                             f"restore the {key} the run wrote (or pass a checkpoint whose "
                             ".json is intact)")
     return meta
-
-
-# The .json keys a policy is rebuilt from, and their types (a run writes them so).
-META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
-              ("architecture", "a string", lambda v: isinstance(v, str)),
-              ("network_args", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
-              ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)))
 
 
 def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:

@@ -1,39 +1,12 @@
-"""Streaming evaluation: the work queue of (solution, episode) pairs, checked by hand."""
+"""Streaming evaluation: the work queue of (solution, episode) pairs on a backend, by hand."""
 
 import numpy as np
 import pytest
 import torch
 
 from neurorun.problems import make_problem
-from neurorun.problems.schedule import Schedule
 
 from .toy_env import TOY_ID, episode_lengths
-
-
-def test_schedule_hands_out_pairs_in_order():
-    schedule = Schedule(3, 2, 2, streaming=True, seed=100)  # pairs 0..5, k = e * 3 + j
-    assert schedule.slot_pair.tolist() == [0, 1]
-    assert schedule.reset_seeds() == [100, 101]
-    assert schedule.end(np.array([1])).tolist() == [1]  # slot 1 takes pair 2
-    assert schedule.slot_pair.tolist() == [0, 2]
-    schedule.fail(np.array([0]))  # solution 0 fails: pair 3 (its second episode) is skipped
-    assert schedule.slot_pair.tolist() == [-1, 2] and schedule.failed.tolist() == [1, 0, 0]
-    schedule.end(np.array([1]))
-    assert schedule.slot_pair.tolist() == [-1, 4]
-    assert schedule.pair_seeds(np.array([4])).tolist() == [100 + 1 + (1 << 20)]
-    schedule.end(np.array([1]))
-    assert schedule.slot_pair.tolist() == [-1, 5]
-    schedule.end(np.array([1]))
-    assert schedule.slot_pair.tolist() == [-1, -1]
-    assert schedule.finished.tolist() == [False, True, True, False, True, True]
-
-
-def test_lock_step_schedule_keeps_each_slot_on_its_solution():
-    schedule = Schedule(2, 3, 2, streaming=False, seed=0)
-    schedule.end(np.array([0]))
-    assert schedule.slot_pair.tolist() == [2, 1]  # solution 0's second episode
-    with pytest.raises(ValueError, match="needs as many env slots"):
-        Schedule(3, 1, 2, streaming=False, seed=0)
 
 
 def toy(**options):
