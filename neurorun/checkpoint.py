@@ -33,7 +33,9 @@ from neurorun.config_checks import FolderInUseError
 from neurorun.imports import code_in_config, refuse_untrusted
 from neurorun.layout import (
     CHECKPOINT_DIR,
+    HYDRA_DIR,
     LOCK_FILE,
+    LOG_FILE,
     STATE_FILE,
     SWEEP_RECORD,
     linked_names,
@@ -300,12 +302,20 @@ def refuse_links(run_dir: str | Path) -> None:
             "name), or use another folder.")
 
 
-def remove_if_only_lock(run_dir: str | Path) -> None:
-    """Remove ``run_dir`` when it holds nothing but its (released) lock file."""
+def discard_unstarted(run_dir: str | Path) -> bool:
+    """Remove ``run_dir`` when it holds nothing but what a run puts there before its first
+    generation (its lock, Hydra's folder and log, empty metric files); whether it was."""
+    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module's layout
+
     folder = Path(run_dir)
-    if folder.is_dir() and [p.name for p in folder.iterdir()] == [LOCK_FILE]:
-        (folder / LOCK_FILE).unlink()
-        folder.rmdir()
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    before_start = {LOCK_FILE, HYDRA_DIR, LOG_FILE}
+    if all(p.name in before_start or (p.name in METRIC_FILES and not p.is_symlink()
+                                      and p.stat().st_size == 0) for p in folder.iterdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    return False
 
 
 def _unwritable(folder: Path, error: OSError) -> ValueError:
@@ -391,13 +401,13 @@ class RunFolder:
 
     def release(self, *, discard_if_empty: bool = False) -> None:
         """Give the folder up (once); with ``discard_if_empty``, remove a folder this run
-        created and left with nothing but its lock."""
+        created and left as it was before a first generation (``discard_unstarted``)."""
         if self._lock is None:
             return
         os.close(self._lock)
         self._lock = None
         if discard_if_empty and self._created:
-            remove_if_only_lock(self.path)
+            discard_unstarted(self.path)
 
 
 def state_file(state: Mapping[str, Any], run_dir: str | Path) -> tuple[Path, Write]:

@@ -25,7 +25,6 @@ import contextlib
 import logging
 import math
 import os
-import shutil
 import sys
 import sysconfig
 import traceback
@@ -45,6 +44,7 @@ from omegaconf.errors import OmegaConfBaseException
 from neurorun import hydra_errors
 from neurorun.checkpoint import (
     atomic_write,
+    discard_unstarted,
     is_disk_full,
     load_run_config,
     refuse_existing_run,
@@ -62,8 +62,7 @@ from neurorun.config_checks import (
 )
 from neurorun.config_source import preset_algo, register_hydra_extensions
 from neurorun.hints import preset_hint
-from neurorun.layout import HYDRA_DIR, LOCK_FILE, LOG_FILE
-from neurorun.loggers.files import METRIC_FILES
+from neurorun.layout import LOG_FILE
 from neurorun.runner import run
 from neurorun.signals import exit_status
 
@@ -118,23 +117,7 @@ def _record_resumed_config(cfg: DictConfig, run_dir: Path, subdir: str | None) -
         atomic_write(run_dir / subdir / "config.yaml", lambda path: OmegaConf.save(cfg, path))
 
 
-# what Hydra (and the run's lock) put into a run folder before the task
-HYDRA_FILES = {HYDRA_DIR, LOG_FILE, LOCK_FILE}
 _failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
-
-
-def _remove_stub(run_dir: Path) -> bool:
-    """Remove a new run's folder that holds nothing but Hydra's files and empty metrics;
-    whether it was removed."""
-    if not run_dir.is_dir():
-        return False
-    entries = list(run_dir.iterdir())
-    # the metric files are opened (empty) before the evaluator starts
-    if all(p.name in HYDRA_FILES or (p.name in METRIC_FILES and p.stat().st_size == 0)
-           for p in entries):
-        shutil.rmtree(run_dir, ignore_errors=True)
-        return True
-    return False
 
 
 def _one_line(error: BaseException) -> str:
@@ -278,7 +261,7 @@ def _app(cfg: DictConfig) -> float | None:
         result = run(cfg, run_dir=run_dir, callbacks=pace)
     except ConfigError as error:
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
-            _remove_stub(run_dir)
+            discard_unstarted(run_dir)
         if sweep:  # the other jobs still run; main() lists the failed ones
             _job_failed(hydra_cfg, f"config error: {error}")
             return None
@@ -286,7 +269,7 @@ def _app(cfg: DictConfig) -> float | None:
         sys.exit(CONFIG_ERROR_EXIT)
     except KeyboardInterrupt as error:  # Ctrl-C or a signal: the resume hint is printed
         if not cfg.resume:
-            _remove_stub(run_dir)  # stopped before generation 1 (e.g. while ray starts)
+            discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
         _interrupted(error)
     except Exception as error:  # one line; the traceback goes to the run's neurorun.log
         if is_disk_full(error):
@@ -296,7 +279,7 @@ def _app(cfg: DictConfig) -> float | None:
             if not sweep:
                 sys.exit(1)
         logging.getLogger(__name__).exception("the run failed")
-        kept = cfg.resume or not _remove_stub(run_dir)  # a run that never started: no folder
+        kept = cfg.resume or not discard_unstarted(run_dir)  # a run that never started: no folder
         cause = f"{_one_line(error)}{_where(error)}" + (
             f" (traceback: {run_dir / LOG_FILE})" if kept else "")
         if sweep:
