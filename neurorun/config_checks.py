@@ -9,9 +9,11 @@ called here. `neurorun/build.py` builds the parts of a config that passed.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import re
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -278,10 +280,12 @@ def _env_backend(cfg: DictConfig) -> Backend | None:
         return None
 
 
-def _require(extra: str, needed_by: str) -> None:
-    """`neurorun.extras.require`, its one line a ConfigError: before anything starts."""
+@contextlib.contextmanager
+def _extra_needed() -> Iterator[None]:
+    """A missing extra (MissingExtraError) as a ConfigError: its one line, before anything
+    starts."""
     try:
-        require(extra, needed_by)
+        yield
     except MissingExtraError as error:
         raise ConfigError(str(error)) from None
 
@@ -289,8 +293,9 @@ def _require(extra: str, needed_by: str) -> None:
 def _check_env_extra(cfg: DictConfig) -> None:
     """env.id's backend is installed (brax:: needs neurorun[jax], ...)."""
     backend = _env_backend(cfg)
-    if backend is not None and backend.extra is not None:
-        _require(backend.extra, f"env={cfg.env.id}")
+    if backend is not None:
+        with _extra_needed():
+            backend.require(str(cfg.env.id))
 
 
 def _check_episode_length(cfg: DictConfig) -> None:
@@ -493,4 +498,5 @@ def validate_config(cfg: DictConfig) -> None:
         raise algo_error(cfg, error) from error
     distributed_mode(cfg, probe)
     if cfg.parallel.get("name") == "ray":  # last: the checks above need no ray
-        _require("ray", "parallel=ray")
+        with _extra_needed():
+            require("ray", "parallel=ray")

@@ -287,9 +287,8 @@ class Runner:
             self.best_sample_eval = population["pop_best_eval"]
         # a non-finite center evaluation (a NaN or infinite reward) is never best nor solved
         nonfinite = center_eval is not None and not math.isfinite(center_eval)
-        # the statistics the center was evaluated with
         self.best.offer(sense, center_eval, self.generation, self.algorithm.center,
-                        self.problem.obs_stats)
+                        self.problem.obs_stats)  # the statistics the center was evaluated with
         interactions = self.evaluator.interaction_count - count_before
         episodes = EvaluationStats.merge(stats).episode_figures()
         self.status = GenerationStatus(

@@ -60,12 +60,6 @@ class SeededNoise:
             generator.manual_seed(seed)
             out[index].normal_(generator=generator)
 
-    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
-             dtype: torch.dtype) -> torch.Tensor:
-        out = torch.empty(len(rows), dim, dtype=dtype)
-        self.fill(draw, rows, out)
-        return out.to(device)
-
 
 class NoiseTable:
     """Rows are windows of one table of ``size`` standard normals made from ``seed``."""
@@ -88,12 +82,6 @@ class NoiseTable:
         offsets = torch.from_numpy(row_seeds(draw, rows) % (self.size - dim + 1))
         windows = self.table.as_strided((self.size - dim + 1, dim), (1, 1))
         out.copy_(windows[offsets])
-
-    def rows(self, draw: int, rows: np.ndarray, dim: int, *, device: torch.device,
-             dtype: torch.dtype) -> torch.Tensor:
-        out = torch.empty(len(rows), dim, dtype=dtype)
-        self.fill(draw, rows, out)
-        return out.to(device)
 
     def __getstate__(self) -> dict:
         # ray actors get the table through the object store once per node, not with every
