@@ -41,7 +41,7 @@ from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
 from neurorun.restarts import RestartSchedule, StallWatch
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
-from neurorun.signals import interrupts_on_signals
+from neurorun.signals import held, interrupts_on_signals
 from neurorun.state_record import check_layout
 from neurorun.status import BestCenter, GenerationStatus, StopLimits, improves
 
@@ -345,23 +345,24 @@ class Runner:
         self.loggers.begin()  # the console's config and header: everything is built by now
         reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}
-        snapshot = None  # the state before the running generation, saved if it fails
+        snapshot = None  # the state after the last finished generation, saved if one fails
         try:
             with interrupts_on_signals():  # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C
+                # no copies: every part's state_dict gives values a generation never writes
+                # into (updates assign new tensors), so a snapshot stays as it was taken
+                snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
                 while reason is None:
-                    if self.restart_due:
+                    if self.restart_due:  # a resumed run makes a restart that was due, too
                         self._restart()
-                    # no copy: every part's state_dict gives values a generation never writes
-                    # into (updates assign new tensors), so this is still the state before it
-                    snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
                     status = self.step(started)
                     row = status.as_dict()
-                    self.loggers.log(self.generation, row)
+                    with held():  # a logged generation is in the snapshot a signal saves
+                        self.loggers.log(self.generation, row)
+                        reason = self.limits.reason(status)
+                        self.restart_due = self.schedule.restart_due(status.popsize,
+                                                                     status.center_eval)
+                        snapshot = self._state(status.elapsed_s)
                     self.callbacks.on_generation_end(self, self.generation, row)
-                    reason = self.limits.reason(status)
-                    # the restart comes before the next generation (a resumed run does it too)
-                    self.restart_due = self.schedule.restart_due(status.popsize,
-                                                                 status.center_eval)
                     if reason is None and every > 0 and self.generation % every == 0:
                         self.save_checkpoint(status.elapsed_s)
                 elapsed = self.elapsed_before + time.perf_counter() - started

@@ -5,7 +5,9 @@ SSH session or terminal).
 Inside `interrupts_on_signals()` each raises `RunInterrupted`, a KeyboardInterrupt, wherever
 the main thread is (a signal the process was started ignoring stays ignored: `nohup` keeps a
 run alive through SIGHUP); the runner then checkpoints the last finished generation, prints the
-resume command, and the command exits with 128 + the signal number (130 for Ctrl-C).
+resume command, and the command exits with 128 + the signal number (130 for Ctrl-C). Inside
+`held()` a signal (Ctrl-C too) waits until the block ends: the runner logs a finished
+generation and takes its snapshot there, so what was logged is what gets saved.
 """
 
 from __future__ import annotations
@@ -22,8 +24,14 @@ class RunInterrupted(KeyboardInterrupt):
     """A signal asked the run to stop; ``signum`` says which."""
 
     def __init__(self, signum: int):
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        super().__init__(said(signum))
         self.signum = signum
+
+
+def said(signum: int) -> str:
+    """What ended the command, in words."""
+    return ("interrupted (Ctrl-C)" if signum == signal.SIGINT
+            else f"stopped by {signal.Signals(signum).name}")
 
 
 def exit_status(error: KeyboardInterrupt) -> int:
@@ -32,19 +40,42 @@ def exit_status(error: KeyboardInterrupt) -> int:
     return 128 + getattr(error, "signum", signal.SIGINT)
 
 
+_held: list[int] | None = None  # inside held(): the signals that arrived, in order
+
+
 def _raise(signum: int, frame: object) -> None:
+    if _held is not None:
+        _held.append(signum)
+        return
     raise RunInterrupted(signum)
 
 
 @contextmanager
+def held() -> Iterator[None]:
+    """A signal that arrives inside (while `interrupts_on_signals` is on) is raised as the
+    block ends: the block runs whole or, when it raises itself, not past its own error."""
+    global _held
+    _held = []
+    try:
+        yield
+    finally:
+        arrived, _held = _held, None
+    if arrived:
+        raise RunInterrupted(arrived[0])
+
+
+@contextmanager
 def interrupts_on_signals() -> Iterator[None]:
-    """SIGTERM, SIGUSR1 and SIGHUP raise RunInterrupted while inside, unless ignored (main
-    thread only: signal handlers cannot be set elsewhere, e.g. in a ray actor)."""
+    """SIGTERM, SIGUSR1 and SIGHUP raise RunInterrupted while inside, unless ignored, and so
+    does Ctrl-C where Python's own handler has it (main thread only: signal handlers cannot be
+    set elsewhere, e.g. in a ray actor)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {number: signal.signal(number, _raise) for number in SIGNALS
-                if signal.getsignal(number) is not signal.SIG_IGN}
+    ours = [number for number in SIGNALS if signal.getsignal(number) is not signal.SIG_IGN]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        ours.append(signal.SIGINT)
+    previous = {number: signal.signal(number, _raise) for number in ours}
     try:
         yield
     finally:

@@ -12,11 +12,11 @@ import signal
 import sys
 import threading
 
+from neurorun.signals import said
+
 
 def _interrupted(signum: int, frame: object) -> None:
-    said = ("interrupted (Ctrl-C)" if signum == signal.SIGINT
-            else f"stopped by {signal.Signals(signum).name}")
-    print(f"neurorun: {said}", file=sys.stderr)
+    print(f"neurorun: {said(signum)}", file=sys.stderr)
     sys.exit(128 + signum)
 
 

@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import pickle
+import signal
 from types import SimpleNamespace
 
 import pytest
@@ -175,6 +176,31 @@ def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path,
     run(checkpoint.load_run_config(failed, []), run_dir=failed)
     assert metric_rows(failed) == metric_rows(whole)
     assert torch.equal(last_solution(failed), last_solution(whole))
+
+
+def test_a_signal_just_after_a_generation_is_logged_saves_that_generation(tmp_path):
+    """CI caught a SIGTERM landing after generation 3's row was written but before the next
+    generation began: the state saved was generation 2's. The state after generation 3 is saved
+    (the signal comes in a callback, after the row), and the run resumes exactly."""
+    from neurorun.runner import Callbacks
+    from neurorun.signals import RunInterrupted
+
+    class Terminate(Callbacks):
+        def on_generation_end(self, runner, generation, status):
+            if generation == 3:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    run(tiny("generations=5", "target_score=null", "checkpoint_every=0"), run_dir=whole)
+    cfg = tiny("generations=5", "target_score=null", "checkpoint_every=0")
+    save_run_config(cfg, stopped)
+    with pytest.raises(RunInterrupted):
+        run(cfg, run_dir=stopped, callbacks=Terminate())
+    state = torch.load(stopped / "checkpoints" / "state.pt", weights_only=False)
+    assert state["generation"] == 3 and len(metric_rows(stopped)) == 3
+    run(checkpoint.load_run_config(stopped, []), run_dir=stopped)
+    assert metric_rows(stopped) == metric_rows(whole)
+    assert torch.equal(last_solution(stopped), last_solution(whole))
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])

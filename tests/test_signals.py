@@ -1,0 +1,41 @@
+"""`held()`: a signal that arrives inside the block ends the run as the block ends, not in it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from neurorun.signals import RunInterrupted, exit_status, held, interrupts_on_signals
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
+def test_a_signal_inside_held_is_raised_as_the_block_ends(signum):
+    done = []
+    with pytest.raises(RunInterrupted) as raised, interrupts_on_signals(), held():
+        os.kill(os.getpid(), signum)
+        done.append("after the signal")
+    assert done == ["after the signal"]
+    assert raised.value.signum == signum and exit_status(raised.value) == 128 + signum
+
+
+def test_outside_held_a_signal_stops_at_once_and_the_handlers_come_back():
+    before = signal.getsignal(signal.SIGTERM)
+    done = []
+    with pytest.raises(RunInterrupted), interrupts_on_signals():
+        with held():
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        done.append("after the signal")
+    assert done == []
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_error_inside_held_is_not_replaced_by_the_signal():
+    with pytest.raises(ZeroDivisionError), interrupts_on_signals(), held():
+        os.kill(os.getpid(), signal.SIGUSR1)
+        raise ZeroDivisionError
+    with interrupts_on_signals(), held():  # nothing left over from the dropped signal
+        pass
