@@ -6,8 +6,8 @@ brax's EpisodeWrapper and batched by brax's VmapWrapper, as ``brax.envs.create``
 autoreset wrapper. ``env_config`` overrides keys of the env's default config
 (``registry.get_default_config(name)``); unknown keys are refused. Where the config has an
 ``impl`` (the physics implementation) and env_config does not set it, neurorun picks ``jax``
-when jax runs on the CPU (Playground's default, ``warp``, ran CheetahRun 6x slower there) and
-leaves Playground's default on accelerators.
+when jax runs on the CPU (Playground's default, ``warp``, ran CheetahRun 6x slower there) or
+Warp is not installed, and leaves Playground's default on accelerators.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import importlib.util
 import io
 from typing import Any
 
@@ -28,11 +29,12 @@ IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground co
 def _registry() -> Any:
     """mujoco_playground.registry, imported on first use (seconds), with Warp's start-up
     banner kept off the console (the playground extra; `Backend.require` has checked that it
-    is installed)."""
+    is installed). Warp is quieted where it is installed: MJX's own physics runs without it."""
     with contextlib.redirect_stdout(io.StringIO()):
-        import warp
+        with contextlib.suppress(ImportError):
+            import warp
 
-        warp.config.quiet = True
+            warp.config.quiet = True
         from mujoco_playground import registry
     return registry
 
@@ -83,7 +85,9 @@ def playground_config(name: str, env_config: dict[str, Any]) -> dict[str, Any]:
         if "impl" not in overrides:
             import jax
 
-            overrides["impl"] = "jax" if jax.default_backend() == "cpu" else defaults["impl"]
+            warp_runs = (jax.default_backend() != "cpu"
+                         and importlib.util.find_spec("warp") is not None)
+            overrides["impl"] = defaults["impl"] if warp_runs else "jax"
         elif overrides["impl"] not in IMPLEMENTATIONS:
             raise ValueError(f"env.env_config.impl={overrides['impl']!r}: MuJoCo Playground env "
                              f"{name!r} runs on one of {', '.join(IMPLEMENTATIONS)}")

@@ -34,6 +34,29 @@ def test_unknown_config_key_and_implementation_are_refused_before_compiling():
         make_env("playground::CartpoleBalance", 2, impl="cuda")
 
 
+@pytest.mark.parametrize(("backend", "warp_installed", "expected"), [
+    ("cpu", True, "jax"), ("gpu", True, "default"), ("gpu", False, "jax")])
+def test_the_physics_is_playgrounds_default_only_where_warp_runs(monkeypatch, backend,
+                                                                  warp_installed, expected):
+    """An H200 with no warp-lang failed in put_model ("warp-lang is not installed") where
+    neurorun left Playground's default: without Warp the jax physics is picked."""
+    import importlib.util
+
+    from mujoco_playground import registry
+
+    from neurorun.envs.playground_env import playground_config
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: (
+        None if name == "warp" and not warp_installed else find_spec(name, *rest)))
+    default = registry.get_default_config("CheetahRun").impl
+    assert default != "jax"  # else the rule has nothing to choose
+    picked = playground_config("CheetahRun", {})["impl"]
+    assert picked == (default if expected == "default" else "jax")
+    assert playground_config("CheetahRun", {"impl": "jax"})["impl"] == "jax"  # as asked
+
+
 def direct_loop(name, num_envs, seed, actions, episode_length):
     """Playground's own reset/step, one env at a time, with gymnasium's next-step autoreset
     and the keys JaxVecEnv documents: env i's first episode starts from PRNGKey(seed + i),
