@@ -60,9 +60,10 @@ from neurorun.config_checks import (
     FolderInUseError,
     check_interpolations,
 )
-from neurorun.config_source import preset_algo, register_hydra_extensions
+from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
 from neurorun.layout import LOG_FILE
+from neurorun.presets import preset_algo
 from neurorun.runner import run
 from neurorun.signals import exit_status
 

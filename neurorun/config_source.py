@@ -22,108 +22,19 @@ editable and regular installs alike, without a `hydra_plugins` namespace package
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from datetime import datetime
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from hydra._internal.sources_registry import SourcesRegistry
 from hydra.core.object_type import ObjectType
 from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from neurorun.layout import HYDRA_DIR
+from neurorun.envs.backends import canonical_env_id, env_slug
+from neurorun.layout import output_subdir, run_dir_name
 
 GROUP = "env"
-
-
-def canonical_env_id(name: str) -> str:
-    """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
-    from neurorun.envs.backends import PREFIXES
-
-    for backend in PREFIXES:
-        if name.startswith(backend + "/"):
-            return f"{backend}::{name[len(backend) + 1:]}"
-    return name
-
-
-def env_slug(env_id: Any) -> str:
-    """A folder- and file-name-safe form of an env id: `brax::humanoid` -> `brax_humanoid`.
-
-    The default backend's prefix is dropped (`gym::Humanoid-v5` -> `Humanoid-v5`), so both
-    spellings of one gymnasium env share a preset and a runs folder.
-    """
-    text = canonical_env_id(str(env_id))
-    text = text.removeprefix("gym::")
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
-
-
-def _packaged(*parts: str) -> Any:
-    return resources.files("neurorun.conf").joinpath(*parts)
-
-
-def _preset_override(preset: DictConfig, group: str) -> str | None:
-    """The option an experiment preset's defaults list picks for ``group`` (`override /algo:
-    ars` -> "ars"), or None."""
-    for entry in preset.get("defaults", []):
-        if isinstance(entry, Mapping) and f"override /{group}" in entry:
-            return entry[f"override /{group}"]
-    return None
-
-
-def experiment_for(env_id: Any) -> str | None:
-    """The packaged experiment= preset made for ``env_id`` (its defaults list overrides
-    /env with it; envpool:: and gym:: spellings count), or None."""
-    wanted = env_slug(str(env_id).removeprefix("envpool::"))
-    for preset in sorted(_packaged("experiment").iterdir(), key=lambda f: f.name):
-        if preset.name.endswith(".yaml") and _preset_override(
-                OmegaConf.create(preset.read_text(encoding="utf-8")), GROUP) == wanted:
-            return preset.name.removesuffix(".yaml")
-    return None
-
-
-def _default_choice(group: str) -> str:
-    """The option config.yaml's defaults list picks for ``group`` (algo: "pgpe")."""
-    config = OmegaConf.create(_packaged("config.yaml").read_text(encoding="utf-8"))
-    return next(entry[group] for entry in config.defaults
-                if isinstance(entry, Mapping) and group in entry)
-
-
-def preset_algo(group: str, choice: Any) -> tuple[str | None, DictConfig]:
-    """The algorithm a packaged preset's `algo:` block was tuned for (the one its defaults list
-    picks, else the default one) and that block; (None, {}) for no preset, one without that
-    block, or one that is not packaged (a user's own search path)."""
-    path = _packaged(group, f"{choice}.yaml")
-    if choice in (None, "null") or not path.is_file():
-        return None, OmegaConf.create()
-    preset = OmegaConf.create(path.read_text(encoding="utf-8"))
-    block = preset.get("algo")
-    if not isinstance(block, DictConfig) or not block:
-        return None, OmegaConf.create()
-    return _preset_override(preset, "algo") or _default_choice("algo"), block
-
-
-def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
-    """`runs/<env>/<algo>/<date>_<time>_s<seed>` (`_2`, `_3`, ... when that folder exists), or
-    the folder being resumed."""
-    if resume not in (None, ""):
-        return str(resume)
-    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    name = f"runs/{env_slug(env_id)}/{algo}/{stamp}_s{seed}"
-    count = 1
-    while Path(name if count == 1 else f"{name}_{count}").exists():  # started in the same second
-        count += 1
-    return name if count == 1 else f"{name}_{count}"
-
-
-def _output_subdir(resume: Any) -> str:
-    """Hydra's files: `.hydra`, or a fresh subfolder of it when resuming (keeps the original)."""
-    if resume in (None, ""):
-        return HYDRA_DIR
-    return f"{HYDRA_DIR}/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
 
 
 class NeurorunEnvSource(ConfigSource):
@@ -195,7 +106,7 @@ def register_hydra_extensions() -> None:
     for name, func in (
         ("neurorun.slug", env_slug),
         ("neurorun.run_dir", run_dir_name),
-        ("neurorun.output_subdir", _output_subdir),
+        ("neurorun.output_subdir", output_subdir),
     ):
         # cached: a resumed run's subfolder is named once, however often Hydra reads it
         OmegaConf.register_new_resolver(name, func, replace=True,

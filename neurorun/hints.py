@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from neurorun.config_source import experiment_for
+from neurorun.presets import experiment_for
 from neurorun.runner import Callbacks, Runner
 
 # the generation whose speed the pace is taken from: generation 1 holds the compile

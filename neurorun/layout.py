@@ -1,4 +1,7 @@
-"""The names inside a run folder, in one place (metric file names: neurorun.loggers.files).
+"""The names of a run folder and inside it, in one place (metric file names:
+neurorun.loggers.files).
+
+    runs/<env>/<algo>/<date>_<time>_s<seed>/   a run's folder (run_dir_name)
 
     <run>/.hydra/config.yaml        the composed config (what resume= starts from)
     <run>/.hydra/overrides.yaml     the command line's overrides
@@ -8,7 +11,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+from neurorun.envs.backends import env_slug
 
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
 CHECKPOINT_DIR = "checkpoints"
@@ -46,3 +53,23 @@ def linked_names(run_dir: str | Path) -> list[str]:
 def overrides_path(run_dir: str | Path) -> Path:
     """Where a run folder keeps the command line's overrides."""
     return Path(run_dir) / HYDRA_DIR / "overrides.yaml"
+
+
+def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
+    """`runs/<env>/<algo>/<date>_<time>_s<seed>` (`_2`, `_3`, ... when that folder exists), or
+    the folder being resumed."""
+    if resume not in (None, ""):
+        return str(resume)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    name = f"runs/{env_slug(env_id)}/{algo}/{stamp}_s{seed}"
+    count = 1
+    while Path(name if count == 1 else f"{name}_{count}").exists():  # started in the same second
+        count += 1
+    return name if count == 1 else f"{name}_{count}"
+
+
+def output_subdir(resume: Any) -> str:
+    """Hydra's files: `.hydra`, or a fresh subfolder of it when resuming (keeps the original)."""
+    if resume in (None, ""):
+        return HYDRA_DIR
+    return f"{HYDRA_DIR}/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")

@@ -34,6 +34,7 @@ from neurorun.layout import (
     LAST_POLICY,
     STATE_FILE,
     policy_path,
+    run_dir_name,
     saved_config_path,
 )
 from neurorun.loggers import LoggerGroup, make_loggers
@@ -83,8 +84,6 @@ def _default_run_dir(cfg: DictConfig) -> Path:
 
         return Path(HydraConfig.get().runtime.output_dir)
     except (ImportError, ValueError):
-        from neurorun.config_source import run_dir_name
-
         return Path(run_dir_name(cfg.resume, cfg.env.id, cfg.algo.name, cfg.seed))
 
 

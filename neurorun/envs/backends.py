@@ -15,6 +15,7 @@ thing).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,6 +31,25 @@ Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy acti
 
 PREFIXES = ("gym", "envpool", "brax", "playground")  # spec prefixes: `<prefix>::<name>`
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
+
+
+def canonical_env_id(name: str) -> str:
+    """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
+    for backend in PREFIXES:
+        if name.startswith(backend + "/"):
+            return f"{backend}::{name[len(backend) + 1:]}"
+    return name
+
+
+def env_slug(env_id: Any) -> str:
+    """A folder- and file-name-safe form of an env id: `brax::humanoid` -> `brax_humanoid`.
+
+    The default backend's prefix is dropped (`gym::Humanoid-v5` -> `Humanoid-v5`), so both
+    spellings of one gymnasium env share a preset and a runs folder.
+    """
+    text = canonical_env_id(str(env_id))
+    text = text.removeprefix("gym::")
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
 
 
 def resolve_backend(spec: str, backend: str = "auto") -> str:

@@ -8,7 +8,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from neurorun.cli import compose_config
 from neurorun.config_checks import ConfigError
-from neurorun.config_source import canonical_env_id, env_slug, run_dir_name
+from neurorun.envs.backends import canonical_env_id, env_slug
+from neurorun.layout import run_dir_name
 from neurorun.runner import Runner
 
 SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "env=brax/humanoid"]
