@@ -36,7 +36,7 @@ from typing import Any
 import hydra
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
+from hydra.errors import CompactHydraException, HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
@@ -52,9 +52,9 @@ from neurorun.checkpoint import (
     require_creatable,
     require_free,
     require_saved_config,
-    saved_config_path,
 )
 from neurorun.config_checks import (
+    CONFIG_ERROR_EXIT,
     OPEN_MAPPINGS,
     ConfigError,
     FolderInUseError,
@@ -63,9 +63,9 @@ from neurorun.config_checks import (
 from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
 from neurorun.layout import LOG_FILE
-from neurorun.presets import preset_algo
 from neurorun.runner import run
 from neurorun.signals import exit_status
+from neurorun.sweeps import FailedJobs
 
 neurorun.startup.loaded()  # from here main() catches Ctrl-C
 
@@ -73,10 +73,8 @@ neurorun.startup.loaded()  # from here main() catches Ctrl-C
 # compose calls of Python users and tests that import CONFIG_MODULE from here.
 register_hydra_extensions()
 
-CONFIG_ERROR_EXIT = 2
 CONFIG_MODULE = "neurorun.conf"
-# presets whose `algo:` block gives way to another algorithm's (_preset_algo_replaced)
-PRESET_GROUPS = ("experiment", "env")
+FAILED_JOBS = FailedJobs()  # a sweep's failed jobs, reported when the sweep ends
 
 
 def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False) -> DictConfig:
@@ -89,7 +87,6 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
         cfg = compose("config", overrides=open_mapping_overrides(overrides),
                       return_hydra_config=True)
-        _preset_algo_replaced(cfg, cfg.hydra.runtime.choices, task_overrides(cfg.hydra))
     if not hydra_config:
         with open_dict(cfg):
             del cfg.hydra
@@ -116,9 +113,6 @@ def _record_resumed_config(cfg: DictConfig, run_dir: Path, subdir: str | None) -
     .hydra/resumed_<date>/: record there the config this resumed run runs with."""
     if subdir:
         atomic_write(run_dir / subdir / "config.yaml", lambda path: OmegaConf.save(cfg, path))
-
-
-_failed_jobs: list[str] = []  # "job N (overrides): cause" of failed sweep jobs, for main()
 
 
 def _one_line(error: BaseException) -> str:
@@ -152,83 +146,9 @@ def _warn_if_minimized(hydra_cfg: DictConfig) -> None:
               file=sys.stderr)
 
 
-def _job_failed(hydra_cfg: DictConfig, cause: str) -> None:
-    """Report a failed sweep job in one line and keep it for main()'s report. When it was
-    the last trial of an Optuna search and no trial completed, the search ends here with that
-    report (the sweeper would end in a traceback asking for its best trial)."""
-    job = f"job {hydra_cfg.job.num} ({' '.join(task_overrides(hydra_cfg))})"
-    print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
-    _failed_jobs.append(f"{job}: {cause}")
-    trials = hydra_cfg.sweeper.get("n_trials")
-    if trials is not None and len(_failed_jobs) == hydra_cfg.job.num + 1 == int(trials):
-        _report_failed_jobs(" (no trial completed: the search has no best)")
-
-
-def _report_failed_jobs(why: str = "") -> None:
-    print(f"neurorun: {len(_failed_jobs)} job(s) of the sweep failed{why}:\n  "
-          + "\n  ".join(_failed_jobs), file=sys.stderr)
-    sys.exit(CONFIG_ERROR_EXIT)
-
-
-def _give_way(mine: DictConfig, preset: DictConfig, alone: DictConfig,
-              prefix: str = "") -> list[str]:
-    """Each of the preset's keys still at the preset's value takes the value of the config
-    composed without the preset (or goes, where that has no such key); the keys changed."""
-    changed = []
-    for key, value in preset.items():
-        if key not in mine:
-            continue
-        if all(isinstance(node, DictConfig) for node in (value, mine[key], alone.get(key))):
-            changed += _give_way(mine[key], value, alone[key], f"{prefix}{key}.")
-        elif mine[key] != value:  # set after the preset: a later group or the command line
-            continue
-        elif key not in alone:
-            del mine[key]
-            changed.append(prefix + key)
-        elif alone[key] != value:
-            mine[key] = alone[key]
-            changed.append(prefix + key)
-    return changed
-
-
 def _override_key(override: str) -> str:
     """`+algo.popsize=6` -> "algo.popsize"."""
     return override.lstrip("+~").split("=", 1)[0]
-
-
-def _preset_algo_replaced(cfg: DictConfig, choices: Mapping[str, Any],
-                          overrides: Sequence[str]) -> tuple[bool, list[str]]:
-    """A preset's `algo:` settings are tuned for one algorithm (an experiment preset's own, an
-    env preset's the default one): with another (`experiment=hopper algo=cmaes`; ARS's
-    step_size means nothing to CMA-ES), those still in force give way, in place, to what the
-    same command composes without the presets: the chosen algorithm's defaults, with later
-    groups (debug=) and the command line's algo.* keys. Whether any changed, and one line for
-    each preset named on the command line that changed, naming the keys (presets that are not
-    packaged keep their block: their algorithm is not known)."""
-    chosen = choices.get("algo")
-    tuned = [(group, *preset_algo(group, choices.get(group))) for group in PRESET_GROUPS]
-    tuned = [entry for entry in tuned if entry[1] not in (None, chosen)]
-    if not tuned:
-        return False, []
-    try:
-        alone = compose("config", overrides=[
-            *(o for o in overrides if _override_key(o) not in (*PRESET_GROUPS, "algo")),
-            f"algo={chosen}"])  # chosen on the command line or by the experiment preset
-    except ConfigCompositionException as error:  # an algo.* key only the preset's algorithm has
-        first = str(error).splitlines()[0]  # "Could not override 'algo.<key>'."
-        raise ConfigError(f"{first} algo={chosen} has no such key (a preset's settings for "
-                          "another algorithm do not carry over). Fix: leave it out.") from error
-    named = {_override_key(o) for o in overrides}
-    any_changed, said = False, []
-    with open_dict(cfg):
-        for group, made_for, block in tuned:
-            changed = _give_way(cfg.algo, block, alone.algo, "algo.")
-            any_changed = any_changed or bool(changed)
-            if changed and group in named:  # not the env an experiment preset picked
-                said.append(f"neurorun: {group}={choices.get(group)} was tuned for "
-                            f"algo={made_for}; algo={chosen} runs with its own values of "
-                            f"{', '.join(changed)}")
-    return any_changed, said
 
 
 @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
@@ -240,64 +160,74 @@ def _app(cfg: DictConfig) -> float | None:
     if sweep:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    overrides = task_overrides(hydra_cfg)
     try:
-        check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
-        chose_env = any(o.startswith("env=") for o in overrides)
-        pace = None
-        if chose_env and not sweep and not cfg.resume and hydra_cfg.runtime.choices.get(
-                "experiment") in (None, "null"):  # a bare `neurorun env=Hopper-v5`
-            pace = preset_hint(cfg.env.id, lambda name: compose(
-                "config", overrides=[f"experiment={name}"]))
-        if cfg.resume:
-            cfg = _resumed_config(cfg)
-            _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
-        else:
-            changed, said = _preset_algo_replaced(cfg, hydra_cfg.runtime.choices, overrides)
-            for line in said:  # said once
-                print(line, file=sys.stderr)
-            if changed:  # the saved config (what resume= reads) is the one that runs
-                atomic_write(saved_config_path(run_dir), lambda path: OmegaConf.save(cfg, path))
-        _use_host_devices(cfg)
-        result = run(cfg, run_dir=run_dir, callbacks=pace)
-    except ConfigError as error:
-        if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
-            discard_unstarted(run_dir)
-        if sweep:  # the other jobs still run; main() lists the failed ones
-            _job_failed(hydra_cfg, f"config error: {error}")
-            return None
-        print(f"neurorun: config error: {error}", file=sys.stderr)
-        sys.exit(CONFIG_ERROR_EXIT)
-    except KeyboardInterrupt as error:  # Ctrl-C or a signal: the resume hint is printed
-        if not cfg.resume:
-            discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
-        _interrupted(error)
-    except Exception as error:  # one line; the traceback goes to the run's neurorun.log
-        if is_disk_full(error):
-            print(f"neurorun: no space left on the device of {error.filename or run_dir} "
-                  f"({error.strerror}). Fix: free some space, then continue with the resume "
-                  "command above.", file=sys.stderr)
-            if not sweep:
-                sys.exit(1)
-        logging.getLogger(__name__).exception("the run failed")
-        kept = cfg.resume or not discard_unstarted(run_dir)  # a run that never started: no folder
-        cause = f"{_one_line(error)}{_where(error)}" + (
-            f" (traceback: {run_dir / LOG_FILE})" if kept else "")
-        if sweep:
-            _job_failed(hydra_cfg, cause)
-            return None
-        print(f"neurorun: the run failed: {cause}", file=sys.stderr)
-        sys.exit(1)
+        cfg, result = _train(cfg, hydra_cfg, run_dir)
+    except (Exception, KeyboardInterrupt) as error:
+        cause = _failed(error, cfg, run_dir, exits=not sweep)
+        FAILED_JOBS.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
+        return None
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']} ({_best_score(result, cfg)})")
     print(f"objective:   {cfg.objective} = {result['objective']}")
     objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
     if searching and not math.isfinite(objective):
-        _job_failed(hydra_cfg, f"objective {cfg.objective} = {objective} (no finite center "
-                               "evaluation: more generations, or eval_every=1)")
+        FAILED_JOBS.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {cfg.objective} = "
+                        f"{objective} (no finite center evaluation: more generations, or "
+                        "eval_every=1)")
         return None
     return objective
+
+
+def _train(cfg: DictConfig, hydra_cfg: DictConfig,
+           run_dir: Path) -> tuple[DictConfig, dict[str, Any]]:
+    """The config that runs (a resumed run's saved one, this command's overrides on top) and
+    what its run returned."""
+    check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    pace = None
+    if (any(o.startswith("env=") for o in task_overrides(hydra_cfg))
+            and hydra_cfg.mode != RunMode.MULTIRUN and not cfg.resume
+            and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
+        # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be
+        pace = preset_hint(cfg.env.id, lambda name: compose(
+            "config", overrides=[f"experiment={name}"]))
+    if cfg.resume:
+        cfg = _resumed_config(cfg)
+        _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
+    _use_host_devices(cfg)
+    return cfg, run(cfg, run_dir=run_dir, callbacks=pace)
+
+
+def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -> str:
+    """Say why the run failed in one line (the traceback goes to the run's neurorun.log) and
+    remove a run folder that never started; exit (with 2 for a config error), or, in a sweep
+    (``exits`` False), return the cause. Ctrl-C or a signal always exits (the resume hint is
+    printed)."""
+    if isinstance(error, KeyboardInterrupt):
+        if not cfg.resume:
+            discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
+        _interrupted(error)
+    if isinstance(error, ConfigError):
+        if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
+            discard_unstarted(run_dir)
+        if exits:
+            print(f"neurorun: config error: {error}", file=sys.stderr)
+            sys.exit(CONFIG_ERROR_EXIT)
+        return f"config error: {error}"
+    if is_disk_full(error):
+        print(f"neurorun: no space left on the device of {error.filename or run_dir} "
+              f"({error.strerror}). Fix: free some space, then continue with the resume "
+              "command above.", file=sys.stderr)
+        if exits:
+            sys.exit(1)
+    logging.getLogger(__name__).exception("the run failed")
+    kept = cfg.resume or not discard_unstarted(run_dir)  # a run that never started: no folder
+    cause = f"{_one_line(error)}{_where(error)}" + (
+        f" (traceback: {run_dir / LOG_FILE})" if kept else "")
+    if exits:
+        print(f"neurorun: the run failed: {cause}", file=sys.stderr)
+        sys.exit(1)
+    return cause
 
 
 def _use_host_devices(cfg: DictConfig) -> None:
@@ -448,8 +378,7 @@ def _main() -> None:
     finally:
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
-    if _failed_jobs:
-        _report_failed_jobs()
+    FAILED_JOBS.report()
 
 
 if __name__ == "__main__":

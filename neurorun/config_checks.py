@@ -37,6 +37,9 @@ _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.
 MAX_THREADS = 1024
 
 
+CONFIG_ERROR_EXIT = 2  # the exit status of every config error of the `neurorun` command
+
+
 class ConfigError(ValueError):
     """An invalid config: the message names the key, the value and the fix."""
 

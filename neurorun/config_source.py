@@ -13,7 +13,9 @@ stay: gymnasium namespaces such as `ALE/Pong-v5`). If a preset exists for the ca
 shaping), that preset is served (`envpool::Id` and `gym::Id` get the preset of `Id`, keeping
 their prefix); otherwise a generic `{id: <id>, env_config: {}, target_score: null}`. Whether
 the id exists is checked by the runner before anything is built, so a typo ends with the
-closest registered ids.
+closest registered ids. Likewise `env_algo/<spelling>/<algo>` (config.yaml's specializing
+default `${env}/${algo}`) is served the packaged `env_algo/<env_slug(id)>/<algo>.yaml` for every
+spelling of an env that has one (`env=brax/humanoid` gets brax_humanoid's PGPE settings).
 
 `register_hydra_extensions()` registers this source with Hydra (explicitly, so it works in
 editable and regular installs alike, without a `hydra_plugins` namespace package) and the
@@ -35,10 +37,12 @@ from neurorun.envs.backends import canonical_env_id, env_slug
 from neurorun.layout import output_subdir, run_dir_name
 
 GROUP = "env"
+TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml
 
 
 class NeurorunEnvSource(ConfigSource):
-    """Answers `env/<name>` for every name; `path` is the package holding the presets."""
+    """Answers `env/<name>` for every name, and `env_algo/<name>/<algo>` for every spelling of
+    an env that has such a file; `path` is the package holding the presets."""
 
     def __init__(self, provider: str, path: str) -> None:
         super().__init__(provider=provider, path=path)
@@ -48,29 +52,44 @@ class NeurorunEnvSource(ConfigSource):
     def scheme() -> str:
         return "neurorun"
 
-    def _env_name(self, config_path: str) -> str | None:
-        prefix = GROUP + "/"
-        if not config_path.startswith(prefix):
+    @staticmethod
+    def _name(config_path: str, group: str) -> str | None:
+        """`<group>/<name>[.yaml]` -> name, else None."""
+        if not config_path.startswith(group + "/"):
             return None
-        name = config_path[len(prefix):]
-        name = name.removesuffix(".yaml")
-        return name or None
+        return config_path[len(group) + 1:].removesuffix(".yaml") or None
 
-    def _preset(self, env_id: str) -> Any:
+    def _packaged(self, group: str, env_id: str, suffix: str = ".yaml") -> Any:
+        """The packaged file of ``group`` for the canonical ``env_id`` (one per task:
+        `envpool::Id` and `gym::Id` use the one of `Id`), or None."""
         try:
-            folder = resources.files(self.path).joinpath(GROUP)
+            folder = resources.files(self.path).joinpath(group)
         except (ModuleNotFoundError, ValueError, TypeError):
             return None
-        preset = folder.joinpath(env_slug(env_id) + ".yaml")
-        return preset if preset.is_file() else None
+        found = folder.joinpath(env_slug(env_id.removeprefix("envpool::")) + suffix)
+        return found if found.is_file() else None
+
+    def _tuned(self, config_path: str) -> Any:
+        """The packaged env_algo file a `env_algo/<any spelling>/<algo>` path means, or None."""
+        name = self._name(config_path, TUNED)
+        if name is None or "/" not in name:
+            return None
+        env_name, algo = name.rsplit("/", 1)
+        return self._packaged(TUNED, canonical_env_id(env_name), f"/{algo}.yaml")
 
     def load_config(self, config_path: str) -> ConfigResult:
-        name = self._env_name(config_path)
+        tuned = self._tuned(config_path)
+        if tuned is not None:
+            text = tuned.read_text(encoding="utf-8")
+            return ConfigResult(config=OmegaConf.create(text), path=self.full_path(),
+                                provider=self.provider,
+                                header=ConfigSource._get_header_dict(text))
+        name = self._name(config_path, GROUP)
         if name is None:
-            raise ConfigLoadError(f"neurorun:// serves only {GROUP}/<id>, not {config_path}")
+            raise ConfigLoadError(f"neurorun:// serves only {GROUP}/<id> and {TUNED}/<id>/"
+                                  f"<algo>, not {config_path}")
         env_id = canonical_env_id(name)
-        # one preset per task: `envpool::Id` and `gym::Id` use the preset of `Id`
-        preset = self._preset(env_id.removeprefix("envpool::"))
+        preset = self._packaged(GROUP, env_id)
         if preset is not None:
             text = preset.read_text(encoding="utf-8")
             cfg = OmegaConf.create(text)
@@ -92,7 +111,8 @@ class NeurorunEnvSource(ConfigSource):
         return config_path.strip("/") == GROUP
 
     def is_config(self, config_path: str) -> bool:
-        return self._env_name(config_path) is not None
+        return (self._name(config_path, GROUP) is not None
+                or self._tuned(config_path) is not None)
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
         # Every name is an option: listing none keeps `--help` to the packaged presets.

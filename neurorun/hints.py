@@ -6,12 +6,39 @@ a setup made for a GPU)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from neurorun.presets import experiment_for
+from neurorun.envs.backends import env_slug
 from neurorun.runner import Callbacks, Runner
+
+
+def _packaged(*parts: str) -> Any:
+    return resources.files("neurorun.conf").joinpath(*parts)
+
+
+def _preset_override(preset: DictConfig, group: str) -> str | None:
+    """The option an experiment preset's defaults list picks for ``group`` (`override /algo:
+    ars` -> "ars"), or None."""
+    for entry in preset.get("defaults", []):
+        if isinstance(entry, Mapping) and f"override /{group}" in entry:
+            return entry[f"override /{group}"]
+    return None
+
+
+def experiment_for(env_id: Any) -> str | None:
+    """The packaged experiment= preset made for ``env_id`` (its defaults list overrides
+    /env with it; envpool:: and gym:: spellings count), or None."""
+    wanted = env_slug(str(env_id).removeprefix("envpool::"))
+    for preset in sorted(_packaged("experiment").iterdir(), key=lambda f: f.name):
+        if preset.name.endswith(".yaml") and _preset_override(
+                OmegaConf.create(preset.read_text(encoding="utf-8")), "env") == wanted:
+            return preset.name.removesuffix(".yaml")
+    return None
+
 
 # the generation whose speed the pace is taken from: generation 1 holds the compile
 PACE_GENERATION = 2

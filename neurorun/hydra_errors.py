@@ -1,7 +1,8 @@
 """Hydra's errors about the command line, said in one line with the fix.
 
 Hydra's own report of a misspelt key advises `+algo.popsiz=10`, which neurorun's schema then
-refuses; an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
+refuses (another algorithm's option, e.g. ARS's `algo.top_directions` with `algo=cmaes`, is
+named as such); an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
 lexer. Both are config errors of the command line, said as neurorun says the others.
 """
 
@@ -46,10 +47,23 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
     keys = list(parent) if isinstance(parent, DictConfig) else []
     close = difflib.get_close_matches(key, keys, n=1)
     given = next((arg for arg in argv if arg.partition("=")[0] == path), path)
+    owners = _algorithms_with(key) if section == "algo" else []
+    if owners and "name" in keys:  # another algorithm's option (`experiment=hopper algo=cmaes`)
+        return (f"{given}: algo={parent.get('name')} has no option {key} (an option of "
+                f"{', '.join('algo=' + name for name in owners)}). Fix: leave it out, or choose "
+                "that algorithm.")
     algo = f" (algo={parent.get('name')})" if section == "algo" and "name" in keys else ""
     hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
     return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "
             "shows every key).")
+
+
+def _algorithms_with(option: str) -> list[str]:
+    """The algorithms that have ``option`` (`top_directions` -> ["ars"])."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import option_names
+
+    return [name for name, cls in ALGORITHMS.items() if option in option_names(cls.Options)]
 
 
 def _unparsable(argv: Sequence[str]) -> str | None:

@@ -20,8 +20,36 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-CONFIG_ERROR_EXIT = 2  # the status of every config error (neurorun.cli)
+from neurorun.config_checks import CONFIG_ERROR_EXIT
+
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
+
+
+class FailedJobs:
+    """The failed jobs of a sweep ("job N (overrides): cause"): each said in one line as it
+    fails, all of them again when the sweep ends (``report``), exit status 2."""
+
+    def __init__(self) -> None:
+        self.causes: list[str] = []
+
+    def add(self, hydra_cfg: DictConfig, overrides: list[str], cause: str) -> None:
+        """Say it and keep it (``overrides``: the job's, as given). When it was the last trial
+        of an Optuna search and no trial completed, the search ends here with the report (the
+        sweeper would end in a traceback asking for its best trial)."""
+        job = f"job {hydra_cfg.job.num} ({' '.join(overrides)})"
+        print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
+        self.causes.append(f"{job}: {cause}")
+        trials = hydra_cfg.sweeper.get("n_trials")
+        if trials is not None and len(self.causes) == hydra_cfg.job.num + 1 == int(trials):
+            self.report(" (no trial completed: the search has no best)")
+
+    def report(self, why: str = "") -> None:
+        """Exit 2, listing the failed jobs (none failed: return)."""
+        if not self.causes:
+            return
+        print(f"neurorun: {len(self.causes)} job(s) of the sweep failed{why}:\n  "
+              + "\n  ".join(self.causes), file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
 
 
 def _refuse(message: str) -> None:

@@ -43,6 +43,35 @@ def test_every_option_of_every_group_composes(composer, group):
             assert key in cfg
 
 
+def flat(config, prefix=""):
+    """{"optimizer_config.max_speed": 0.05, ...} of a nested mapping."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+@pytest.mark.parametrize("group", ["env_algo", "experiment_algo"])
+def test_every_tuned_file_is_picked_by_its_env_or_experiment_and_algorithm(composer, group):
+    """<group>/<name>/<algo>.yaml is composed, all of it, by `env=<name>` (`experiment=<name>`)
+    with its algorithm, and only by that pair: no file is left unreachable by a misspelt name."""
+    named_by = group.removesuffix("_algo")
+    files = sorted((CONF / group).glob("*/*.yaml"))
+    assert files, f"conf/{group} has no files"
+    for path in files:
+        name, algo = path.parent.name, path.stem
+        assert name in options(named_by) and algo in options("algo"), path
+        cfg = composer([f"{named_by}={name}", f"algo={algo}"])
+        assert cfg.hydra.runtime.choices[group] == f"{name}/{algo}"
+        composed = OmegaConf.to_container(cfg.algo)
+        for key, value in flat(OmegaConf.to_container(OmegaConf.load(path))).items():
+            assert OmegaConf.select(OmegaConf.create(composed), key) == value, (path, key)
+        assert not re.search(r"^algo:", (CONF / named_by / f"{name}.yaml").read_text(), re.M)
+
+
 def test_default_is_pgpe_on_cartpole_with_target_475(composer):
     cfg = composer([])
     assert (cfg.algo.name, cfg.env.id, cfg.target_score) == ("pgpe", "CartPole-v1", 475)
