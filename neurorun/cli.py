@@ -161,7 +161,7 @@ def _app(cfg: DictConfig) -> float | None:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
-        cfg, result = _train(cfg, hydra_cfg, run_dir)
+        cfg, result = _train(cfg, hydra_cfg, run_dir, sweep)
     except (Exception, KeyboardInterrupt) as error:
         cause = _failed(error, cfg, run_dir, exits=not sweep)
         FAILED_JOBS.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
@@ -179,14 +179,14 @@ def _app(cfg: DictConfig) -> float | None:
     return objective
 
 
-def _train(cfg: DictConfig, hydra_cfg: DictConfig,
-           run_dir: Path) -> tuple[DictConfig, dict[str, Any]]:
+def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
+           sweep: bool) -> tuple[DictConfig, dict[str, Any]]:
     """The config that runs (a resumed run's saved one, this command's overrides on top) and
     what its run returned."""
     check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
     pace = None
-    if (any(o.startswith("env=") for o in task_overrides(hydra_cfg))
-            and hydra_cfg.mode != RunMode.MULTIRUN and not cfg.resume
+    if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
+            and not cfg.resume
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
         # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be
         pace = preset_hint(cfg.env.id, lambda name: compose(

@@ -6,8 +6,8 @@ Inside `interrupts_on_signals()` each raises `RunInterrupted`, a KeyboardInterru
 the main thread is (a signal the process was started ignoring stays ignored: `nohup` keeps a
 run alive through SIGHUP); the runner then checkpoints the last finished generation, prints the
 resume command, and the command exits with 128 + the signal number (130 for Ctrl-C). Inside
-`held()` a signal (Ctrl-C too) waits until the block ends: the runner logs a finished
-generation and takes its snapshot there, so what was logged is what gets saved.
+`held()` a signal (Ctrl-C too) waits until the block ends, a second one does not: the runner
+logs a finished generation and takes its snapshot there, so what was logged is what gets saved.
 """
 
 from __future__ import annotations
@@ -40,27 +40,40 @@ def exit_status(error: KeyboardInterrupt) -> int:
     return 128 + getattr(error, "signum", signal.SIGINT)
 
 
-_held: list[int] | None = None  # inside held(): the signals that arrived, in order
+_held: list[int] | None = None  # inside held(): the signal that arrived, if one did
 
 
 def _raise(signum: int, frame: object) -> None:
-    if _held is not None:
+    if _held is not None and not _held:  # the first one waits for the block's end
         _held.append(signum)
         return
-    raise RunInterrupted(signum)
+    raise RunInterrupted(signum)  # outside held(), or asked twice: at once
 
 
 @contextmanager
 def held() -> Iterator[None]:
     """A signal that arrives inside (while `interrupts_on_signals` is on) is raised as the
-    block ends: the block runs whole or, when it raises itself, not past its own error."""
+    block ends, so the block runs whole; a second signal is raised at once (a block stuck in
+    a tracker's retries still stops on a second Ctrl-C). When the block raises an error with a
+    signal waiting, the signal is raised from that error: the run was asked to stop (the
+    error may be its consequence, e.g. a print to a terminal that hung up). Nested, the
+    outermost block raises it."""
     global _held
-    _held = []
+    outer, _held = _held, []
     try:
         yield
-    finally:
-        arrived, _held = _held, None
-    if arrived:
+    except Exception as error:
+        arrived, _held = _held, outer
+        if arrived:
+            raise RunInterrupted(arrived[0]) from error
+        raise
+    except BaseException:  # the second signal (or another interrupt): as it is
+        _held = outer
+        raise
+    arrived, _held = _held, outer
+    if arrived and outer is not None:
+        outer[:] = outer or arrived  # the outer block raises it as it ends
+    elif arrived:
         raise RunInterrupted(arrived[0])
 
 

@@ -1,4 +1,5 @@
-"""Checks of an Optuna search's settings before its first trial (a Hydra callback).
+"""Checks of an Optuna search's settings before its first trial (a Hydra callback), and the
+record of a sweep's failed jobs (`FailedJobs`).
 
 Hydra's Optuna sweeper reads its search space and trial counts only when the search starts,
 and a trial whose overrides do not compose ends the whole search: a reversed interval, zero

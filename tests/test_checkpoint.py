@@ -178,24 +178,39 @@ def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path,
     assert torch.equal(last_solution(failed), last_solution(whole))
 
 
-def test_a_signal_just_after_a_generation_is_logged_saves_that_generation(tmp_path):
+@pytest.mark.parametrize("when", ["while its row is written", "after its row is written"])
+def test_a_signal_as_a_generation_is_logged_saves_that_generation(tmp_path, monkeypatch, when):
     """CI caught a SIGTERM landing after generation 3's row was written but before the next
-    generation began: the state saved was generation 2's. The state after generation 3 is saved
-    (the signal comes in a callback, after the row), and the run resumes exactly."""
+    generation began: the state saved was generation 2's. Whether the signal comes while the
+    loggers write generation 3 (it waits for the row and the snapshot) or after (in a
+    callback), the state after generation 3 is saved, and the run resumes exactly."""
+    from neurorun.loggers.base import LoggerGroup
     from neurorun.runner import Callbacks
     from neurorun.signals import RunInterrupted
 
+    def terminate(generation):
+        if generation == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
     class Terminate(Callbacks):
         def on_generation_end(self, runner, generation, status):
-            if generation == 3:
-                os.kill(os.getpid(), signal.SIGTERM)
+            terminate(generation)
 
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
     run(tiny("generations=5", "target_score=null", "checkpoint_every=0"), run_dir=whole)
     cfg = tiny("generations=5", "target_score=null", "checkpoint_every=0")
     save_run_config(cfg, stopped)
+    if when == "while its row is written":
+        log = LoggerGroup.log
+
+        def log_then_terminate(self, generation, status):
+            terminate(generation)  # before the row is written: it must still be written
+            log(self, generation, status)
+
+        monkeypatch.setattr(LoggerGroup, "log", log_then_terminate)
     with pytest.raises(RunInterrupted):
-        run(cfg, run_dir=stopped, callbacks=Terminate())
+        run(cfg, run_dir=stopped, callbacks=Terminate() if when.startswith("after") else None)
+    monkeypatch.undo()
     state = torch.load(stopped / "checkpoints" / "state.pt", weights_only=False)
     assert state["generation"] == 3 and len(metric_rows(stopped)) == 3
     run(checkpoint.load_run_config(stopped, []), run_dir=stopped)
