@@ -42,17 +42,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun import hydra_errors
-from neurorun.checkpoint import (
-    atomic_write,
-    discard_unstarted,
-    is_disk_full,
-    load_run_config,
-    refuse_existing_run,
-    refuse_existing_sweep,
-    require_creatable,
-    require_free,
-    require_saved_config,
-)
+from neurorun.atomic import atomic_write, is_disk_full
 from neurorun.config_checks import (
     CONFIG_ERROR_EXIT,
     OPEN_MAPPINGS,
@@ -63,6 +53,14 @@ from neurorun.config_checks import (
 from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
 from neurorun.layout import LOG_FILE
+from neurorun.resume import load_run_config, require_saved_config
+from neurorun.run_folder import (
+    discard_unstarted,
+    refuse_existing_run,
+    refuse_existing_sweep,
+    require_creatable,
+    require_free,
+)
 from neurorun.runner import run
 from neurorun.signals import exit_status
 from neurorun.sweeps import FailedJobs

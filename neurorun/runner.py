@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from neurorun import checkpoint
+from neurorun import atomic, checkpoint
 from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.build import build_algorithm, build_parts, make_evaluator, resolve_env_backend
 from neurorun.config_checks import ConfigError, distributed_mode, validate_config
@@ -41,9 +41,10 @@ from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.objective import objective_value
 from neurorun.restarts import RestartSchedule, StallWatch
+from neurorun.run_folder import RunFolder
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.signals import held, interrupts_on_signals
-from neurorun.state_record import check_layout
+from neurorun.state_record import RunState, check_layout
 from neurorun.status import BestCenter, GenerationStatus, StopLimits, improves
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class Runner:
             if OmegaConf.select(cfg, "env.note", default=None):
                 log.info("%s", cfg.env.note)
             # the folder's owner from here on: nothing in it is read or cleaned before
-            self.folder = checkpoint.RunFolder(self.run_dir, resume=bool(cfg.resume))
+            self.folder = RunFolder(self.run_dir, resume=bool(cfg.resume))
         except ValueError as error:  # FolderInUseError is a ConfigError already
             self._hide_messages()
             raise error if isinstance(error, ConfigError) else ConfigError(str(error)) from error
@@ -126,10 +127,10 @@ class Runner:
         self.folder.release(discard_if_empty=discard_if_empty)
         self._hide_messages()
 
-    def _build(self, cfg: DictConfig, state: Mapping[str, Any] | None) -> None:
+    def _build(self, cfg: DictConfig, state: RunState | None) -> None:
         """Build every part (under the folder's lock, held until ``run`` ends) and restore
         ``state`` when resuming."""
-        saved_seed = None if state is None else state.get("seed")  # None: saved before it was
+        saved_seed = None if state is None else state.seed  # None: saved before it was kept
         if saved_seed is not None and saved_seed != cfg.seed:  # e.g. edited in the saved config
             raise ConfigError(f"resume: seed={cfg.seed} but the run was started with "
                               f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
@@ -151,7 +152,7 @@ class Runner:
             try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
                     OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
-                    self.limits, offsets=None if state is None else state["loggers"])
+                    self.limits, offsets=None if state is None else state.loggers)
                 parts.callback(lambda: self.loggers.close(self.summary))
                 self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
             except (ImportError, ValueError) as error:  # a tracker, damaged metrics
@@ -178,33 +179,33 @@ class Runner:
             self._restore(state)
 
     # ----- state -----
-    def _restore(self, state: Mapping[str, Any]) -> None:
-        self.schedule.restarts = int(state.get("restarts", 0))
-        if "restart" in state:  # saved before restart strategies existed: the same popsize
-            self.schedule.load_state_dict(state["restart"])
+    def _restore(self, state: RunState) -> None:
+        self.schedule.restarts = state.restarts
+        if state.restart is not None:  # saved before restart strategies: the same popsize
+            self.schedule.load_state_dict(state.restart)
         if self.schedule.restarts:  # the attempt's own algorithm (e.g. its noise table)
             self.algorithm = build_algorithm(self.cfg, self.problem, self.schedule.restarts,
                                              self.schedule.attempt)
-        self.algorithm.load_state_dict(state["algorithm"])
-        self.evaluator.load_state_dict(state["problem"])
-        set_rng_state(state["rng"])
-        self.generation = int(state["generation"])
-        self.elapsed_before = float(state["elapsed_s"])
-        self.best = BestCenter.from_state_dict(state["best"])
-        self.best_sample_eval = state["best_sample_eval"]
-        self.status = GenerationStatus.from_dict(state["status"]) if state["status"] else None
-        self.restart_due = bool(state.get("restart_due", False))
-        self.schedule.stall.history = list(state.get("stall_history", []))
+        self.algorithm.load_state_dict(state.algorithm)
+        self.evaluator.load_state_dict(state.problem)
+        set_rng_state(state.rng)
+        self.generation = state.generation
+        self.elapsed_before = float(state.elapsed_s)
+        self.best = BestCenter.from_state_dict(state.best)
+        self.best_sample_eval = state.best_sample_eval
+        self.status = GenerationStatus.from_dict(state.status) if state.status else None
+        self.restart_due = state.restart_due
+        self.schedule.stall.history = list(state.stall_history)
 
-    def _state(self, elapsed: float) -> dict[str, Any]:
-        return {"generation": self.generation, "algorithm": self.algorithm.state_dict(),
-                "problem": self.evaluator.state_dict(), "rng": rng_state(), "elapsed_s": elapsed,
-                "best": self.best.state_dict(), "best_sample_eval": self.best_sample_eval,
-                "status": {} if self.status is None else self.status.as_dict(),
-                "restarts": self.schedule.restarts, "restart": self.schedule.state_dict(),
-                "restart_due": self.restart_due,
-                "stall_history": list(self.schedule.stall.history), "seed": int(self.cfg.seed),
-                "loggers": self.loggers.offsets()}
+    def _state(self, elapsed: float) -> RunState:
+        return RunState(
+            generation=self.generation, elapsed_s=elapsed, algorithm=self.algorithm.state_dict(),
+            problem=self.evaluator.state_dict(), rng=rng_state(), best=self.best.state_dict(),
+            best_sample_eval=self.best_sample_eval,
+            status={} if self.status is None else self.status.as_dict(),
+            loggers=self.loggers.offsets(), seed=int(self.cfg.seed),
+            restarts=self.schedule.restarts, restart=self.schedule.state_dict(),
+            restart_due=self.restart_due, stall_history=list(self.schedule.stall.history))
 
     def save_checkpoint(self, elapsed: float) -> None:
         from neurorun.problems import RunningNorm
@@ -227,12 +228,12 @@ class Runner:
         # one unit: last.*, best.* and state.pt always belong to the same generation
         self._save_state(self._state(elapsed), [*last, *best_files])
 
-    def _save_state(self, state: Mapping[str, Any],
-                    with_files: list[tuple[Path, checkpoint.Write]] = ()) -> None:
+    def _save_state(self, state: RunState,
+                    with_files: list[tuple[Path, atomic.Write]] = ()) -> None:
         """Write the resume state (with ``with_files``, as one unit) once the metric rows it
         points past are on disk."""
         self.loggers.sync()
-        checkpoint.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
+        atomic.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
 
     # ----- one generation -----
     def _local_generation(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
@@ -339,7 +340,7 @@ class Runner:
         if cfg.resume or self.backend_chosen or not saved.is_file():
             plain = {**OmegaConf.to_container(cfg, resolve=False), "resume": None,
                      "trust_code": False}  # a later resume trusts code only when told again
-            checkpoint.atomic_write_text(OmegaConf.to_yaml(plain), saved)
+            atomic.atomic_write_text(OmegaConf.to_yaml(plain), saved)
         self.callbacks.on_run_start(self)
         self.loggers.begin()  # the console's config and header: everything is built by now
         reason = self.limits.reason(self.status)  # a resumed run may be done already
@@ -377,10 +378,10 @@ class Runner:
                 try:
                     self._save_state(snapshot)
                 except OSError as saving:  # a full disk: the last state written stays
-                    if not (checkpoint.is_disk_full(saving) and checkpoint.is_disk_full(error)):
+                    if not (atomic.is_disk_full(saving) and atomic.is_disk_full(error)):
                         raise
                 log.warning("run stopped in generation %d; continue it with `neurorun "
-                            "resume=%s`", snapshot["generation"] + 1,
+                            "resume=%s`", snapshot.generation + 1,
                             shlex.quote(str(self.run_dir)))
             raise
         finally:

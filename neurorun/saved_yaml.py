@@ -9,7 +9,7 @@ read here with bounds, before OmegaConf builds or resolves anything:
 - :func:`read_yaml` refuses a file over ``MAX_BYTES``, text that is not UTF-8, aliases and
   nesting deeper than ``MAX_DEPTH`` (checked on the parser's events, which expand nothing);
 - :func:`env_reads` lists the keys whose value reads the environment: ``resume=`` refuses them
-  unless the command line says ``trust_code=true`` (``checkpoint.load_run_config``), and the
+  unless the command line says ``trust_code=true`` (``resume.load_run_config``), and the
   tools blank them (:func:`without_env_reads`) so that nothing they resolve reaches it.
 """
 

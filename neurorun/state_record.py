@@ -1,4 +1,5 @@
-"""What a run folder's ``checkpoints/state.pt`` may hold: a typed check of the resume record.
+"""The resume record, a run folder's ``checkpoints/state.pt``: its fields (:class:`RunState`)
+and the checks a loaded one passes before a run continues from it.
 
 state.pt loads as plain data (``torch.load(weights_only=True)``), but plain data can still lie:
 a negative generation, a center of the wrong length, a zero stdev, a counter of 10**40. A
@@ -11,10 +12,11 @@ fail the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,6 +25,38 @@ import torch
 from neurorun.config_checks import ConfigError
 from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
 from neurorun.status import GenerationStatus
+
+
+@dataclass
+class RunState:
+    """A run after its last finished generation: what ``resume=<run>`` continues from, bit for
+    bit. Each part is its owner's ``state_dict``; runs saved by earlier versions lack the seed
+    and the restart fields (read as: no restart made or due, the same popsize throughout)."""
+
+    generation: int
+    elapsed_s: float  # wall time of the generations so far (the run's clock goes on from it)
+    algorithm: dict[str, Any]
+    problem: dict[str, Any]  # the evaluator's: counters, observation statistics, generators
+    rng: dict[str, Any]  # the global generators (seeding.rng_state)
+    best: dict[str, Any]  # status.BestCenter
+    best_sample_eval: float | None
+    status: dict[str, Any]  # the last GenerationStatus, {} before generation 1
+    loggers: dict[str, int]  # the rows each metrics file holds
+    seed: int | None = None
+    restarts: int = 0
+    restart: dict[str, Any] | None = None  # restarts.RestartSchedule
+    restart_due: bool = False
+    stall_history: list[float | None] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def from_saved(cls, state: Mapping[str, Any]) -> RunState:
+        """The record of a loaded state.pt (checked by :func:`check_record`)."""
+        return cls(**{f.name: state[f.name] for f in fields(cls) if f.name in state})
+
+    def as_dict(self) -> dict[str, Any]:
+        """What state.pt holds (the parts themselves, not copies)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 MISSING = object()  # shown as "missing"
 INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
@@ -226,20 +260,20 @@ def _check_status(check: _Check, status: Mapping[str, Any], counts: Mapping[str,
             check.refuse(f"status.{name}", status[name], f"{value} (as the record's own count)")
 
 
-def check_layout(state: Mapping[str, Any], algorithm: Any, problem: Any, path: Path) -> None:
+def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> None:
     """ConfigError (one line) unless the algorithm's and the problem's parts of ``state`` have
     the layout (keys, tensor shapes and kinds) that this run's freshly built ``algorithm`` and
     ``problem`` save: e.g. a center of 7 values for a network of 10 weights."""
     check = _Check(path)
-    saved = state["algorithm"]
+    saved = state.algorithm
     for key, own in (("algorithm", algorithm.name), ("solution_length", algorithm.solution_length)):
         if saved[key] != own:
             check.refuse(f"algorithm.{key}", saved[key], f"{own!r} (this run's algo and network)")
     _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
     reference = problem.state_dict()
-    _same_layout(check, state["problem"], reference, "problem")
-    if state["best"]["solution"] is not None:
-        _same_layout(check, state["best"].get("obs_stats"), reference["obs_stats"],
+    _same_layout(check, state.problem, reference, "problem")
+    if state.best["solution"] is not None:
+        _same_layout(check, state.best.get("obs_stats"), reference["obs_stats"],
                      "best.obs_stats")
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from neurorun import checkpoint
+from neurorun import atomic, layout, resume, run_folder
 from neurorun.cli import compose_config
 from neurorun.config_checks import ConfigError
 from neurorun.runner import run
@@ -42,21 +42,21 @@ def last_solution(run_dir):
 
 def save_run_config(cfg, run_dir):
     """What Hydra does for the command: the composed config in <run>/.hydra/config.yaml."""
-    path = checkpoint.saved_config_path(run_dir)
+    path = layout.saved_config_path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, path)
 
 
 def test_atomic_write_survives_a_crash_before_the_rename(tmp_path, monkeypatch):
     target = tmp_path / "state.pt"
-    checkpoint.atomic_write(target, checkpoint.torch_file({"generation": 3}))
+    atomic.atomic_write(target, atomic.torch_file({"generation": 3}))
 
     def crash(src, dst):
         raise OSError("simulated crash between the temporary write and the rename")
 
-    monkeypatch.setattr(checkpoint.os, "replace", crash)
+    monkeypatch.setattr(atomic.os, "replace", crash)
     with pytest.raises(OSError, match="simulated crash"):
-        checkpoint.atomic_write(target, checkpoint.torch_file({"generation": 4}))
+        atomic.atomic_write(target, atomic.torch_file({"generation": 4}))
     assert torch.load(target, weights_only=True) == {"generation": 3}
     assert os.listdir(tmp_path) == ["state.pt"]  # the temporary file is gone too
 
@@ -66,11 +66,11 @@ def test_a_crash_mid_checkpoint_leaves_the_previous_checkpoint_whole(tmp_path, m
     run(cfg, run_dir=tmp_path)
     before = last_solution(tmp_path).clone()
     state_before = (tmp_path / "checkpoints" / "state.pt").read_bytes()
-    monkeypatch.setattr(checkpoint.os, "replace", lambda src, dst: (_ for _ in ()).throw(
+    monkeypatch.setattr(atomic.os, "replace", lambda src, dst: (_ for _ in ()).throw(
         OSError("simulated crash")))
     save_run_config(cfg, tmp_path)
     with pytest.raises(OSError, match="simulated crash"):
-        run(checkpoint.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
+        run(resume.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
     assert torch.equal(last_solution(tmp_path), before)
     assert (tmp_path / "checkpoints" / "state.pt").read_bytes() == state_before
     assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.suffix == ".tmp"]
@@ -113,7 +113,7 @@ def test_three_plus_three_generations_equal_six(tmp_path, extra):
     cfg = tiny("generations=3", "target_score=null", *extra)
     run(cfg, run_dir=split)
     save_run_config(cfg, split)
-    resumed = run(checkpoint.load_run_config(split, ["generations=6"]), run_dir=split)
+    resumed = run(resume.load_run_config(split, ["generations=6"]), run_dir=split)
     assert resumed["generation"] == 6
     assert metric_rows(split) == metric_rows(whole)
     assert jsonl_rows(split) == jsonl_rows(whole)
@@ -132,23 +132,23 @@ def test_resume_drops_rows_written_after_the_checkpoint(tmp_path):
         file.write("5,junk\n")
     with open(split / "metrics.jsonl", "a") as file:
         file.write('{"generation": 5}\n')
-    run(checkpoint.load_run_config(split, ["generations=5"]), run_dir=split)
+    run(resume.load_run_config(split, ["generations=5"]), run_dir=split)
     assert metric_rows(split) == metric_rows(whole)
     assert jsonl_rows(split) == jsonl_rows(whole)
 
 
 def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
     save_run_config(tiny(), tmp_path)
-    cfg = checkpoint.load_run_config(tmp_path, ["generations=9", "algo.popsize=12",
+    cfg = resume.load_run_config(tmp_path, ["generations=9", "algo.popsize=12",
                                                 "+algo.extra=1", f"resume={tmp_path}"])
     assert (cfg.generations, cfg.algo.popsize, cfg.algo.extra) == (9, 12, 1)
     assert cfg.resume == str(tmp_path) and cfg.algo.name == "pgpe"
     with pytest.raises(ValueError, match="picks a config group"):
-        checkpoint.load_run_config(tmp_path, ["algo=snes"])
+        resume.load_run_config(tmp_path, ["algo=snes"])
     with pytest.raises(ValueError, match="no key 'algo.popsiz'"):
-        checkpoint.load_run_config(tmp_path, ["algo.popsiz=3"])
+        resume.load_run_config(tmp_path, ["algo.popsiz=3"])
     with pytest.raises(FileNotFoundError, match="no saved config"):
-        checkpoint.load_run_config(tmp_path / "nothing", [])
+        resume.load_run_config(tmp_path / "nothing", [])
 
 
 def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path, monkeypatch):
@@ -173,7 +173,7 @@ def test_a_failing_generation_leaves_a_checkpoint_that_resumes_exactly(tmp_path,
     monkeypatch.setattr(Problem, "evaluate", evaluate)
     state = torch.load(failed / "checkpoints" / "state.pt", weights_only=False)
     assert state["generation"] == 3
-    run(checkpoint.load_run_config(failed, []), run_dir=failed)
+    run(resume.load_run_config(failed, []), run_dir=failed)
     assert metric_rows(failed) == metric_rows(whole)
     assert torch.equal(last_solution(failed), last_solution(whole))
 
@@ -213,7 +213,7 @@ def test_a_signal_as_a_generation_is_logged_saves_that_generation(tmp_path, monk
     monkeypatch.undo()
     state = torch.load(stopped / "checkpoints" / "state.pt", weights_only=False)
     assert state["generation"] == 3 and len(metric_rows(stopped)) == 3
-    run(checkpoint.load_run_config(stopped, []), run_dir=stopped)
+    run(resume.load_run_config(stopped, []), run_dir=stopped)
     assert metric_rows(stopped) == metric_rows(whole)
     assert torch.equal(last_solution(stopped), last_solution(whole))
 
@@ -225,7 +225,7 @@ def test_a_damaged_state_pt_is_one_line(tmp_path, damage):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2] if damage == "truncate" else b"not a torch file")
     with pytest.raises(ConfigError, match=r"state.pt cannot be loaded as plain data") as info:
-        run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+        run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
     assert "\n" not in str(info.value)
 
 
@@ -235,7 +235,7 @@ def test_temporary_files_of_a_killed_write_are_removed_on_resume(tmp_path):
     leftovers = [folder / ".state.pt.x1y2.tmp", folder / ".best.pkl.a9.tmp"]
     for path in leftovers:
         path.write_bytes(b"half a file")
-    run(checkpoint.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
     assert not any(path.exists() for path in leftovers)
     assert (folder / "state.pt").is_file()
 
@@ -243,8 +243,8 @@ def test_temporary_files_of_a_killed_write_are_removed_on_resume(tmp_path):
 def test_resume_refuses_another_seed(tmp_path):
     run(tiny("generations=1", "seed=3"), run_dir=tmp_path)
     with pytest.raises(ValueError, match="seed=4 but the run was started with seed=3"):
-        checkpoint.load_run_config(tmp_path, ["seed=4"])
-    assert checkpoint.load_run_config(tmp_path, ["seed=3"]).seed == 3  # the same seed is fine
+        resume.load_run_config(tmp_path, ["seed=4"])
+    assert resume.load_run_config(tmp_path, ["seed=3"]).seed == 3  # the same seed is fine
 
 
 @pytest.mark.parametrize("override", [
@@ -256,8 +256,8 @@ def test_resume_refuses_another_network_or_env(tmp_path, override):
     key = override.split("=")[0]
     with pytest.raises(ValueError, match=rf"resume: {key}=.* but the run was started with "
                                          rf"{key}=.*Fix: drop {key}="):
-        checkpoint.load_run_config(tmp_path, [override])
-    same = checkpoint.load_run_config(tmp_path, ["env.id=CartPole-v1"])  # unchanged: fine
+        resume.load_run_config(tmp_path, [override])
+    same = resume.load_run_config(tmp_path, ["env.id=CartPole-v1"])  # unchanged: fine
     assert same.env.id == "CartPole-v1"
 
 
@@ -265,7 +265,7 @@ def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_p
     run(tiny("generations=2"), run_dir=tmp_path)
     (tmp_path / "metrics.jsonl").unlink()
     with pytest.raises(ConfigError, match="metrics.jsonl is missing.*restore it") as info:
-        run(checkpoint.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
+        run(resume.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
     assert "\n" not in str(info.value)
     assert not (tmp_path / "metrics.jsonl").exists()
     assert b"\0" not in (tmp_path / "metrics.csv").read_bytes()
@@ -294,8 +294,8 @@ def test_a_full_disk_mid_checkpoint_leaves_every_checkpoint_file_of_one_generati
         return real_save(obj, path, *args, **kwargs)
 
     monkeypatch.setattr(torch, "save", save)
-    monkeypatch.setattr(checkpoint.shutil, "disk_usage", lambda folder: SimpleNamespace(free=0))
-    with pytest.raises(checkpoint.DiskFullError, match="No space left on device"):
+    monkeypatch.setattr(atomic.shutil, "disk_usage", lambda folder: SimpleNamespace(free=0))
+    with pytest.raises(atomic.DiskFullError, match="No space left on device"):
         run(tiny("generations=4", "checkpoint_every=2"), run_dir=run_dir)
     folder = run_dir / "checkpoints"
     assert sorted(p.name for p in folder.iterdir()) == [
@@ -306,7 +306,7 @@ def test_a_full_disk_mid_checkpoint_leaves_every_checkpoint_file_of_one_generati
     assert torch.equal(torch.load(folder / "last.pt", weights_only=True)["solution"],
                        torch.as_tensor(last_solution(run_dir)))
     monkeypatch.undo()
-    resumed = run(checkpoint.load_run_config(run_dir, ["generations=4"]), run_dir=run_dir)
+    resumed = run(resume.load_run_config(run_dir, ["generations=4"]), run_dir=run_dir)
     assert resumed["generation"] == 4
     assert [int(row["generation"]) for row in metric_rows(run_dir)] == [1, 2, 3, 4]
 
@@ -328,7 +328,7 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)
     if lock:
-        (run_dir / checkpoint.LOCK_FILE).write_text("neurorun pid 1 on host h\n")
+        (run_dir / layout.LOCK_FILE).write_text("neurorun pid 1 on host h\n")
     real_open = os.open
 
     def read_only(path, flags, *args, **kwargs):
@@ -339,7 +339,7 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
     monkeypatch.setattr(os, "open", read_only)
     with pytest.raises(ValueError, match=r"^run folder '.*run' cannot be written \(Read-only "
                        r"file system\).*Fix: .*copy it .*resume the copy"):
-        checkpoint.require_free(run_dir)
+        run_folder.require_free(run_dir)
 
 
 # issue 37 probe C53: hydra.run.dir with a newline was accepted, and every path printed after
@@ -347,6 +347,6 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
 @pytest.mark.parametrize("name", ["r_nl\nX", "tab\there", "bell\x07", "del\x7f"])
 def test_a_folder_name_with_a_control_character_is_refused(tmp_path, name):
     with pytest.raises(ValueError, match=r"^hydra.run.dir=.*a control character.*Fix: "):
-        checkpoint.require_creatable(tmp_path / name, "hydra.run.dir")
+        run_folder.require_creatable(tmp_path / name, "hydra.run.dir")
     assert list(tmp_path.iterdir()) == []
-    checkpoint.require_creatable(tmp_path / "sp ü nï cødé", "hydra.run.dir")  # not control
+    run_folder.require_creatable(tmp_path / "sp ü nï cødé", "hydra.run.dir")  # not control

@@ -91,14 +91,14 @@ def test_an_ipop_run_grows_its_population_and_resumes_exactly(tmp_path):
     assert [int(r["popsize"]) for r in rows] == [10] * 3 + [20] * 3 + [40] * 3
     cut = tmp_path / "cut"
     run(tiny(*common, "generations=5"), run_dir=cut)
-    from neurorun.checkpoint import load_run_config
+    from neurorun.resume import load_run_config
 
     run(load_run_config(cut, ["generations=9"]), run_dir=cut)
     assert without_time(metrics(cut)) == without_time(rows)
 
 
 def test_a_bipop_run_takes_small_attempts_after_a_large_one_and_resumes_exactly(tmp_path):
-    from neurorun.checkpoint import load_run_config
+    from neurorun.resume import load_run_config
 
     common = [*STALLED, "restart.strategy=bipop", "seed=3"]
     run(tiny(*common, "generations=10"), run_dir=tmp_path / "straight")
@@ -133,7 +133,7 @@ def test_bad_restart_settings_are_refused_with_the_fix(tmp_path, overrides, expe
 
 
 def test_a_crafted_restart_record_is_refused(tmp_path):
-    from neurorun.checkpoint import load_run_config
+    from neurorun.resume import load_run_config
 
     run_dir = tmp_path / "run"
     run(tiny(*STALLED, "restart.strategy=ipop", "generations=5"), run_dir=run_dir)

@@ -1,4 +1,5 @@
-"""The Runner: config checks, the generation loop, stop conditions, callbacks, seeding."""
+"""The Runner: the generation loop, stop conditions, callbacks, seeding, restarts (config checks:
+test_config_checks.py)."""
 
 import csv
 import json
@@ -7,7 +8,6 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import neurorun.problems
 from neurorun.build import build_parts
 from neurorun.cli import compose_config
 from neurorun.config_checks import ConfigError
@@ -33,117 +33,6 @@ def metrics(run_dir):
 
 def without_time(rows):
     return [{k: v for k, v in row.items() if k not in TIME_COLUMNS} for row in rows]
-
-
-@pytest.fixture
-def no_problem(monkeypatch):
-    """Fail the test if anything tries to build the problem (and so an environment)."""
-    def refuse(**kwargs):
-        raise AssertionError("the problem was built before the config was checked")
-    monkeypatch.setattr(neurorun.problems, "make_problem", refuse)
-
-
-@pytest.mark.parametrize(("overrides", "expected"), [
-    (["+algo.foo=1"], ["algo.foo=1", "no such key", "Fix:"]),
-    # typos in added keys: refused with the closest key of that section
-    (["+generation=3"], ["generation=3", "did you mean generations?", "Fix:"]),
-    (["+algo.popsiz=10"], ["algo.popsiz=10", "did you mean algo.popsize?", "Fix:"]),
-    (["+problem.num_episode=2"], ["did you mean problem.num_episodes?", "Fix:"]),
-    (["+env.backnd=envpool"], ["env.backnd='envpool'", "did you mean env.backend?", "Fix:"]),
-    # every section is declared, nested ones too
-    (["+logger.console.plian=true"], ["logger.console.plian=True",
-                                      "did you mean logger.console.plain?", "Fix:"]),
-    (["+logger.wandb.projct=x"], ["did you mean logger.wandb.project?", "Fix:"]),
-    (["+parallel.num_actor=2"], ["did you mean parallel.num_actors?", "Fix:"]),
-    (["+network.netwrk_args.hidden=3"], ["did you mean network.network_args?", "Fix:"]),
-    # values that failed deep inside torch or the env
-    (["problem.device=cuda"], ["problem.device='cuda'", "no CUDA", "Fix: problem.device=cpu"]),
-    (["problem.device=gpu"], ["problem.device='gpu'", "not a torch device", "Fix:"]),
-    (["problem.vectorization=bogus"], ["problem.vectorization='bogus'", "auto, native", "Fix:"]),
-    (["problem.alive_bonus_schedule=abc"], ["problem.alive_bonus_schedule='abc'", "Fix:"]),
-    (["problem.alive_bonus_schedule=[1,2,3,4]"], ["problem.alive_bonus_schedule=", "Fix:"]),
-    (["algo.popsize=abc"], ["algo.popsize='abc'", "integer >= 1", "Fix:"]),
-    (["algo.popsize=11"], ["algo.popsize=11", "even", "Fix:"]),
-    (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
-    (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
-    (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
-    (["restart.min_improvement=null"], ["restart.min_improvement=None", "number >= 0", "Fix:"]),
-    (["seed=1180591620717411303424"], ["seed=1180591620717411303424", "Fix:"]),
-    (["algo.center_init=[a,b]"], ["algo.center_init=['a', 'b']", "list of numbers", "Fix:"]),
-    (["env=tests.cli.failing_env:make"],  # debug=default cuts episodes at 50 steps
-     ["problem.episode_length=50", "env factory", "Fix: problem.episode_length=null"]),
-    # ARS and OpenAI-ES options
-    (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
-                                             "Fix:"]),  # debug=default: popsize 10, N = 5
-    (["algo=ars", "algo.noise=0"], ["algo.noise=0", "> 0", "Fix:"]),
-    (["algo=ars", "algo.step_size=-0.1"], ["algo.step_size=-0.1", "> 0", "Fix:"]),
-    (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
-     ["algo.distributed=true with algo 'cmaes'", "D x D covariance", "algo=sep_cmaes", "Fix:"]),
-    (["algo.distributed=maybe"], ["algo.distributed='maybe'", "true, false or auto", "Fix:"]),
-    # ray's counts, checked before ray starts
-    *[(["parallel=ray", f"parallel.num_actors={bad}"],
-       [f"parallel.num_actors={shown}", "expected an integer >= 1", "Fix:"])
-      for bad, shown in (("0", "0"), ("-2", "-2"), ("abc", "'abc'"), ("1.5", "1.5"))],
-    (["parallel=ray", "parallel.subbatch_size=0"], ["parallel.subbatch_size=0", "Fix:"]),
-    (["parallel=ray", "parallel.max_actor_restarts=-1"],
-     ["parallel.max_actor_restarts=-1", "integer >= 0", "Fix: parallel.max_actor_restarts="]),
-    (["algo=openai_es", "algo.popsize=5"], ["algo.popsize=5 with algo.symmetric=true", "even",
-                                            "Fix:"]),
-    (["torch_threads=0"], ["torch_threads=0", "integer in [1, 1024]", "Fix:"]),
-    (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
-    (["generations=null"], ["would never stop", "Fix:"]),
-    # issue 37 item 5: text for a boolean is not true
-    *[([f"{key}={bad}", *more], [f"{key}={shown}", "expected true or false", "Fix:"])
-      for key, bad, shown, more in (("problem.observation_normalization", "no", "'no'", []),
-                                    ("logger.tensorboard.enabled", "no", "'no'", []),
-                                    ("logger.console.quiet", "off", "'off'", []),
-                                    ("logger.console.quiet", "maybe", "'maybe'", []),
-                                    ("logger.console.plain", "yes", "'yes'", []),
-                                    ("algo.symmetric", "no", "'no'", []),
-                                    ("algo.separable", "0", "0", ["algo=cmaes"]))],
-    # issue 37 item 7: what crashed mid-run is refused before anything is built
-    *[([f"algo={name}", f"algo.popsize={size}"], [f"algo.popsize={size}", ">= 4", "Fix:"])
-      for name in ("cmaes", "sep_cmaes") for size in (1, 2, 3)],
-    (["problem.alive_bonus_schedule=[1e308,1]"], ["problem.alive_bonus_schedule=", "Fix:"]),
-    (["problem.alive_bonus_schedule=[5,nan]"], ["problem.alive_bonus_schedule=", "Fix:"]),
-    (["problem.decrease_rewards_by=inf"], ["problem.decrease_rewards_by=inf", "finite",
-                                           "Fix:"]),
-    (["problem.action_noise_stdev=nan"], ["problem.action_noise_stdev=nan", "Fix:"]),
-    # issue 37 item 9: interpolations that do not resolve, or resolve to text, name the key
-    (["algo.center_learning_rate=${oc.env:NOPE_XYZ}"],
-     ["algo.center_learning_rate='${oc.env:NOPE_XYZ}' cannot be resolved", "NOPE_XYZ", "Fix:"]),
-    (["network.spec=${network.spec}"], ["network.spec='${network.spec}'", "Recursive", "Fix:"]),
-    (["algo.center_learning_rate=${oc.env:HOME}"], ["algo.center_learning_rate=",
-                                                    "expected a number", "Fix:"]),
-    (["algo=ars", "algo.noise_table_size=abc"], ["algo.noise_table_size='abc'", "integer"]),
-    # issue 37 probe C15, C16, C19, C20, C12: values that ran wrong, diverged or crashed late
-    *[([f"algo.{key}={value}"], [f"algo.{key}={value}", "finite number > 0", "Fix:"])
-      for key, value in (("stdev_max", -5), ("stdev_max", 0), ("stdev_min", -1),
-                         ("stdev_min", 1e308), ("radius_init", 1e308))],
-    *[([f"problem.initial_bounds={bounds}"], [f"problem.initial_bounds={shown}", "Fix:"])
-      for bounds, shown in (("[-1e308,1e308]", "[-1e+308, 1e+308]"), ("[-inf,1]", "[-inf, 1]"))],
-    (["problem.alive_bonus_schedule=[-5,1]"], ["problem.alive_bonus_schedule=[-5, 1]", "Fix:"]),
-    (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),
-    (["env.num_threads=100000"], ["env.num_threads=100000", "in [1, 1024]", "Fix:"]),
-])
-def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
-                                                             expected):
-    with pytest.raises(ConfigError) as caught:
-        Runner(tiny(*overrides), run_dir=tmp_path / "run")
-    for text in expected:
-        assert text in str(caught.value)
-    assert not (tmp_path / "run").exists()
-
-
-def test_bad_network_string_names_the_key(tmp_path):
-    with pytest.raises(ConfigError, match=r"network\.spec='Linear\(obs_length'"):
-        Runner(tiny("network.spec='Linear(obs_length'"), run_dir=tmp_path)
-
-
-def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "wandb", None)
-    with pytest.raises(ConfigError, match=r"pip install neurorun\[wandb\]"):
-        Runner(tiny("logger.wandb.enabled=true"), run_dir=tmp_path)
 
 
 def test_status_has_the_design_keys_and_counts_add_up(tmp_path):
@@ -253,36 +142,6 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     problem.close()
 
 
-@pytest.mark.parametrize(("overrides", "expected"), [
-    ([], False), (["parallel=ray"], True), (["parallel=ray", "algo=ars"], True),
-    (["parallel=ray", "algo=cmaes"], False), (["parallel=ray", "algo.distributed=false"], False),
-    (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
-def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
-    from neurorun.algorithms import ALGORITHMS
-    from neurorun.config_checks import distributed_mode
-
-    cfg = tiny(*overrides)
-    assert distributed_mode(cfg, ALGORITHMS[cfg.algo.name]) is expected
-
-
-@pytest.mark.parametrize(("overrides", "expected"), [
-    (["algo.distributed=true"], "Fix: add parallel=ray"),
-    (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
-     "algo .cmaes.: its full D x D covariance"),
-])
-def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypatch, overrides,
-                                                             expected):
-    import neurorun.build
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the evaluator was built before the config was checked")
-
-    monkeypatch.setattr(neurorun.build, "make_evaluator", refuse)
-    monkeypatch.setattr("neurorun.runner.make_evaluator", refuse)
-    with pytest.raises(ConfigError, match=expected):
-        Runner(tiny(*overrides), run_dir=tmp_path)
-
-
 def test_torch_threads_is_applied(tmp_path):
     before = torch.get_num_threads()
     try:
@@ -291,16 +150,6 @@ def test_torch_threads_is_applied(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
-
-
-def test_population_stats_by_hand():
-    from neurorun.algorithms.base import population_stats
-
-    fitness = torch.tensor([3.0, -1.0, 10.0, 4.0])
-    assert population_stats(fitness, "max") == {"popsize": 4, "mean_eval": 4.0,
-                                                "median_eval": 3.5, "pop_best_eval": 10.0}
-    assert population_stats(fitness, "min")["pop_best_eval"] == -1.0
-    assert population_stats(torch.tensor([2.0, 7.0, 5.0]), "max")["median_eval"] == 5.0
 
 
 def test_a_per_parameter_center_init_is_checked_against_the_sized_problem(tmp_path):
@@ -363,7 +212,8 @@ def test_a_stalled_search_restarts_from_a_new_start_and_resumes_exactly(tmp_path
     assert len(set(centers[:3])) == 1 and len(set(centers[3:6])) == 1  # attempts do not move
     cut = tmp_path / "cut"
     run(tiny(*common[1:], "generations=4"), run_dir=cut)
-    from neurorun.checkpoint import load_run_config, saved_config_path
+    from neurorun.layout import saved_config_path
+    from neurorun.resume import load_run_config
 
     saved_config_path(cut).parent.mkdir(parents=True, exist_ok=True)
     saved_config_path(cut).write_text(OmegaConf.to_yaml(tiny(*common[1:], "generations=4")))
@@ -380,7 +230,8 @@ def test_restarts_need_room_in_the_budget(tmp_path):
 
 def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
     """Its saved config has no restart section, its state no restart keys."""
-    from neurorun.checkpoint import load_run_config, saved_config_path
+    from neurorun.layout import saved_config_path
+    from neurorun.resume import load_run_config
 
     run_dir = tmp_path / "old"
     cfg = tiny("generations=2")
@@ -397,13 +248,6 @@ def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
     torch.save(state, state_path)
     result = run(load_run_config(run_dir, ["generations=3"]), run_dir=run_dir)
     assert result["generation"] == 3 and result["restarts"] == 0
-
-
-def test_a_list_where_the_schema_has_a_mapping_is_a_config_error(tmp_path):
-    cfg = tiny()  # as a Python user may hand one over (Hydra refuses it on the command line)
-    cfg.env.env_config = [1]
-    with pytest.raises(ConfigError, match=r"env.env_config=\[1\]: expected a mapping"):
-        run(cfg, run_dir=tmp_path / "run")
 
 
 # issue 37 item 6: a diverged search stops; its non-finite center is never evaluated or saved
@@ -445,7 +289,8 @@ def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
 def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
     """Issue 37 small item: resume keeps the run's seed (its random state is saved); a seed
     edited into .hydra/config.yaml is refused as seed= on the command line is."""
-    from neurorun.checkpoint import load_run_config, saved_config_path
+    from neurorun.layout import saved_config_path
+    from neurorun.resume import load_run_config
 
     run_dir = tmp_path / "run"
     run(tiny("generations=2", "seed=3"), run_dir=run_dir)
@@ -480,12 +325,3 @@ def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_pat
     assert format_header().strip() in capsys.readouterr().out  # still shown when it runs
 
 
-# issue 37 probe C13, C18: episode counts whose per-episode results cannot fit the memory are
-# refused with the largest count that fits, before any env runs (num_episodes=1e11 failed
-# mid-run with a MemoryError; eval_episodes=1e12 sat in generation 1 growing)
-@pytest.mark.parametrize("key", ["problem.num_episodes", "eval_episodes"])
-def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key):
-    with pytest.raises(ConfigError, match=rf"^{key}=100,000,000,000: .* GB .*Fix: "
-                                          rf"{key}=[1-9][\d,]* or less"):
-        Runner(tiny(f"{key}=100000000000"), run_dir=tmp_path / "run")
-    assert not (tmp_path / "run").exists()

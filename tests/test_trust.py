@@ -22,9 +22,9 @@ import pytest
 from omegaconf import OmegaConf
 from tools.helpers import PLOT_TOOL, rows, save_checkpoint, write_run
 
-from neurorun.checkpoint import load_run_config
 from neurorun.cli import compose_config
 from neurorun.imports import UntrustedCodeError, names_code
+from neurorun.resume import load_run_config
 from neurorun.tools import evaluate, render
 
 TRAP = '''
@@ -341,7 +341,7 @@ def test_metric_files_never_open_through_a_link(tmp_path):
 
 
 def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_path):
-    from neurorun.checkpoint import atomic_write_text
+    from neurorun.atomic import atomic_write_text
 
     outside = tmp_path / "outside.json"
     outside.write_text("keep\n")

@@ -32,8 +32,11 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import pickle
 import time
 import warnings
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,7 +63,6 @@ from neurorun.problems.options import (
     EnvOptions,
     RolloutOptions,
 )
-from neurorun.problems.persistence import ProblemState
 from neurorun.problems.rollout import RolloutResult, rollout
 from neurorun.problems.running_norm import RunningNorm
 
@@ -72,7 +74,7 @@ class EvaluationError(RuntimeError):
     """An env step failed again on a fresh env."""
 
 
-class Problem(ProblemState):
+class Problem:
     """A population evaluator on vectorized environments (build it with ``make_problem``)."""
 
     def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
@@ -401,6 +403,62 @@ class Problem(ProblemState):
         low, high = self.initial_bounds
         values = torch.rand(int(num), self.solution_length, generator=generator)
         return (low + (high - low) * values).to(self.device)
+
+    # ----- saving, resuming, and the observation statistics of ray workers -----
+    def save_solution(self, solution: Any, path: str | Path,
+                      obs_stats: RunningNorm | None = None) -> dict[str, Any]:
+        """Pickle the reference's dict: ``solution``, ``policy`` (raw observations in),
+        ``obs_mean``, ``obs_stdev``, ``obs_sum``, ``obs_sum_of_squares`` (when normalizing),
+        ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``.
+        ``obs_stats``: the statistics the solution was evaluated with (default: the current)."""
+        stats = self.obs_stats if obs_stats is None else obs_stats
+        vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
+        result: dict[str, Any] = {"solution": vector.clone(),
+                                  "policy": self.to_policy(vector, stats)}
+        if stats is not None:  # the reference's keys: all but the count
+            result.update({k: v for k, v in stats.export().items() if k != "obs_count"})
+        result.update(interaction_count=self.interaction_count,
+                      episode_count=self.episode_count, time=datetime.now(),
+                      env=self.env_options.spec, architecture=self.architecture)
+        with open(path, "wb") as file:
+            pickle.dump(result, file)
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        """Counters, obs stats and generator states: a loaded problem continues identically."""
+        return {
+            "interaction_count": self.interaction_count,
+            "episode_count": self.episode_count,
+            "obs_stats": None if self.obs_stats is None else self.obs_stats.state_dict(),
+            "rng": self._rng.bit_generator.state,
+            "noise_rng": self._noise.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.interaction_count = int(state["interaction_count"])
+        self.episode_count = int(state["episode_count"])
+        if (state["obs_stats"] is None) != (self.obs_stats is None):
+            raise ValueError("state and problem disagree on observation_normalization; load "
+                             "a state saved with the same setting")
+        if self.obs_stats is not None:
+            self.obs_stats.load_state_dict(state["obs_stats"])
+            self._obs_synced = self.obs_stats.copy()
+        self._rng.bit_generator.state = state["rng"]
+        self._noise.set_state(state["noise_rng"])
+
+    def set_obs_stats(self, stats: RunningNorm) -> None:
+        """Replace the observation statistics (a worker receiving the global ones)."""
+        self.obs_stats = stats.to(self.obs_stats.device if self.obs_stats else "cpu").copy()
+        self._obs_synced = self.obs_stats.copy()
+
+    def pop_obs_delta(self) -> RunningNorm | None:
+        """Statistics added since the last ``set_obs_stats``/``pop_obs_delta`` (for a worker
+        to send to the main process, which merges them with ``obs_stats.update(delta)``)."""
+        if self.obs_stats is None:
+            return None
+        delta = self.obs_stats - self._obs_synced
+        self._obs_synced = self.obs_stats.copy()
+        return delta
 
 
 MEMORY_SHARE = 0.8  # of the device's free memory, the most a generation may plan for

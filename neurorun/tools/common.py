@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from neurorun.checkpoint import atomic_write
+from neurorun.atomic import atomic_write
 from neurorun.extras import MissingExtraError
 
 EXIT_BAD_INPUT = 2

@@ -95,3 +95,13 @@ def test_samples_follow_the_distribution(name):
     samples = algo.ask().numpy()
     np.testing.assert_allclose(samples.mean(axis=0), MU, atol=0.05)
     np.testing.assert_allclose(samples.std(axis=0), SIGMA, rtol=0.03)
+
+
+def test_population_stats_by_hand():
+    from neurorun.algorithms.base import population_stats
+
+    fitness = torch.tensor([3.0, -1.0, 10.0, 4.0])
+    assert population_stats(fitness, "max") == {"popsize": 4, "mean_eval": 4.0,
+                                                "median_eval": 3.5, "pop_best_eval": 10.0}
+    assert population_stats(fitness, "min")["pop_best_eval"] == -1.0
+    assert population_stats(torch.tensor([2.0, 7.0, 5.0]), "max")["median_eval"] == 5.0

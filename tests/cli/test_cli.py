@@ -316,7 +316,7 @@ OPEN_KEYS = {"env.env_config.sutton_barto_reward": True, "network.network_args.h
 
 
 def test_the_open_mappings_take_new_keys_as_written(tmp_path):
-    from neurorun.checkpoint import load_run_config
+    from neurorun.resume import load_run_config
 
     cfg = compose_config(["parallel=ray", *(f"{k}={v}" for k, v in OPEN_KEYS.items())])
     assert {key: OmegaConf.select(cfg, key) for key in OPEN_KEYS} == OPEN_KEYS

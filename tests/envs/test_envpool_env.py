@@ -152,7 +152,7 @@ def test_auto_run_is_saved_with_its_backend_and_resumes_bit_for_bit(tmp_path, ca
     assert "backend: envpool" in saved
     cut = tmp_path / "cut"
     run(tiny(*common, "generations=2"), run_dir=cut)
-    from neurorun.checkpoint import load_run_config
+    from neurorun.resume import load_run_config
 
     resumed = load_run_config(cut, ["generations=4"])
     assert resumed.env.backend == "envpool"

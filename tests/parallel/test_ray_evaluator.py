@@ -319,7 +319,7 @@ def test_a_distributed_run_resumes_exactly(tmp_path):
     """2 + 2 generations in distributed mode equal 4 (metrics and the last center)."""
     from omegaconf import OmegaConf
 
-    from neurorun import checkpoint
+    from neurorun import layout, resume
     from neurorun.cli import compose_config
     from neurorun.runner import run
 
@@ -329,8 +329,8 @@ def test_a_distributed_run_resumes_exactly(tmp_path):
     run(compose_config([*common, "generations=4"]), run_dir=whole)
     cfg = compose_config([*common, "generations=2"])
     run(cfg, run_dir=split)
-    OmegaConf.save(cfg, checkpoint.saved_config_path(split))  # what Hydra does for the command
-    resumed = run(checkpoint.load_run_config(split, ["generations=4"]), run_dir=split)
+    OmegaConf.save(cfg, layout.saved_config_path(split))  # what Hydra does for the command
+    resumed = run(resume.load_run_config(split, ["generations=4"]), run_dir=split)
     assert resumed["generation"] == 4
 
     def rows(folder):

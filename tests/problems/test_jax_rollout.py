@@ -158,7 +158,7 @@ def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
     """Three generations straight, the same again, and two then one more after a resume."""
     from omegaconf import OmegaConf
 
-    from neurorun import checkpoint
+    from neurorun import resume
     from neurorun.layout import saved_config_path
     from neurorun.runner import run
 
@@ -169,7 +169,7 @@ def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
     run(cfg, run_dir=split)
     saved_config_path(split).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, saved_config_path(split))
-    run(checkpoint.load_run_config(split, ["generations=3"]), run_dir=split)
+    run(resume.load_run_config(split, ["generations=3"]), run_dir=split)
     assert _metrics(tmp_path / "a") == _metrics(tmp_path / "b") == _metrics(split)
     assert len(_metrics(split)) == 3
 

@@ -21,7 +21,7 @@ SOLUTION = np.concatenate([WEIGHT.reshape(-1), BIAS]).astype(np.float32)
 def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPole-v1") -> Path:
     """A run folder's checkpoints/best.{pkl,pt,json} for SOLUTION on CartPole-v1 (saved under
     the spec ``env``)."""
-    from neurorun import checkpoint
+    from neurorun import atomic, checkpoint
     from neurorun.problems import make_problem
 
     problem = make_problem("CartPole-v1", "Linear(obs_length, act_length)",
@@ -31,7 +31,7 @@ def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPo
         problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
             "network_args": {}, "obs_length": 4, "act_length": 2}  # as a run writes them
-    checkpoint.atomic_write_all(checkpoint.policy_files(
+    atomic.atomic_write_all(checkpoint.policy_files(
         problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best", meta))
     problem.close()
     return folder

@@ -15,14 +15,14 @@ pytestmark = pytest.mark.slow
 
 
 def save(folder, env):
-    from neurorun import checkpoint
+    from neurorun import atomic, checkpoint
     from neurorun.problems import make_problem
 
     problem = make_problem(env, "Linear(obs_length, act_length)")
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
             "network_args": {}}
     solution = torch.zeros(problem.solution_length)
-    checkpoint.atomic_write_all(checkpoint.policy_files(
+    atomic.atomic_write_all(checkpoint.policy_files(
         problem, solution, folder / "checkpoints" / "best", meta))
     problem.close()
     return folder

@@ -1,0 +1,234 @@
+"""A run folder's guard: its lock (one process at a time), the refusals before anything is
+written into it (a run already there, symbolic links, a folder that cannot be made or written),
+and the clean-up of what a killed write or a run that never started left.
+
+`RunFolder` owns a folder from the start of a run to its end; the files inside are named in
+`layout.py`, the checkpoint files' format is `checkpoint.py`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from neurorun.checkpoint import load_state
+from neurorun.config_checks import FolderInUseError
+from neurorun.layout import (
+    CHECKPOINT_DIR,
+    HYDRA_DIR,
+    LOCK_FILE,
+    LOG_FILE,
+    SWEEP_RECORD,
+    linked_names,
+)
+
+
+def holds_run(folder: str | Path) -> bool:
+    """Whether `folder` holds an earlier run: checkpoints, or metric files with rows."""
+    folder = Path(folder)
+    from neurorun.loggers.files import METRIC_FILES
+
+    metrics = (folder / name for name in METRIC_FILES)
+    return (folder / CHECKPOINT_DIR).is_dir() or any(
+        path.is_file() and path.stat().st_size > 0 for path in metrics)
+
+
+def refuse_existing_run(folder: str | Path, source: str) -> None:
+    """ValueError (one line) when a new run would write into `folder` holding a run."""
+    if holds_run(folder):
+        raise ValueError(
+            f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
+            f"there would overwrite it. Fix: resume={str(folder)!r} to continue it, or another "
+            "folder.")
+
+
+def refuse_existing_sweep(folder: str | Path) -> None:
+    """ValueError (one line) when a new sweep would write into `folder` holding a sweep: Hydra
+    writes its multirun.yaml over the earlier one before any job is refused."""
+    if (Path(folder) / SWEEP_RECORD).exists():
+        raise ValueError(
+            f"hydra.sweep.dir={str(folder)!r} already holds a sweep ({SWEEP_RECORD}); a new "
+            "sweep there would overwrite its record. Fix: another hydra.sweep.dir "
+            "(neurorun-plot and neurorun-compare take several sweep folders), or resume= one "
+            "of its runs.")
+
+
+def require_creatable(folder: str | Path, source: str) -> None:
+    """ValueError (one line) when ``folder`` cannot be made here: a file of that name, or a
+    parent that cannot hold it. Checked by making the missing folders and removing them
+    again, before Hydra makes them (which would end in a traceback). A control character
+    (a newline) is refused: every path printed after it would break."""
+    path = Path(folder)
+    control = [c for c in str(folder) if ord(c) < 32 or ord(c) == 127]
+    if control:
+        raise ValueError(f"{source}={str(folder)!r} holds a control character ({control[0]!r}), "
+                         "which would break every path printed after it. Fix: a name without "
+                         "one.")
+    made: list[Path] = []
+    try:
+        for step in reversed([path, *path.parents]):
+            if not step.is_dir():
+                step.mkdir()
+                made.append(step)
+    except OSError as error:
+        raise ValueError(f"{source}={str(folder)!r}: cannot make that folder ({error.strerror}: "
+                         f"{error.filename}). Fix: name a folder that can be made here.") from None
+    finally:
+        for step in reversed(made):
+            step.rmdir()
+
+
+def lock_run(run_dir: str | Path) -> int:
+    """Take the run folder's lock (creating the folder); returns the lock's file descriptor,
+    held until it is closed (``os.close``) or the process ends, however it ends: the kernel
+    releases a ``flock`` with its process, so a killed run leaves no stale lock.
+
+    Raises:
+        FolderInUseError: another process holds it (the message names its pid and host).
+        ValueError: the folder cannot be written (a read-only mount, no write permission).
+    """
+    folder = Path(run_dir)
+    refuse_links(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise _unwritable(folder, error) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 256).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise FolderInUseError(
+            f"run folder {str(folder)!r} is in use by {holder}: two runs in one folder would "
+            "interleave its metrics and checkpoints. Fix: wait for that run to end (or stop "
+            "it), or use another folder.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"neurorun pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+    return fd
+
+
+def refuse_links(run_dir: str | Path) -> None:
+    """ValueError (one line) when a file or folder that a run writes in ``run_dir`` is a
+    symbolic link: a write, cut or append would follow it out of the folder."""
+    folder = Path(run_dir)
+    linked = linked_names(folder)
+    if linked:
+        shown = ", ".join(f"{name} -> {os.readlink(folder / name)}" for name in linked)
+        raise ValueError(
+            f"run folder {str(folder)!r} has symbolic links where a run writes ({shown}); "
+            "writing through them would change what lies outside the folder. Fix: replace "
+            "each link by a copy of its target (remove the link, then cp -r the target to its "
+            "name), or use another folder.")
+
+
+def discard_unstarted(run_dir: str | Path) -> bool:
+    """Remove ``run_dir`` when it holds nothing but what a run puts there before its first
+    generation (its lock, Hydra's folder and log, empty metric files); whether it was."""
+    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module's layout
+
+    folder = Path(run_dir)
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    before_start = {LOCK_FILE, HYDRA_DIR, LOG_FILE}
+    if all(p.name in before_start or (p.name in METRIC_FILES and not p.is_symlink()
+                                      and p.stat().st_size == 0) for p in folder.iterdir()):
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
+    return False
+
+
+def _unwritable(folder: Path, error: OSError) -> ValueError:
+    return ValueError(
+        f"run folder {str(folder)!r} cannot be written ({error.strerror or error}): a run writes "
+        "its lock, metrics and checkpoints there. Fix: make it writable (chmod u+w), or copy it "
+        "to a writable place (cp -r) and resume the copy, or use another folder.")
+
+
+def require_free(run_dir: str | Path) -> None:
+    """FolderInUseError when another process holds ``run_dir``, ValueError when it has links
+    where a run writes or cannot be written (checked before Hydra writes its files into a
+    folder; the run takes the lock itself when it starts)."""
+    refuse_links(run_dir)
+    folder = Path(run_dir)
+    if (folder / LOCK_FILE).is_file():
+        os.close(lock_run(folder))
+    elif folder.is_dir():  # no lock to take, but Hydra's writes there would fail: try one
+        try:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as error:
+            raise _unwritable(folder, error) from None
+
+
+def remove_partial_writes(run_dir: str | Path) -> list[Path]:
+    """Delete the temporary files (`.<name>.*.tmp`) that a write killed mid-way left in
+    `<run>/checkpoints/`; returns what was deleted. Only under the folder's lock
+    (:func:`lock_run`): another run's live temporary files look the same."""
+    folder = Path(run_dir) / CHECKPOINT_DIR
+    removed = sorted(folder.glob(".*.tmp")) if folder.is_dir() else []
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
+def _check_writable(folder: Path) -> None:
+    """ValueError (one line) when checkpoints cannot be written into ``folder``: found at the
+    start, not after every generation ran."""
+    created = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+        if created:  # the first checkpoint makes it; a run that never starts leaves nothing
+            folder.rmdir()
+    except OSError as error:
+        raise ValueError(f"{str(folder)!r} cannot hold checkpoints ({error.strerror or error}). "
+                         "Fix: make it a writable folder (chmod u+w), or run in another folder."
+                         ) from None
+
+
+class RunFolder:
+    """A run folder this process owns from construction to ``release``: its lock is taken
+    before anything in it is read or cleaned; a new run is refused where one is already
+    (``resume``: the saved resume state is loaded instead); temporary files that a killed
+    write left are deleted. A new folder that never got more than its lock is removed again on
+    ``release(discard_if_empty=True)``.
+
+    Raises (construction):
+        FolderInUseError: another process holds it.
+        ValueError: a new run into a folder holding one; resume of a folder without a state,
+            or with a corrupt one (one line each, with the fix).
+    """
+
+    def __init__(self, path: str | Path, *, resume: bool):
+        self.path = Path(path)
+        self._created = not self.path.exists()
+        self._lock: int | None = lock_run(self.path)
+        try:
+            if not resume:
+                refuse_existing_run(self.path, "run folder")
+            remove_partial_writes(self.path)
+            _check_writable(self.path / CHECKPOINT_DIR)
+            self.state = load_state(self.path) if resume else None
+            if resume and self.state is None:
+                raise ValueError(
+                    f"resume={str(self.path)!r}: no checkpoints/state.pt there yet; expected a "
+                    "run that wrote at least one checkpoint. Fix: start it again without resume.")
+        except BaseException:
+            self.release(discard_if_empty=True)
+            raise
+
+    def release(self, *, discard_if_empty: bool = False) -> None:
+        """Give the folder up (once); with ``discard_if_empty``, remove a folder this run
+        created and left as it was before a first generation (``discard_unstarted``)."""
+        if self._lock is None:
+            return
+        os.close(self._lock)
+        self._lock = None
+        if discard_if_empty and self._created:
+            discard_unstarted(self.path)
