@@ -76,6 +76,7 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
 # `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset, under
 # its own time budget; --cap-scale still scales it).
 ON_THE_EXPERIMENT = ("preset", "ars_v1", "ars_v2")
+ONE_TASK = ("pgpe_plain",)  # settings sized for one task (Humanoid), not in --full's matrix
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
     "ars_v1": ["problem.observation_normalization=false"],  # the preset, raw observations
@@ -92,6 +93,14 @@ ALGO_SETTINGS: dict[str, list[str]] = {
                   "algo.stdev_init=0.05", "eval_every=1"],
     "cem": ["algo=cem", "algo.popsize=40", "algo.parenthood_ratio=0.25", "algo.radius_init=null",
             "algo.stdev_init=0.05", "algo.stdev_min=0.005", "eval_every=1"],
+    # PGPE with plain gradient steps and a fixed stdev on humanoid_ars's settings: ARS V2's
+    # update written as PGPE's (normalized fitness; lr = 2 alpha / nu moves the center by
+    # alpha / (b sigma_R) x sum of (r+ - r-) delta, as ARS does): experiment=humanoid without
+    # ClipUp, to tell what ClipUp's step costs there
+    "pgpe_plain": ["algo=pgpe", "algo.popsize=460", "algo.radius_init=null",
+                   "algo.stdev_init=0.0075", "algo.stdev_learning_rate=0",
+                   "algo.ranking_method=normalized", "algo.optimizer=null",
+                   "algo.center_learning_rate=5.3333", "eval_every=1"],
 }
 
 
@@ -315,7 +324,7 @@ def main(argv: list[str] | None = None) -> dict:
         return report()
     plan = [(args.tasks, args.algos, args.seeds)]
     if args.full:  # the seeds of README's table
-        matrix = [a for a in ALGO_SETTINGS if a not in ("preset", "env_only")]
+        matrix = [a for a in ALGO_SETTINGS if a not in ("preset", "env_only", *ONE_TASK)]
         plan = [("swimmer,hopper,halfcheetah", "preset", ",".join(map(str, range(10)))),
                 ("swimmer,hopper,halfcheetah", ",".join([*matrix, "evotorch_pgpe"]), "0,1,2"),
                 ("hopper_pgpe,halfcheetah_pgpe,walker2d,walker2d_pgpe", "preset", "0,1,2"),
