@@ -98,7 +98,7 @@ ALGO_SETTINGS: dict[str, list[str]] = {
     # alpha / (b sigma_R) x sum of (r+ - r-) delta, as ARS does): experiment=humanoid without
     # ClipUp, to tell what ClipUp's step costs there
     "pgpe_plain": ["algo=pgpe", "algo.popsize=460", "algo.radius_init=null",
-                   "algo.stdev_init=0.0075", "algo.stdev_learning_rate=0",
+                   "algo.stdev_init=0.0075", "algo.stdev_min=0.0075", "algo.stdev_max=0.0075",
                    "algo.ranking_method=normalized", "algo.optimizer=null",
                    "algo.center_learning_rate=5.3333", "eval_every=1"],
 }
