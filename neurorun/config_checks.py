@@ -391,7 +391,7 @@ def _check_parallel(cfg: DictConfig) -> None:
 
 
 def _free_memory() -> int:
-    from neurorun.problems.problem import device_free_bytes
+    from neurorun.problems.memory import device_free_bytes
 
     return device_free_bytes(torch.device("cpu"))
 
@@ -400,7 +400,7 @@ def _check_local_actors(cfg: DictConfig) -> None:
     """A local ray's actor count (a number, or one per parallel.num_cpus) that this machine's
     memory cannot hold, refused before ray starts."""
     from neurorun.parallel.workload import check_local_actors
-    from neurorun.problems.problem import MEMORY_SHARE
+    from neurorun.problems.memory import MEMORY_SHARE
 
     if cfg.parallel.get("address"):  # a joined cluster: its nodes hold the actors
         return

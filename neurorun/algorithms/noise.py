@@ -112,7 +112,7 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
 def _check_table_memory(size: int) -> None:
     """ValueError before a table of ``size`` float32 numbers is made when the memory cannot
     hold it (1e14 failed inside torch mid-run), naming the largest size that fits."""
-    from neurorun.problems.problem import MEMORY_SHARE, device_free_bytes  # no cycle at import
+    from neurorun.problems.memory import MEMORY_SHARE, device_free_bytes  # no cycle at import
 
     free = device_free_bytes(torch.device("cpu"))
     if size * 4 > MEMORY_SHARE * free:

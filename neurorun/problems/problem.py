@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import pickle
 import time
 import warnings
@@ -57,6 +56,15 @@ from neurorun.problems.devices import jax_devices
 from neurorun.problems.evaluator import EvaluationStats
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax_rollout import JaxRollout
+from neurorun.problems.memory import (
+    HOST_SLOTS,
+    MEMORY_SHARE,
+    PAIR_BYTES,
+    SAMPLE_COPIES,
+    TEST_EPISODE_BYTES,
+    TEST_SLOTS,
+    device_free_bytes,
+)
 from neurorun.problems.options import (
     PLAIN_ROLLOUT,
     REFERENCE_INITIAL_BOUNDS,
@@ -459,35 +467,6 @@ class Problem:
         delta = self.obs_stats - self._obs_synced
         self._obs_synced = self.obs_stats.copy()
         return delta
-
-
-MEMORY_SHARE = 0.8  # of the device's free memory, the most a generation may plan for
-SAMPLE_COPIES = 3  # float32 copies of a generation's P x D samples alive at once (samples,
-# noise rows, the policy's batched parameters)
-HOST_SLOTS = 4096  # env slots when max_num_envs is null and the evaluation is not the compiled
-# jax program (gymnasium, EnvPool, factories, jax envs stepped from Python): more only cost
-# memory, and seeded results do not depend on the count
-PAIR_BYTES = 128  # what each (solution, episode) pair of an evaluation holds until it ends,
-# counting its one step at least: per-pair returns, lengths and flags, per-step trace rows
-TEST_EPISODE_BYTES = 32  # what each test episode holds until the evaluation ends (its return
-# and length, and their concatenation)
-TEST_SLOTS = 1024  # env slots of test episodes: more episodes run in turns (seeds as one batch
-# on backends that seed every episode)
-
-
-def device_free_bytes(device: torch.device) -> int:
-    """Free memory of the device the compiled evaluation runs on: a GPU's (as jax sees it),
-    else the machine's available memory (MemAvailable)."""
-    if device.type == "cuda":
-        import jax
-
-        stats = jax.devices("gpu")[device.index or 0].memory_stats() or {}
-        return int(stats.get("bytes_limit", 0) - stats.get("bytes_in_use", 0))
-    with open("/proc/meminfo") as meminfo:
-        for line in meminfo:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:
