@@ -139,7 +139,7 @@ def _set_threads(threads: int) -> None:
 
 def run_all(env: str, algo: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every seed of one env and algorithm, ``args.jobs`` processes at a time."""
-    seeds = range(args.seeds)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     if args.jobs <= 1:
         return [run_one(env, algo, seed, args.runs_dir, args.override) for seed in seeds]
     with concurrent.futures.ProcessPoolExecutor(
@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="add Pendulum and LunarLander")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (one seed per call of "
+                        "a lent machine)")
     parser.add_argument("--algos", default=",".join(ALGOS))
     parser.add_argument("--envs", help="comma-separated env ids (default: by --full)")
     parser.add_argument("--threads", type=int, default=1,

@@ -7,12 +7,13 @@ the next step, as gymnasium does.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any
 
-import numpy as np
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError, box
+from neurorun.envs.jax_env import TracedOnce, config_key
 
 DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 
@@ -39,18 +40,27 @@ def check_brax_name(name: str) -> None:
 
 def brax_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.Box]:
     """Observation and action Box of a brax env, found without compiling anything."""
-    import jax
+    env = _environment(name, env_config)
+    return box(int(env.observation_size)), box(env.action_size, 1.0)
 
+
+def _environment(name: str, env_config: dict[str, Any]) -> TracedOnce:
+    """The brax env of ``env_config``'s constructor arguments (``episode_length`` and
+    ``action_repeat`` are the episode wrapper's), built once per config in a process."""
     check_brax_name(name)
     kwargs = {k: v for k, v in env_config.items() if k not in ("episode_length", "action_repeat")}
-    env = _brax_envs().get_environment(name, **kwargs)
-    obs = jax.eval_shape(env.reset, jax.random.PRNGKey(0)).obs
-    return box(int(np.prod(obs.shape))), box(env.action_size, 1.0)
+    return _build(name, config_key(kwargs))
+
+
+@functools.lru_cache(maxsize=8)
+def _build(name: str, kwargs: tuple[tuple[str, Any], ...]) -> TracedOnce:
+    return TracedOnce(_brax_envs().get_environment(name, **dict(kwargs)))
 
 
 def batched_brax_env(name: str, episode_length: int | None = None, **env_config: Any) -> Any:
     """A brax env, episodes ended (brax's EpisodeWrapper) but not reset, vectorized over its
-    reset keys: ``reset(keys)`` with one key per env makes a batch of ``len(keys)``.
+    reset keys: ``reset(keys)`` with one key per env makes a batch of ``len(keys)``; what
+    ``brax.envs.create(..., auto_reset=False)`` builds, around the env traced once.
 
     Args:
         name: a brax env name (``brax.envs.get_environment``).
@@ -59,12 +69,10 @@ def batched_brax_env(name: str, episode_length: int | None = None, **env_config:
         env_config: brax.envs.create keywords (``backend``, ``episode_length``,
             ``action_repeat``, env constructor arguments).
     """
-    from brax.envs.wrappers.training import VmapWrapper
+    from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
 
-    check_brax_name(name)
-    config = dict(env_config)
-    length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
+    length = int(env_config.get("episode_length", DEFAULT_EPISODE_LENGTH))
     if episode_length is not None:
         length = min(length, int(episode_length))
-    return VmapWrapper(_brax_envs().create(name, episode_length=length, auto_reset=False,
-                                           **config))
+    return VmapWrapper(EpisodeWrapper(_environment(name, env_config), length,
+                                      int(env_config.get("action_repeat", 1))))

@@ -17,10 +17,11 @@ torch goes through dlpack (no copy); torch -> jax copies (arrays made from torch
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,47 @@ class JaxVecEnv(TorchVecEnv):
 
     def close(self) -> None:
         self._state = None
+
+
+class TracedOnce:
+    """One jax env (brax's interface, not batched) whose ``reset`` and ``step`` are jitted
+    once, so that every program calling them reuses one trace of the physics: the spaces, the
+    memory estimate, the evaluation's start and stage programs of each batch size (vmapped
+    over it), the center's test episodes and the host path's step all call the same two jitted
+    functions, and jax traces a jitted function once per argument shapes (not per batch size:
+    vmap batches the traced program). Tracing MJX's CheetahRun reset took ~7 s here, and each
+    run traced it about eight times before. The backends build one per env config and
+    process (their caches), so later runs in the process trace nothing again.
+    """
+
+    def __init__(self, env: Any):
+        import jax
+
+        self.env = env
+        self.reset = jax.jit(env.reset)
+        self.step = jax.jit(env.step)
+
+    def __getattr__(self, name: str) -> Any:  # action_size, sys, ...
+        if name == "__setstate__":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    @functools.cached_property
+    def observation_size(self) -> Any:
+        """An observation's length (a mapping of shapes for dict observations), from the shape
+        of the jitted reset's output (its trace, which the programs then reuse)."""
+        import jax
+
+        obs = jax.eval_shape(self.reset, jax.ShapeDtypeStruct((2,), np.uint32)).obs
+        if isinstance(obs, Mapping):
+            return jax.tree_util.tree_map(lambda leaf: leaf.shape, obs)
+        return obs.shape[-1]
+
+
+def config_key(config: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """``config`` as a hashable key of a backend's env cache (lists become tuples)."""
+    return tuple(sorted((key, tuple(value) if isinstance(value, list) else value)
+                        for key, value in config.items()))
 
 
 def use_compilation_cache() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError, box
+from neurorun.envs.jax_env import TracedOnce, config_key
 
 IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
 
@@ -108,18 +109,15 @@ def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=8)
 def _load(name: str, overrides: tuple[tuple[str, Any], ...]) -> Any:
-    """The env (its model is built once per config in a process)."""
-    return _registry().load(name, config_overrides=dict(overrides))
+    """The env, its reset and step traced once (its model is built once per config in a
+    process)."""
+    return TracedOnce(_registry().load(name, config_overrides=dict(overrides)))
 
 
 def _loaded(name: str, env_config: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The env and the overrides it was loaded with."""
     overrides = playground_config(name, env_config)
-    return _load(name, tuple(sorted((k, _hashable(v)) for k, v in overrides.items()))), overrides
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+    return _load(name, config_key(overrides)), overrides
 
 
 def _observation_size(name: str, env: Any) -> int:
