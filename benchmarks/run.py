@@ -399,12 +399,12 @@ def gpu_table(report: dict) -> list[str]:
                         f"{ref['score']:,}."]
 
 
-GPU_PENDING = ("**brax and Playground on a GPU**: not yet measured in full: the one GPU session "
-               "(an H200 for 15 minutes, 2026-11-26) measured Playground CheetahRun only (the "
-               "GPU item below the tables). `make bench-gpu` measures brax ant and humanoid and "
-               "Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / 16,384 "
-               "against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, and 30 "
-               "minutes of `experiment=brax_humanoid`.")
+GPU_PENDING = ("**brax and Playground on a GPU**: not yet measured in full: the GPU sessions "
+               "(three of 15 minutes on an H200, 2026-11-26) measured Playground CheetahRun "
+               "only (the GPU item below the tables). `make bench-gpu` measures brax ant and "
+               "humanoid and Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / "
+               "16,384 against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, "
+               "and 30 minutes of `experiment=brax_humanoid`.")
 
 
 def summary() -> str:
