@@ -386,8 +386,7 @@ class Problem:
     # ----- policies -----
     def make_net(self, solution: Any) -> nn.Module:
         """The network with ``solution`` as parameters (no obs normalization, no clipping)."""
-        vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
-        return vector_to_module(self.network, vector)
+        return vector_to_module(self.network, _cpu_vector(solution))
 
     def to_policy(self, solution: Any, obs_stats: RunningNorm | None = None) -> EnvPolicy:
         """The policy on raw observations: obs normalization (``obs_stats``, default: the
@@ -420,7 +419,7 @@ class Problem:
         ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``.
         ``obs_stats``: the statistics the solution was evaluated with (default: the current)."""
         stats = self.obs_stats if obs_stats is None else obs_stats
-        vector = torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
+        vector = _cpu_vector(solution)
         result: dict[str, Any] = {"solution": vector.clone(),
                                   "policy": self.to_policy(vector, stats)}
         if stats is not None:  # the reference's keys: all but the count
@@ -467,6 +466,11 @@ class Problem:
         delta = self.obs_stats - self._obs_synced
         self._obs_synced = self.obs_stats.copy()
         return delta
+
+
+def _cpu_vector(solution: Any) -> Tensor:
+    """A solution (array, list or tensor) as a flat float32 CPU tensor."""
+    return torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
 
 
 def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:
