@@ -58,12 +58,10 @@ from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax_rollout import JaxRollout
 from neurorun.problems.memory import (
     HOST_SLOTS,
-    MEMORY_SHARE,
-    PAIR_BYTES,
-    SAMPLE_COPIES,
-    TEST_EPISODE_BYTES,
     TEST_SLOTS,
-    device_free_bytes,
+    check_compiled,
+    check_results,
+    check_samples,
 )
 from neurorun.problems.options import (
     PLAIN_ROLLOUT,
@@ -169,51 +167,16 @@ class Problem:
     def check_capacity(self, popsize: int, num_test_episodes: int = 0) -> None:
         """ValueError, before anything runs or compiles, when a generation of ``popsize``
         would not fit the device's free memory: on jax envs the compiled evaluation, elsewhere
-        the generation's samples (``popsize`` x D numbers, SAMPLE_COPIES times over); on any
-        env, the results of its ``popsize`` x num_episodes episodes or of a center evaluation
-        of ``num_test_episodes`` episodes (both held on the host until the evaluation ends)."""
-        self._check_generation_memory(popsize)
-        free = device_free_bytes(torch.device("cpu"))
-        for key, count, each, what in (
-                ("problem.num_episodes", self.rollout_options.num_episodes, popsize * PAIR_BYTES,
-                 f"episodes of each of {popsize:,} solutions"),
-                ("eval_episodes", num_test_episodes, TEST_EPISODE_BYTES, "test episodes")):
-            if count * each > MEMORY_SHARE * free:
-                fits = int(MEMORY_SHARE * free // each)
-                raise ValueError(
-                    f"{key}={count:,}: {what} hold at least {count * each / 1e9:,.1f} GB of "
-                    f"results until the evaluation ends, and this machine has "
-                    f"{free / 1e9:.1f} GB free. Fix: "
-                    + (f"{key}={fits:,} or less" if fits else "a smaller algo.popsize"))
-
-    def _check_generation_memory(self, popsize: int) -> None:
-        """``check_capacity``'s samples (or compiled evaluation) of a generation."""
+        the generation's samples; on any env, the results of its episodes and of a center
+        evaluation of ``num_test_episodes`` episodes (``problems/memory.py``'s checks)."""
         if self._compiled is None:
-            samples = SAMPLE_COPIES * popsize * self.solution_length * 4
-            free = (torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda"
-                    else device_free_bytes(self.device))  # torch holds them, not jax
-            if samples > MEMORY_SHARE * free:
-                fits = int(popsize * MEMORY_SHARE * free / samples)
-                raise ValueError(
-                    f"algo.popsize={popsize:,} solutions of {self.solution_length:,} parameters "
-                    f"need about {samples / 1e9:.1f} GB for a generation's samples, and this "
-                    f"machine has {free / 1e9:.1f} GB free. Fix: algo.popsize={fits:,} or less "
-                    "(or a smaller network)")
-            return
-        slots = self._slots(popsize)
-        fixed, per_slot = self._compiled.memory_bytes(popsize, self.solution_length)
-        need, budget = fixed + per_slot * slots, MEMORY_SHARE * device_free_bytes(self.device)
-        if need > budget:
-            fits = int((budget - fixed) // per_slot)
-            devices = len(self._compiled.devices)
-            fix = (f"problem.max_num_envs={fits:,} (slots take the solutions in turn), or a "
-                   "smaller algo.popsize" if fits >= 1 else "a smaller algo.popsize" + (
-                       " or fewer problem.devices (each holds every solution)"
-                       if devices > 1 else ""))
-            raise ValueError(
-                f"algo.popsize={popsize} on {slots:,} env slots needs about {need / 1e9:.1f} GB "
-                f"for the compiled evaluation of {self.env_options.spec}, and the "
-                f"{self.device.type} has {budget / MEMORY_SHARE / 1e9:.1f} GB free. Fix: {fix}")
+            check_samples(popsize, self.solution_length, self.device)
+        else:
+            check_compiled(popsize, self._slots(popsize),
+                           *self._compiled.memory_bytes(popsize, self.solution_length),
+                           device=self.device, devices=len(self._compiled.devices),
+                           spec=self.env_options.spec)
+        check_results(popsize, self.rollout_options.num_episodes, num_test_episodes)
 
     @property
     def compiled(self) -> bool:

@@ -191,6 +191,7 @@ def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles
                                                                                 monkeypatch):
     from neurorun.cli import compose_config
     from neurorun.config_checks import ConfigError
+    from neurorun.problems import memory
     from neurorun.problems import problem as problem_module
     from neurorun.runner import Runner
 
@@ -204,7 +205,7 @@ def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles
                        r"needs about [\d.]+ GB .* Fix: problem.max_num_envs=[\d,]+ "):
         Runner(compose_config([*base, "algo.popsize=100000000"]), run_dir=tmp_path / "big")
     # a device with 20 kB free refuses popsize 64, and names a number of slots that fits
-    monkeypatch.setattr(problem_module, "device_free_bytes", lambda device: 20_000)
+    monkeypatch.setattr(memory, "device_free_bytes", lambda device: 20_000)
     problem = make_problem("brax::inverted_pendulum", episode_length=20)
     with pytest.raises(ValueError, match=r"algo.popsize=64 on 64 env slots") as caught:
         problem.check_capacity(64)
