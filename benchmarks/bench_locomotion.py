@@ -9,6 +9,10 @@ three on seeds 0-9, every other algorithm of ALGO_SETTINGS and ``evotorch_pgpe``
 seeds 0-2, the PGPE presets (``hopper_pgpe``, ``halfcheetah_pgpe``, ``walker2d_pgpe``) and
 ``walker2d`` on seeds 0-2, ``ant`` on seeds 0-1, ``humanoid`` and ``humanoid_ars`` on seed 0, and
 ``env_only`` (a bare ``neurorun env=<Env>``) on the five tasks, seed 0.
+``--longer SECONDS`` continues runs already logged past their cap: each (task, algo, seed)
+folder is copied to ``<folder>_to<SECONDS>s`` and resumed there (``neurorun resume=<copy>
+max_time=SECONDS``, bit for bit the run that had no cap until then); the figures go to
+``locomotion_longer.jsonl`` and locomotion.json's ``longer`` rows (the capped rows stay as run).
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -38,10 +42,12 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +60,7 @@ from neurorun.tools.runs import Run
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "bench_locomotion"
 LOG = RESULTS / "locomotion_runs.jsonl"
+LONGER_LOG = RESULTS / "locomotion_longer.jsonl"
 # task -> (env id, ARS threshold, wall-time cap in s, ARS paper V2-t median episodes)
 # (Mania et al. 2018, Table 1: medians of 3 seeds on the v1 MuJoCo envs; v5 differs in details)
 TASKS: dict[str, tuple[str, float, float, int]] = {
@@ -131,6 +138,39 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     return record
 
 
+def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
+    """The logged run of (task, algo, seed) resumed in a copy of its folder up to ``cap``
+    seconds in all; its figures at that cap and where the shorter run stopped."""
+    env, threshold, _, _ = TASKS[task]
+    before = next((r for r in load_records() if (r["task"], r["algo"], r["seed"]) ==
+                   (task, algo, seed)), None)
+    source = RUNS / env / f"{_label(task, algo)}_s{seed}"
+    if before is None or not source.is_dir():
+        raise SystemExit(f"--longer: no logged run of {task} {algo} seed {seed} in {source}")
+    folder = source.with_name(f"{source.name}_to{cap:g}s")
+    if not folder.is_dir():  # a copy that exists is a longer run under way (resumed again)
+        shutil.copytree(source, folder)
+    command = [str(Path(sys.executable).with_name("neurorun")), f"resume={folder}",
+               f"max_time={cap:g}", "checkpoint_every=10"]
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    with (folder / "metrics.csv").open() as metrics:
+        rows = list(csv.DictReader(metrics))
+    evals = [point["center_eval"] for point in _curve_points(rows)]
+    reached = next((row for row in rows if row["center_eval"] not in ("", "nan")
+                    and float(row["center_eval"]) >= threshold), None)
+    last = reached or rows[-1]
+    return {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap,
+            "resumed_from": before["max_time"], "args": " ".join(command[1:]),
+            "load_average": [round(x, 2) for x in os.getloadavg()], "wall_s": round(wall, 2),
+            "solved": reached is not None, "seconds": round(float(last["elapsed_s"]), 2),
+            "interactions": int(last["total_interaction_count"]),
+            "episodes": int(last["total_episode_count"]), "generations": int(last["generation"]),
+            "center_eval": evals[-1], "best_center_eval": max(evals),
+            "curve": _curve_points(rows)}
+
+
 def _label(task: str, algo: str) -> str:
     """A run folder's name before its seed: the algorithm, with the preset's own name for the
     extra presets of an env (`hopper_pgpe_preset`)."""
@@ -185,10 +225,15 @@ def _neurorun_curve(record: dict[str, Any]) -> list[dict[str, float]] | None:
     if not path.is_file():
         return None
     with path.open() as metrics:
-        return [{"seconds": round(float(row["elapsed_s"]), 2),
-                 "interactions": int(row["total_interaction_count"]),
-                 "center_eval": round(float(row["center_eval"]), 1)}
-                for row in csv.DictReader(metrics) if row["center_eval"] not in ("", "nan")]
+        return _curve_points(list(csv.DictReader(metrics)))
+
+
+def _curve_points(rows: list[dict[str, str]]) -> list[dict[str, float]]:
+    """The curve of metrics.csv's rows: the generations that evaluated the center."""
+    return [{"seconds": round(float(row["elapsed_s"]), 2),
+             "interactions": int(row["total_interaction_count"]),
+             "center_eval": round(float(row["center_eval"]), 1)}
+            for row in rows if row["center_eval"] not in ("", "nan")]
 
 
 def _seconds_to(curve: list[dict[str, float]], score: float) -> float | None:
@@ -267,11 +312,11 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def load_records() -> list[dict[str, Any]]:
+def load_records(log: Path = LOG) -> list[dict[str, Any]]:
     """Every run logged so far; a later run of the same (task, algo, seed) replaces earlier."""
     latest: dict[tuple, dict[str, Any]] = {}
-    if LOG.exists():
-        for line in LOG.read_text().splitlines():
+    if log.exists():
+        for line in log.read_text().splitlines():
             record = json.loads(line)
             latest[(record["task"], record["algo"], record["seed"])] = record
     return list(latest.values())
@@ -299,14 +344,17 @@ def _curve_runs(records: list[dict[str, Any]]) -> tuple[list[Run], str]:
 
 
 def report() -> dict[str, Any]:
-    records = load_records()
+    records, longer = load_records(), load_records(LONGER_LOG)
     plots = []
-    for env, threshold in dict.fromkeys(TASKS[r["task"]][:2] for r in records):
-        runs, note = _curve_runs([r for r in records if r["env"] == env])
-        if runs:  # an env none of whose records has a curve keeps its earlier pictures
-            plots += plot_curves(env, runs, threshold, note)
+    for name, among in (("", records), ("_longer", longer)):
+        for env, threshold in dict.fromkeys(TASKS[r["task"]][:2] for r in among):
+            runs, note = _curve_runs([r for r in among if r["env"] == env])
+            if runs:  # an env none of whose records has a curve keeps its earlier pictures
+                plots += plot_curves(env + name, runs, threshold, note)
     return write_result(RESULTS / "locomotion.json", results=summarize(records),
-                        evotorch=compare_evotorch(records), plots=plots)
+                        evotorch=compare_evotorch(records), plots=plots,
+                        longer=[{**{k: v for k, v in r.items() if k != "curve"},
+                                 "threshold": TASKS[r["task"]][1]} for r in longer])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -317,10 +365,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     parser.add_argument("--cap-scale", type=float, default=1.0,
                         help="multiply every task's wall-time cap (e.g. 0.5 for a quick look)")
+    parser.add_argument("--longer", type=float, metavar="SECONDS",
+                        help="continue the logged runs of --tasks/--algos/--seeds to this cap")
     parser.add_argument("--summary-only", action="store_true",
                         help="rebuild locomotion.json and the curves from the logged runs")
     args = parser.parse_args(argv)
     if args.summary_only:
+        return report()
+    if args.longer:
+        for task in args.tasks.split(","):
+            for algo in args.algos.split(","):
+                for seed in (int(s) for s in args.seeds.split(",")):
+                    record = run_longer(task, algo, seed, args.longer)
+                    with LONGER_LOG.open("a") as log:
+                        log.write(json.dumps(record) + "\n")
         return report()
     plan = [(args.tasks, args.algos, args.seeds)]
     if args.full:  # the seeds of README's table

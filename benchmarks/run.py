@@ -227,7 +227,28 @@ def locomotion_table(report: dict) -> list[str]:
             f"{cell(r['median_s'])} / {cell(r.get('worst_s'), ',.1f')} | "
             f"{cell(r['median_final'], ',.0f')} / "
             f"{cell(r['median_best'], ',.0f')} | {checks} |")
-    return lines + evotorch_locomotion_lines(report.get("evotorch", [])) + curve_links(report)
+    return (lines + evotorch_locomotion_lines(report.get("evotorch", []))
+            + longer_locomotion_lines(report.get("longer", [])) + curve_links(report))
+
+
+def longer_locomotion_lines(rows: list[dict]) -> list[str]:
+    """Runs continued past the table's cap (`bench_locomotion.py --longer`)."""
+    if not rows:
+        return []
+    lines = ["", "Runs of the table continued past its cap (`bench_locomotion.py --longer`: the "
+             "run's folder copied and resumed, bit for bit the run without that cap), each "
+             "alone; wall s: to the threshold, else the new cap.", "",
+             "| task (threshold) | algorithm | seed | cap s (table's) | solved | wall s | "
+             "episodes | env steps | last / best center_eval | load average at the end |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} (≥ {r['threshold']:,}) | {_algorithm(r)} | "
+            f"{r['seed']} | {r['max_time']:.0f} ({r['resumed_from']:.0f}) | "
+            f"{'yes' if r['solved'] else 'no'} | {r['seconds']:,.0f} | {r['episodes']:,} | "
+            f"{r['interactions']:,} | {r['center_eval']:,.0f} / {r['best_center_eval']:,.0f} | "
+            f"{r['load_average'][0]} |")
+    return lines
 
 
 THRESHOLDS = {"swimmer": 325, "hopper": 3120, "halfcheetah": 3430}  # the ARS paper's
