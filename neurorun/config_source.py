@@ -9,13 +9,13 @@ source, which accepts every spelling of an environment:
 
 `<backend>/x` becomes `<backend>::x` for every spec prefix of neurorun.envs (other slashes
 stay: gymnasium namespaces such as `ALE/Pong-v5`). If a preset exists for the canonical id
-(`env/<env_slug(id)>.yaml` in the packaged configs, e.g. `brax_humanoid.yaml` with its reward
+(`env/<preset_slug(id)>.yaml` in the packaged configs, e.g. `brax_humanoid.yaml` with its reward
 shaping), that preset is served (`envpool::Id` and `gym::Id` get the preset of `Id`, keeping
 their prefix); otherwise a generic `{id: <id>, env_config: {}, target_score: null}`. Whether
 the id exists is checked by the runner before anything is built, so a typo ends with the
 closest registered ids. Likewise `env_algo/<spelling>/<algo>` (config.yaml's specializing
-default `${env}/${algo}`) is served the packaged `env_algo/<env_slug(id)>/<algo>.yaml` for every
-spelling of an env that has one (`env=brax/humanoid` gets brax_humanoid's PGPE settings).
+default `${env}/${algo}`) is served the packaged `env_algo/<preset_slug(id)>/<algo>.yaml` for
+every spelling of an env that has one (`env=brax/humanoid` gets brax_humanoid's PGPE settings).
 
 `register_hydra_extensions()` registers this source with Hydra (explicitly, so it works in
 editable and regular installs alike, without a `hydra_plugins` namespace package) and the
@@ -33,7 +33,7 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
-from neurorun.envs.backends import canonical_env_id, env_slug
+from neurorun.envs.backends import canonical_env_id, env_slug, preset_slug
 from neurorun.layout import output_subdir, run_dir_name
 
 GROUP = "env"
@@ -66,7 +66,7 @@ class NeurorunEnvSource(ConfigSource):
             folder = resources.files(self.path).joinpath(group)
         except (ModuleNotFoundError, ValueError, TypeError):
             return None
-        found = folder.joinpath(env_slug(env_id.removeprefix("envpool::")) + suffix)
+        found = folder.joinpath(preset_slug(env_id) + suffix)
         return found if found.is_file() else None
 
     def _tuned(self, config_path: str) -> Any:

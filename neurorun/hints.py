@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from neurorun.envs.backends import env_slug
+from neurorun.envs.backends import preset_slug
 from neurorun.runner import Callbacks, Runner
 
 
@@ -32,7 +32,7 @@ def _preset_override(preset: DictConfig, group: str) -> str | None:
 def experiment_for(env_id: Any) -> str | None:
     """The packaged experiment= preset made for ``env_id`` (its defaults list overrides
     /env with it; envpool:: and gym:: spellings count), or None."""
-    wanted = env_slug(str(env_id).removeprefix("envpool::"))
+    wanted = preset_slug(env_id)
     for preset in sorted(_packaged("experiment").iterdir(), key=lambda f: f.name):
         if preset.name.endswith(".yaml") and _preset_override(
                 OmegaConf.create(preset.read_text(encoding="utf-8")), "env") == wanted:

@@ -24,11 +24,14 @@ BEST_POLICY, LAST_POLICY = "best", "last"  # policy stems in CHECKPOINT_DIR (.pt
 LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
 LOG_FILE = "neurorun.log"  # Hydra's log of the run (hydra.job.name)
 SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its folder
+TENSORBOARD_DIR = "tensorboard"  # the trackers' files (logger=...), when they write locally
+WANDB_DIR = "wandb"  # made by wandb in the folder it is given
+MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default store
 # what neurorun, Hydra and the trackers write, cut or append to in a run folder, besides the
 # metric files: none may be a symbolic link, which the write would follow out of the folder
 WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",
-           f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", "tensorboard", "wandb",
-           "mlflow.db", "mlartifacts")
+           f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", TENSORBOARD_DIR, WANDB_DIR,
+           MLFLOW_DB, MLFLOW_ARTIFACTS)
 
 
 def saved_config_path(run_dir: str | Path) -> Path:

@@ -52,6 +52,12 @@ def env_slug(env_id: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
 
 
+def preset_slug(env_id: Any) -> str:
+    """The file name of ``env_id``'s packaged presets (env, env_algo, experiment): one per
+    task, so `envpool::Id` and `gym::Id` use those of `Id`."""
+    return env_slug(str(env_id).removeprefix("envpool::"))
+
+
 def resolve_backend(spec: str, backend: str = "auto") -> str:
     """The spec a run uses: a bare id with ``backend`` becomes ``Id`` or ``envpool::Id``.
 

@@ -16,11 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import BEST_POLICY, policy_path
+from neurorun.layout import BEST_POLICY, MLFLOW_ARTIFACTS, MLFLOW_DB, TENSORBOARD_DIR, policy_path
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.files import CSV_NAME
-
-MLFLOW_DB = "mlflow.db"  # the default MLflow tracking store, in the run folder
 
 
 class TrackerError(ValueError):
@@ -61,7 +59,7 @@ class TensorBoardLogger(Logger):
     """Scalars under `<run>/tensorboard`, one step per generation."""
 
     def __init__(self, run_dir: str | Path):
-        self.writer = _summary_writer()(str(Path(run_dir) / "tensorboard"))
+        self.writer = _summary_writer()(str(Path(run_dir) / TENSORBOARD_DIR))
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
@@ -116,7 +114,7 @@ class MLflowLogger(Logger):
             _check_server(uri)
             mlflow.set_tracking_uri(uri)
             if mlflow.get_experiment_by_name(experiment) is None:
-                location = None if tracking_uri else (self.run_dir / "mlartifacts").as_uri()
+                location = None if tracking_uri else (self.run_dir / MLFLOW_ARTIFACTS).as_uri()
                 mlflow.create_experiment(experiment, artifact_location=location)
             mlflow.set_experiment(experiment)
             self.run = mlflow.start_run(run_name=self.run_dir.name)

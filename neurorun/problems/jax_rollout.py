@@ -47,7 +47,7 @@ from neurorun.problems.inline_lapack import InlineLapack
 from neurorun.problems.options import RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
 from neurorun.problems.running_norm import RunningNorm
-from neurorun.problems.schedule import EPISODE_SEED_STRIDE
+from neurorun.problems.schedule import pair_seeds
 
 log = logging.getLogger(__name__)
 STAGE_FACTOR = 2  # each stage's batch is this many times smaller than the last (CPU only)
@@ -304,7 +304,7 @@ class PairSplit:
         return max(1, min(-(-min(total, self.n * self.episodes) // devices), self.pairs))
 
     def tables(self, seed: int, noise_seed: int) -> Tables:
-        """Each pair's solution, reset key (its episode seed's: ``Schedule.pair_seeds``) and
+        """Each pair's solution, reset key (its episode seed's: ``schedule.pair_seeds``) and
         action-noise key, per device."""
         import jax
 
@@ -312,12 +312,11 @@ class PairSplit:
 
         valid = self.pair_index >= 0
         index = np.where(valid, self.pair_index, 0)
-        solution, episode = index % self.n, index // self.n
-        seeds = int(seed) + solution + episode * EPISODE_SEED_STRIDE
+        seeds = pair_seeds(int(seed), index, self.n)
         keys = episode_keys(seeds).reshape(*seeds.shape, 2)
         noise = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
             jax.random.PRNGKey(int(noise_seed)), (seeds & 0xFFFFFFFF).astype(np.uint32).ravel())
-        return Tables(np.where(valid, solution, self.n).astype(np.int32), keys,
+        return Tables(np.where(valid, index % self.n, self.n).astype(np.int32), keys,
                       np.asarray(noise).reshape(*seeds.shape, 2))
 
     def gather(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

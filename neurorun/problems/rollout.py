@@ -5,7 +5,9 @@ takes the next pending pair and its policy row gets that solution's parameters. 
 only does what must happen per step (policy, env step, bookkeeping of the slots whose episode
 ended); rewards, flags and the pair of each slot are kept per step and turned into returns,
 lengths and alive bonuses once, at the end, keyed by pair. So fitness, counts and statistics
-depend on the seeds and on the order in which episodes end, not on which slot ran what.
+depend on the seeds and on the order in which episodes end, not on which slot ran what; but
+for action noise, which one generator draws per slot and step (the compiled jax loop draws a
+pair's from its own key instead).
 
 Per slot and step: the slot is *busy* while it holds a pair. A step *counts* (an interaction)
 when the slot was busy and the step was not gymnasium's next-step autoreset (the step right

@@ -32,6 +32,13 @@ EPISODE_SEED_STRIDE = 1 << 20  # seed offset between a solution's episodes (> an
 Array = Any  # a numpy or jax array
 
 
+def pair_seeds(seed: int, pairs: Array, num_solutions: int) -> Array:
+    """The episode seed of each of ``pairs`` (numbered episode-major) of a rollout seeded
+    ``seed``: pair ``(j, e)`` gets ``seed + j + e * EPISODE_SEED_STRIDE``."""
+    solution, episode = pairs % num_solutions, pairs // num_solutions
+    return seed + solution + episode * EPISODE_SEED_STRIDE
+
+
 class Queue(NamedTuple):
     """The queue's state over B env slots, T pairs and n solutions."""
 
@@ -165,8 +172,7 @@ class Schedule:
         return self.queue.failed[:self.n]
 
     def pair_seeds(self, pairs: np.ndarray) -> np.ndarray:
-        solution, episode = pairs % self.n, pairs // self.n
-        return self.seed + solution + episode * EPISODE_SEED_STRIDE
+        return pair_seeds(self.seed, pairs, self.n)
 
     def reset_seeds(self) -> list[int]:
         """Seed of each slot's first episode (a slot without a pair: ``seed + slot``)."""

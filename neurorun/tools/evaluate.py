@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import saved_config_path
+from neurorun.layout import BEST_POLICY, LAST_POLICY, saved_config_path
 from neurorun.saved_yaml import read_config, without_env_reads
 from neurorun.tools.common import (
     ToolError,
@@ -43,7 +43,7 @@ from neurorun.tools.loading import load_policy
 
 
 def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
-             env: str | None = None, checkpoint: str = "best", max_steps: int | None = None,
+             env: str | None = None, checkpoint: str = BEST_POLICY, max_steps: int | None = None,
              trust_pickle: bool = False, trust_code: bool = False) -> dict[str, Any]:
     """Per-episode returns and lengths of the policy at `path`, with their mean and std, and
     the center_eval its run recorded (`recorded_center_eval`, None when unknown). `episodes`
@@ -141,7 +141,7 @@ def parser() -> argparse.ArgumentParser:
                         help="episode i is seeded seed+i (default: a run's center evaluation "
                              "seeds, else 0)")
     result.add_argument("--env", default=None, help="run on this env id instead of the saved one")
-    result.add_argument("--checkpoint", choices=("best", "last"), default="best",
+    result.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
                         help="which checkpoint of a run folder (best)")
     result.add_argument("--max-steps", type=positive_int, default=None,
                         help="cut episodes after this many steps (default: the run's "

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from neurorun.checkpoint import META_TYPES
 from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
-from neurorun.layout import CHECKPOINT_DIR, saved_config_path
+from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, saved_config_path
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.saved_yaml import read_config, without_env_reads
 from neurorun.tools.common import ToolError
@@ -76,7 +76,7 @@ class LoadedPolicy:
         return problem
 
 
-def load_policy(path: str | Path, *, checkpoint: str = "best", env: str | None = None,
+def load_policy(path: str | Path, *, checkpoint: str = BEST_POLICY, env: str | None = None,
                 trust_pickle: bool = False, trust_code: bool = False) -> LoadedPolicy:
     """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt` + `.json`; its `.pkl` only
     with `trust_pickle`), a weights-only `.pt`, or (with `trust_pickle`) a policy pickle.

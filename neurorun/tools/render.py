@@ -20,6 +20,7 @@ import os
 import sys
 from pathlib import Path
 
+from neurorun.layout import BEST_POLICY, LAST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
@@ -42,7 +43,7 @@ from neurorun.tools.video import (
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
            max_steps: int | None = None, env: str | None = None,
-           checkpoint: str = "best", trust_pickle: bool = False,
+           checkpoint: str = BEST_POLICY, trust_pickle: bool = False,
            trust_code: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
     from neurorun.envs import backend_of, parse_spec
@@ -98,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--env", default=None, help="play on this env id instead")
-    result.add_argument("--checkpoint", choices=("best", "last"), default="best",
+    result.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
                         help="which checkpoint of a run folder (best)")
     add_trust_options(result)
     return result
