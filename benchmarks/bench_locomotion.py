@@ -161,14 +161,17 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
     reached = next((row for row in rows if row["center_eval"] not in ("", "nan")
                     and float(row["center_eval"]) >= threshold), None)
     last = reached or rows[-1]
-    return {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap,
-            "resumed_from": before["max_time"], "args": " ".join(command[1:]),
-            "load_average": [round(x, 2) for x in os.getloadavg()], "wall_s": round(wall, 2),
-            "solved": reached is not None, "seconds": round(float(last["elapsed_s"]), 2),
-            "interactions": int(last["total_interaction_count"]),
-            "episodes": int(last["total_episode_count"]), "generations": int(last["generation"]),
-            "center_eval": evals[-1], "best_center_eval": max(evals),
-            "curve": _curve_points(rows)}
+    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap,
+              "resumed_from": before["max_time"], "args": " ".join(command[1:]),
+              "load_average": [round(x, 2) for x in os.getloadavg()], "wall_s": round(wall, 2),
+              "solved": reached is not None, "seconds": round(float(last["elapsed_s"]), 2),
+              "interactions": int(last["total_interaction_count"]),
+              "episodes": int(last["total_episode_count"]),
+              "generations": int(last["generation"]), "center_eval": evals[-1],
+              "best_center_eval": max(evals)}
+    if reached is not None and algo == "preset":
+        record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
+    return {**record, "curve": _curve_points(rows)}
 
 
 def _label(task: str, algo: str) -> str:
