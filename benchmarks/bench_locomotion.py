@@ -11,8 +11,11 @@ seeds 0-2, the PGPE presets (``hopper_pgpe``, ``halfcheetah_pgpe``, ``walker2d_p
 ``env_only`` (a bare ``neurorun env=<Env>``) on the five tasks, seed 0.
 ``--longer SECONDS`` continues runs already logged past their cap: each (task, algo, seed)
 folder is copied to ``<folder>_to<SECONDS>s`` and resumed there (``neurorun resume=<copy>
-max_time=SECONDS``, bit for bit the run that had no cap until then); the figures go to
-``locomotion_longer.jsonl`` and locomotion.json's ``longer`` rows (the capped rows stay as run).
+max_time=SECONDS``, bit for bit the run that had no cap until then), or, where the folder is
+gone, run again there from the start with the longer cap (the same seed: the same generations
+on the same code and CPU; MuJoCo's results differ across CPUs); the
+figures go to ``locomotion_longer.jsonl`` and locomotion.json's ``longer`` rows (the capped
+rows stay as run).
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization) or
@@ -111,7 +114,8 @@ ALGO_SETTINGS: dict[str, list[str]] = {
 }
 
 
-def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any]:
+def run_task(task: str, algo: str, seed: int, cap_scale: float,
+             folder: Path | None = None) -> dict[str, Any]:
     env, threshold, cap, _ = TASKS[task]
     if algo == "evotorch_pgpe":
         figures = run_evotorch(env, threshold, seed, cap * cap_scale)
@@ -127,7 +131,7 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
     args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
             f"max_time={cap * cap_scale:g}", f"target_score={threshold}", "checkpoint_every=0",
             "logger.console.quiet=true"]
-    folder = RUNS / env / f"{_label(task, algo)}_s{seed}"
+    folder = folder or RUNS / env / f"{_label(task, algo)}_s{seed}"
     figures = run_folder(args, folder, ["=".join(_curve_group(task, algo)), f"seed={seed}"])
     record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap * cap_scale,
               "args": " ".join(args), "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -139,15 +143,21 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float) -> dict[str, Any
 
 
 def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
-    """The logged run of (task, algo, seed) resumed in a copy of its folder up to ``cap``
-    seconds in all; its figures at that cap and where the shorter run stopped."""
+    """The logged run of (task, algo, seed) continued to ``cap`` seconds in all: its folder
+    copied and resumed, or, where the folder is gone, run again from the start with that cap
+    (the same seed: on the same code and CPU, the capped run is this one cut short)."""
     env, threshold, _, _ = TASKS[task]
     before = next((r for r in load_records() if (r["task"], r["algo"], r["seed"]) ==
                    (task, algo, seed)), None)
+    if before is None:
+        raise SystemExit(f"--longer: no logged run of {task} {algo} seed {seed} in {LOG}")
     source = RUNS / env / f"{_label(task, algo)}_s{seed}"
-    if before is None or not source.is_dir():
-        raise SystemExit(f"--longer: no logged run of {task} {algo} seed {seed} in {source}")
     folder = source.with_name(f"{source.name}_to{cap:g}s")
+    table = {"table_cap": before["max_time"], "resumed": source.is_dir()}
+    if not source.is_dir():
+        record = run_task(task, algo, seed, cap / TASKS[task][2], folder=folder)
+        return {**{k: v for k, v in record.items() if k != "curve"}, **table,
+                "curve": record["curve"]}
     if not folder.is_dir():  # a copy that exists is a longer run under way (resumed again)
         shutil.copytree(source, folder)
     command = [str(Path(sys.executable).with_name("neurorun")), f"resume={folder}",
@@ -161,8 +171,8 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
     reached = next((row for row in rows if row["center_eval"] not in ("", "nan")
                     and float(row["center_eval"]) >= threshold), None)
     last = reached or rows[-1]
-    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap,
-              "resumed_from": before["max_time"], "args": " ".join(command[1:]),
+    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap, **table,
+              "args": " ".join(command[1:]),
               "load_average": [round(x, 2) for x in os.getloadavg()], "wall_s": round(wall, 2),
               "solved": reached is not None, "seconds": round(float(last["elapsed_s"]), 2),
               "interactions": int(last["total_interaction_count"]),

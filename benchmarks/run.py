@@ -236,15 +236,17 @@ def longer_locomotion_lines(rows: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = ["", "Runs of the table continued past its cap (`bench_locomotion.py --longer`: the "
-             "run's folder copied and resumed, bit for bit the run without that cap), each "
-             "alone; wall s: to the threshold, else the new cap.", "",
-             "| task (threshold) | algorithm | seed | cap s (table's) | solved | wall s | "
+             "run's folder copied and resumed, bit for bit the run without that cap, or run "
+             "again from the start with the longer cap where the folder was gone: the same "
+             "seed), each alone; wall s: to the threshold, else the new cap.", "",
+             "| task (threshold) | algorithm | seed | cap s (table's) | how | solved | wall s | "
              "episodes | env steps | last / best center_eval | load average at the end |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['env']} (≥ {r['threshold']:,}) | {_algorithm(r)} | "
-            f"{r['seed']} | {r['max_time']:.0f} ({r['resumed_from']:.0f}) | "
+            f"{r['seed']} | {r['max_time']:.0f} ({r['table_cap']:.0f}) | "
+            f"{'resumed' if r['resumed'] else 'run again'} | "
             f"{'yes' if r['solved'] else 'no'} | {r['seconds']:,.0f} | {r['episodes']:,} | "
             f"{r['interactions']:,} | {r['center_eval']:,.0f} / {r['best_center_eval']:,.0f} | "
             f"{r['load_average'][0]} |")
