@@ -62,7 +62,7 @@ from neurorun.run_folder import (
     require_free,
 )
 from neurorun.runner import run
-from neurorun.signals import exit_status
+from neurorun.signals import exit_status, held, interrupts_on_signals
 from neurorun.sweeps import FailedJobs
 
 neurorun.startup.loaded()  # from here main() catches Ctrl-C
@@ -186,9 +186,12 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
-        # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be
-        pace = preset_hint(cfg.env.id, lambda name: compose(
-            "config", overrides=[f"experiment={name}"]))
+        # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be. A Ctrl-C
+        # waits for the end of it: inside Hydra's compose one became a composition error,
+        # or was lost and the run went on
+        with interrupts_on_signals(), held():
+            pace = preset_hint(cfg.env.id, lambda name: compose(
+                "config", overrides=[f"experiment={name}"]))
     if cfg.resume:
         cfg = _resumed_config(cfg)
         _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
