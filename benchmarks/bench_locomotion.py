@@ -156,9 +156,7 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
     folder = source.with_name(f"{source.name}_to{cap:g}s")
     table = {"table_cap": before["max_time"], "resumed": source.is_dir()}
     if not source.is_dir():
-        record = run_task(task, algo, seed, cap / TASKS[task][2], folder=folder)
-        return {**{k: v for k, v in record.items() if k != "curve"}, **table,
-                "curve": record["curve"]}
+        return {**run_task(task, algo, seed, cap / TASKS[task][2], folder=folder), **table}
     if not folder.is_dir():  # a copy that exists is a longer run under way (resumed again)
         shutil.copytree(source, folder)
     command = [str(Path(sys.executable).with_name("neurorun")), f"resume={folder}",
@@ -168,7 +166,8 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
     wall = time.perf_counter() - started
     with (folder / "metrics.csv").open() as metrics:
         rows = list(csv.DictReader(metrics))
-    evals = [point["center_eval"] for point in _curve_points(rows)]
+    curve = _curve_points(rows)
+    evals = [point["center_eval"] for point in curve]
     reached = next((row for row in rows if row["center_eval"] not in ("", "nan")
                     and float(row["center_eval"]) >= threshold), None)
     last = reached or rows[-1]
@@ -182,7 +181,7 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
               "best_center_eval": max(evals)}
     if reached is not None and algo == "preset":
         record["neurorun_eval"] = _eval_in_fresh_process(folder, seed)
-    return {**record, "curve": _curve_points(rows)}
+    return {**record, "curve": curve}
 
 
 def _label(task: str, algo: str) -> str:
