@@ -1,8 +1,10 @@
 """Optimizers that turn an ascent gradient of the center into a step.
 
 ClipUp (Toklu et al. 2020): normalized gradient times the learning rate, heavy-ball momentum,
-and the velocity clipped to `max_speed`. Adam (Kingma & Ba 2015). SGD with momentum.
-Each keeps its state in tensors so `state_dict()` makes a resumed run bit-identical.
+and the velocity clipped to `max_speed`; optionally the learning rate and `max_speed` shrink
+by `speed_decay` each step, `max_speed` to no less than `min_speed` (a center that nears its
+optimum then stops overshooting it). Adam (Kingma & Ba 2015). SGD with momentum.
+Each keeps its state (tensors, step counts) so `state_dict()` makes a resumed run bit-identical.
 """
 
 from __future__ import annotations
@@ -36,23 +38,39 @@ class Optimizer:
 
 class ClipUp(Optimizer):
     def __init__(self, length, device, dtype, *, lr: float, max_speed: float | None = None,
-                 momentum: float = 0.9):
+                 momentum: float = 0.9, speed_decay: float = 1.0, min_speed: float = 0.0):
         super().__init__(length, device, dtype)
         self.lr = float(lr)
         self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
         self.momentum = float(momentum)
+        self.speed_decay, self.min_speed = float(speed_decay), float(min_speed)
         require_positive("max_speed", self.max_speed)
         _check_fraction("momentum", self.momentum)
+        if not 0 < self.speed_decay <= 1:
+            raise ValueError(f"speed_decay={speed_decay!r}; expected a factor in (0, 1]. "
+                             "Fix: 0 < speed_decay <= 1 (1: no decay).")
+        if not 0 <= self.min_speed <= self.max_speed:
+            raise ValueError(f"min_speed={min_speed!r}; expected 0 <= min_speed <= max_speed "
+                             f"({self.max_speed}). Fix: a floor below the speed it decays from.")
         self.velocity = self._zeros()
+        self.steps = 0  # steps taken: the decay's exponent
+
+    def scale(self) -> float:
+        """This step's factor on lr and max_speed: speed_decay ** steps, floored at
+        min_speed / max_speed."""
+        return max(self.speed_decay**self.steps, self.min_speed / self.max_speed)
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
+        scale = self.scale()
+        max_speed = self.max_speed * scale
         norm = torch.linalg.vector_norm(gradient)
         direction = gradient / norm if float(norm) > 0 else torch.zeros_like(gradient)
-        velocity = self.momentum * self.velocity + self.lr * direction
+        velocity = self.momentum * self.velocity + self.lr * scale * direction
         speed = float(torch.linalg.vector_norm(velocity))
-        if speed > self.max_speed:
-            velocity = velocity * (self.max_speed / speed)
+        if speed > max_speed:
+            velocity = velocity * (max_speed / speed)
         self.velocity = velocity
+        self.steps += 1
         return velocity.clone()
 
 

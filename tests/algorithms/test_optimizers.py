@@ -35,6 +35,41 @@ def test_clipup_zero_gradient_only_decays_velocity():
     np.testing.assert_allclose(opt.step(torch.zeros(2, dtype=torch.float64)), [0.05, 0.0])
 
 
+def test_clipup_speed_decay_shrinks_lr_and_max_speed_to_the_floor():
+    # momentum 0 makes each step lr * scale * direction, clipped at max_speed * scale; the
+    # scale is 0.5 ** t floored at min_speed / max_speed = 0.2
+    opt = _clipup(lr=1.0, max_speed=0.8, momentum=0.0, speed_decay=0.5, min_speed=0.16)
+    grad = torch.tensor([0.0, 3.0], dtype=torch.float64)
+    speeds = [float(opt.step(grad)[1]) for _ in range(5)]
+    np.testing.assert_allclose(speeds, [0.8, 0.4, 0.2, 0.16, 0.16])  # lr clipped at 0.8 x scale
+    opt = _clipup(lr=0.1, max_speed=1.0, momentum=0.0, speed_decay=0.5)  # unclipped: lr x scale
+    np.testing.assert_allclose([float(opt.step(grad)[1]) for _ in range(3)], [0.1, 0.05, 0.025])
+
+
+def test_clipup_decay_continues_across_a_saved_state():
+    grads = [torch.tensor([1.0, float(k)], dtype=torch.float64) for k in range(6)]
+    whole = _clipup(lr=0.1, speed_decay=0.9, min_speed=0.05)
+    expected = [whole.step(g) for g in grads]
+    first = _clipup(lr=0.1, speed_decay=0.9, min_speed=0.05)
+    for g in grads[:3]:
+        first.step(g)
+    resumed = _clipup(lr=0.1, speed_decay=0.9, min_speed=0.05)
+    resumed.load_state_dict(first.state_dict())
+    assert resumed.steps == 3
+    for g, step in zip(grads[3:], expected[3:], strict=True):
+        np.testing.assert_allclose(resumed.step(g), step, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"speed_decay": 0.0}, r"speed_decay=0.0; expected a factor in \(0, 1\].*Fix"),
+    ({"speed_decay": 1.5}, r"speed_decay=1.5.*Fix"),
+    ({"max_speed": 0.2, "min_speed": 0.3}, r"min_speed=0.3; expected 0 <= min_speed <= max_speed"),
+])
+def test_clipup_refuses_a_decay_outside_its_range(config, message):
+    with pytest.raises(ValueError, match=message):
+        make_optimizer("clipup", config, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+
+
 def _torch_ascent(optimizer_cls, gradients, **kwargs):
     """Steps torch.optim takes when minimizing -gradient (our optimizers ascend)."""
     param = torch.zeros(3, dtype=torch.float64, requires_grad=True)
