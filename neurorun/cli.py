@@ -62,7 +62,7 @@ from neurorun.run_folder import (
     require_free,
 )
 from neurorun.runner import run
-from neurorun.signals import exit_status, held, interrupts_on_signals
+from neurorun.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.sweeps import FailedJobs
 
 neurorun.startup.loaded()  # from here main() catches Ctrl-C
@@ -72,7 +72,6 @@ neurorun.startup.loaded()  # from here main() catches Ctrl-C
 register_hydra_extensions()
 
 CONFIG_MODULE = "neurorun.conf"
-FAILED_JOBS = FailedJobs()  # a sweep's failed jobs, reported when the sweep ends
 
 
 def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False) -> DictConfig:
@@ -149,20 +148,20 @@ def _override_key(override: str) -> str:
     return override.lstrip("+~").split("=", 1)[0]
 
 
-@hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
-def _app(cfg: DictConfig) -> float | None:
-    """One run; returns its objective, for sweepers (None: the job failed or has no
-    objective, which Optuna's sweeper records as a failed trial)."""
+def _job(cfg: DictConfig, failed_jobs: FailedJobs) -> float | None:
+    """One run; returns its objective (None: the job failed, kept in ``failed_jobs``, or has
+    no objective, which Optuna's sweeper records as a failed trial)."""
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
     if sweep:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
+        release()  # a Ctrl-C during Hydra's set-up of this job is raised here
         cfg, result = _train(cfg, hydra_cfg, run_dir, sweep)
     except (Exception, KeyboardInterrupt) as error:
         cause = _failed(error, cfg, run_dir, exits=not sweep)
-        FAILED_JOBS.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
+        failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
         return None
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']} ({_best_score(result, cfg)})")
@@ -170,7 +169,7 @@ def _app(cfg: DictConfig) -> float | None:
     objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
     if searching and not math.isfinite(objective):
-        FAILED_JOBS.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {cfg.objective} = "
+        failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {cfg.objective} = "
                         f"{objective} (no finite center evaluation: more generations, or "
                         "eval_every=1)")
         return None
@@ -362,8 +361,24 @@ def _main() -> None:
     named = [arg for arg in sys.argv[1:] if "${" in arg and _override_key(arg) in FOLDER_KEYS]
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
+    failed_jobs = FailedJobs()  # a sweep's, reported when it ends
+
+    @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
+    def app(cfg: DictConfig) -> float | None:
+        """One job; returns its objective, for sweepers. Signals wait while Hydra sets a job
+        up and ends it (held below): released for the run, held again after it."""
+        try:
+            return _job(cfg, failed_jobs)
+        finally:
+            hold()
+
     try:
-        _app()
+        with interrupts_on_signals():
+            hold()  # until the job starts: Hydra's set-up (run folder, logging) runs whole
+            try:
+                app()
+            finally:
+                release()
     except (OmegaConfBaseException, HydraException) as error:
         line = hydra_errors.one_line(error, sys.argv[1:])
         if line is None and named:  # Hydra resolves them to name the folder
@@ -379,7 +394,7 @@ def _main() -> None:
     finally:
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
-    FAILED_JOBS.report()
+    failed_jobs.report()
 
 
 if __name__ == "__main__":

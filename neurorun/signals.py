@@ -8,6 +8,8 @@ run alive through SIGHUP); the runner then checkpoints the last finished generat
 resume command, and the command exits with 128 + the signal number (130 for Ctrl-C). Inside
 `held()` a signal (Ctrl-C too) waits until the block ends, a second one does not: the runner
 logs a finished generation and takes its snapshot there, so what was logged is what gets saved.
+Between `hold()` and `release()` signals wait the same way: the command holds them while Hydra
+sets each job up, where a KeyboardInterrupt could be raised inside code that only reports it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,26 @@ def held() -> Iterator[None]:
     if arrived and outer is not None:
         outer[:] = outer or arrived  # the outer block raises it as it ends
     elif arrived:
+        raise RunInterrupted(arrived[0])
+
+
+def hold() -> None:
+    """From here until `release()`, a signal (while `interrupts_on_signals` is on) waits, as
+    inside `held()`, for code that cannot be wrapped in one block: Hydra's set-up of a job
+    (its run folder, its logging, its saved configs) runs between the command and the task
+    function, and a KeyboardInterrupt raised where Python only reports it (a finalizer, a
+    weakref callback while logging swaps its handlers) would be lost and the run go on.
+    Outside any `held()` block; a no-op while holding already."""
+    global _held
+    if _held is None:
+        _held = []
+
+
+def release() -> None:
+    """Stop `hold()`ing: a signal that waited is raised now; later ones are raised at once."""
+    global _held
+    arrived, _held = _held, None
+    if arrived:
         raise RunInterrupted(arrived[0])
 
 
