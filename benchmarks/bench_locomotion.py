@@ -364,7 +364,9 @@ def report() -> dict[str, Any]:
             runs, note = _curve_runs([r for r in among if r["env"] == env])
             if runs:  # an env none of whose records has a curve keeps its earlier pictures
                 plots += plot_curves(env + name, runs, threshold, note)
-    return write_result(RESULTS / "locomotion.json", results=summarize(records),
+    # each run has its own load average; the machine's as this summary is written says nothing
+    return write_result(RESULTS / "locomotion.json", load_average=None,
+                        results=summarize(records),
                         evotorch=compare_evotorch(records), plots=plots,
                         longer=[{**{k: v for k, v in r.items() if k != "curve"},
                                  "threshold": TASKS[r["task"]][1]} for r in longer])

@@ -423,7 +423,8 @@ def gpu_table(report: dict) -> list[str]:
 
 
 GPU_PENDING = ("**brax and Playground on a GPU**: not yet measured in full: the GPU sessions "
-               "(three of 15 minutes on an H200, 2026-11-26) measured Playground CheetahRun "
+               "(four of 15 minutes, 2026-11-26: three on an H200, one on an H100) measured "
+               "Playground CheetahRun "
                "only (the GPU item below the tables). `make bench-gpu` measures brax ant and "
                "humanoid and Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / "
                "16,384 against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, "
