@@ -67,21 +67,24 @@ def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
     assert data_rows(run_dir) == finished + 2
 
 
-def test_ctrl_c_as_the_run_starts_is_one_line(tmp_path):
-    """SIGINT as soon as Hydra made the run folder (Hydra still writing its files, or the run
-    being built): exit 130, one non-empty line, no traceback."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_as_the_run_starts_is_one_line(tmp_path, signum):
+    """A signal as soon as Hydra made the run folder (Hydra still writing its files, or the
+    run being built): exit 128 + signal, one non-empty line, no traceback. SIGTERM while the
+    run was built ended the process with no word."""
     run_dir = tmp_path / "run"
     process = start(run_dir)
     deadline = time.monotonic() + 120
     while not (run_dir / ".hydra").is_dir() and time.monotonic() < deadline:
         time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
+    assert process.returncode == 128 + signum, err
     assert "Traceback" not in err
     lines = [line for line in err.splitlines() if line.startswith("neurorun: ")]
     assert lines and all(line.strip() != "neurorun:" for line in lines), err
-    assert "neurorun: interrupted (Ctrl-C)" in err
+    said = "interrupted (Ctrl-C)" if signum == signal.SIGINT else "stopped by SIGTERM"
+    assert f"neurorun: {said}" in err
 
 
 def test_ctrl_c_while_hydra_sets_the_job_up_is_not_lost(tmp_path):
