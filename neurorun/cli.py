@@ -157,7 +157,7 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs) -> float | None:
         _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
-        release()  # a Ctrl-C during Hydra's set-up of this job is raised here
+        release()  # a signal during Hydra's set-up of a single run is raised here
         cfg, result = _train(cfg, hydra_cfg, run_dir, sweep)
     except (Exception, KeyboardInterrupt) as error:
         cause = _failed(error, cfg, run_dir, exits=not sweep)
@@ -365,16 +365,17 @@ def _main() -> None:
 
     @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
     def app(cfg: DictConfig) -> float | None:
-        """One job; returns its objective, for sweepers. Signals wait while Hydra sets a job
-        up and ends it (held below): released for the run, held again after it."""
-        try:
-            return _job(cfg, failed_jobs)
-        finally:
-            hold()
+        """One job; returns its objective, for sweepers."""
+        return _job(cfg, failed_jobs)
 
+    # one run: signals wait from here until its job starts (`_job` releases them), so Hydra's
+    # set-up (run folder, logging, saved configs) runs whole. Not in a sweep, whose jobs may
+    # run in other processes (submitit), never releasing them here
+    sweep = {"-m", "--multirun"} & set(sys.argv) or "hydra.mode=MULTIRUN" in sys.argv
     try:
         with interrupts_on_signals():
-            hold()  # until the job starts: Hydra's set-up (run folder, logging) runs whole
+            if not sweep:
+                hold()
             try:
                 app()
             finally:

@@ -9,7 +9,7 @@ resume command, and the command exits with 128 + the signal number (130 for Ctrl
 `held()` a signal (Ctrl-C too) waits until the block ends, a second one does not: the runner
 logs a finished generation and takes its snapshot there, so what was logged is what gets saved.
 Between `hold()` and `release()` signals wait the same way: the command holds them while Hydra
-sets each job up, where a KeyboardInterrupt could be raised inside code that only reports it.
+sets a run up, where a KeyboardInterrupt could be raised inside code that only reports it.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def held() -> Iterator[None]:
 
 def hold() -> None:
     """From here until `release()`, a signal (while `interrupts_on_signals` is on) waits, as
-    inside `held()`, for code that cannot be wrapped in one block: Hydra's set-up of a job
+    inside `held()`, for code that cannot be wrapped in one block: Hydra's set-up of a run
     (its run folder, its logging, its saved configs) runs between the command and the task
     function, and a KeyboardInterrupt raised where Python only reports it (a finalizer, a
     weakref callback while logging swaps its handlers) would be lost and the run go on.

@@ -205,7 +205,9 @@ def _check_search(check: _Check, value: Any, key: str) -> None:
             _check_search(check, item, _name(key, name))
     elif isinstance(value, torch.Tensor):
         check.tensor(value, key, positive=key.rpartition(".")[2] in POSITIVE)
-    elif type(value) in (int, float):
+    elif type(value) is int:  # a step count
+        check.count(value, key)
+    elif type(value) is float:
         check.real(value, key, 0.0)
 
 
@@ -277,6 +279,11 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
                      "best.obs_stats")
 
 
+# keys a state gained after runs were saved without them: such a state loads with the key's
+# value as built (ClipUp's step count: 0, which is right for a run saved with no decay)
+ADDED_LATER = {"algorithm.search.optimizer": {"steps"}}
+
+
 def _same_layout(check: _Check, saved: Any, reference: Any, key: str) -> None:
     """``saved`` has ``reference``'s keys, lengths, types and tensor shapes (a None in the
     reference also takes a plain number: e.g. a random generator's cached value)."""
@@ -287,11 +294,13 @@ def _same_layout(check: _Check, saved: Any, reference: Any, key: str) -> None:
             check.refuse(key, saved, f"a {reference.dtype} tensor of shape "
                          f"{tuple(reference.shape)}")
     elif isinstance(reference, Mapping):
-        if not isinstance(saved, Mapping) or set(saved) != set(reference):
+        if not isinstance(saved, Mapping) or set(saved) != set(reference) - (
+                ADDED_LATER.get(key, set()) - set(saved)):
             check.refuse(key, saved if not isinstance(saved, Mapping) else sorted(saved),
                          f"a mapping of {sorted(reference)}")
         for name, value in reference.items():
-            _same_layout(check, saved[name], value, _name(key, name))
+            if name in saved:
+                _same_layout(check, saved[name], value, _name(key, name))
     elif isinstance(reference, list | tuple):
         if not isinstance(saved, list | tuple) or len(saved) != len(reference):
             check.refuse(key, saved, f"a list of {len(reference)} items")

@@ -402,6 +402,8 @@ def _set(key: str, value):
     ("algorithm/search/sigma", lambda sigma: -sigma, "algorithm.search.sigma"),
     ("algorithm/search/sigma", lambda sigma: sigma * 0, "algorithm.search.sigma"),
     ("algorithm/algorithm", "snes", "algorithm.algorithm"),
+    ("algorithm/search/optimizer/steps", 10**400, "algorithm.search.optimizer.steps"),
+    ("algorithm/search/optimizer/steps", -1, "algorithm.search.optimizer.steps"),
     ("problem/interaction_count", -1000, "problem.interaction_count"),
     ("problem/interaction_count", 10**40, "problem.interaction_count"),
     ("problem/interaction_count", lambda count: count + 7, "status.total_interaction_count"),
@@ -438,6 +440,26 @@ def test_a_state_the_runner_wrote_without_a_best_resumes(trained_copy):
     result = run(load_run_config(trained_copy, ["generations=3", "logger.console.quiet=true"]),
                  run_dir=trained_copy)
     assert result["generation"] == 3
+
+
+def test_a_state_saved_before_clipup_counted_its_steps_resumes(trained_copy):
+    """A run saved before ClipUp's step count existed (its optimizer state: lr, max_speed,
+    momentum, velocity) resumes, counting from 0, which with no decay changes no step."""
+    import torch
+
+    from neurorun.runner import run
+
+    def drop_steps(state):
+        assert set(state["algorithm"]["search"]["optimizer"]) == {
+            "lr", "max_speed", "momentum", "velocity", "steps"}
+        del state["algorithm"]["search"]["optimizer"]["steps"]
+
+    _craft_state(trained_copy, drop_steps)
+    result = run(load_run_config(trained_copy, ["generations=4", "logger.console.quiet=true"]),
+                 run_dir=trained_copy)
+    saved = torch.load(trained_copy / "checkpoints" / "state.pt", weights_only=True)
+    assert result["generation"] == 4
+    assert saved["algorithm"]["search"]["optimizer"]["steps"] == 4 - 2  # 2: debug's generations
 
 
 def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained_copy):

@@ -43,22 +43,26 @@ class ClipUp(Optimizer):
         self.lr = float(lr)
         self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
         self.momentum = float(momentum)
-        self.speed_decay, self.min_speed = float(speed_decay), float(min_speed)
+        # the decay's settings come from the config, also on resume (not in the state)
+        self._speed_decay, self._min_speed = float(speed_decay), float(min_speed)
         require_positive("max_speed", self.max_speed)
         _check_fraction("momentum", self.momentum)
-        if not 0 < self.speed_decay <= 1:
+        if not 0 < self._speed_decay <= 1:
             raise ValueError(f"speed_decay={speed_decay!r}; expected a factor in (0, 1]. "
                              "Fix: 0 < speed_decay <= 1 (1: no decay).")
-        if not 0 <= self.min_speed <= self.max_speed:
+        if not 0 <= self._min_speed <= self.max_speed:
             raise ValueError(f"min_speed={min_speed!r}; expected 0 <= min_speed <= max_speed "
                              f"({self.max_speed}). Fix: a floor below the speed it decays from.")
         self.velocity = self._zeros()
-        self.steps = 0  # steps taken: the decay's exponent
+        self.steps = 0  # steps taken (by this attempt: a restart starts anew): the exponent
 
     def scale(self) -> float:
         """This step's factor on lr and max_speed: speed_decay ** steps, floored at
         min_speed / max_speed."""
-        return max(self.speed_decay**self.steps, self.min_speed / self.max_speed)
+        if self._speed_decay == 1:
+            return 1.0
+        floor = self._min_speed / self.max_speed if self.max_speed > 0 else 0.0
+        return max(self._speed_decay**self.steps, floor)
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         scale = self.scale()

@@ -90,12 +90,15 @@ def test_a_signal_as_the_run_starts_is_one_line(tmp_path, signum):
 def test_ctrl_c_while_hydra_sets_the_job_up_is_not_lost(tmp_path):
     """A Ctrl-C as Hydra wrote the run folder and its logging was lost about once in 60
     stressed starts (the run went on): there a KeyboardInterrupt can be raised where Python
-    only reports it. The signal now waits for the job's start: exit 130, no run folder left."""
+    only reports it. The signal now waits for the run's start: exit 130, no run folder left."""
     from tests.cli.swallowed_interrupt import TARGET
 
     run_dir = tmp_path / "run"
     process = start(run_dir, f"+hydra.callbacks.ctrl_c._target_={TARGET}")
-    out, err = process.communicate(timeout=120)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()  # a lost Ctrl-C: the run would go on
     assert process.returncode == 130, err
     assert "neurorun: interrupted (Ctrl-C)" in err and "Traceback" not in err
     assert not run_dir.exists() and "run folder" not in out
