@@ -462,6 +462,25 @@ def test_a_state_saved_before_clipup_counted_its_steps_resumes(trained_copy):
     assert saved["algorithm"]["search"]["optimizer"]["steps"] == 4 - 2  # 2: debug's generations
 
 
+def test_a_resume_that_changes_clipups_settings_steps_with_them(trained_copy):
+    """A resume may override the center's step settings: the optimizer took the saved ones
+    (the state holds them), so the override was recorded in the config and ignored."""
+    import torch
+
+    from neurorun.runner import run
+
+    saved = torch.load(trained_copy / "checkpoints" / "state.pt", weights_only=True)
+    assert saved["algorithm"]["search"]["optimizer"]["max_speed"] != 0.05
+    run(load_run_config(trained_copy, ["generations=3", "logger.console.quiet=true",
+                                       "algo.center_learning_rate=0.02",
+                                       "algo.optimizer_config.max_speed=0.05"]),
+        run_dir=trained_copy)
+    optimizer = torch.load(trained_copy / "checkpoints" / "state.pt",
+                           weights_only=True)["algorithm"]["search"]["optimizer"]
+    assert (optimizer["lr"], optimizer["max_speed"]) == (0.02, 0.05)
+    assert float(optimizer["velocity"].norm()) <= 0.05 * (1 + 1e-6)  # float32
+
+
 def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained_copy):
     path = _craft_state(trained_copy, _set("algorithm/search/mu", lambda mu: mu[:7].clone()))
     result = _neurorun(f"resume={trained_copy}", "generations=3", cwd=trained_copy.parent)

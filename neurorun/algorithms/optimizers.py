@@ -18,7 +18,11 @@ from neurorun.algorithms.options import require_positive
 
 
 class Optimizer:
-    """Base class: `step(gradient) -> ascent step` plus its state."""
+    """Base class: `step(gradient) -> ascent step` plus its state. `state_dict` holds the
+    settings too (lr, ...); `load_state_dict` restores only what steps change (``STATE``): the
+    settings are the config's, so a resume's override of one takes effect."""
+
+    STATE: tuple[str, ...] = ()
 
     def __init__(self, length: int, device: torch.device, dtype: torch.dtype):
         self._zeros = lambda: torch.zeros(length, device=device, dtype=dtype)
@@ -31,19 +35,23 @@ class Optimizer:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        for key, value in state.items():
-            current = getattr(self, key)
+        for key in self.STATE:
+            if key not in state:  # saved before the key existed: it stays as built
+                continue
+            value, current = state[key], getattr(self, key)
             setattr(self, key, value.to(current) if torch.is_tensor(current) else value)
 
 
 class ClipUp(Optimizer):
+    STATE = ("velocity", "steps")
+
     def __init__(self, length, device, dtype, *, lr: float, max_speed: float | None = None,
                  momentum: float = 0.9, speed_decay: float = 1.0, min_speed: float = 0.0):
         super().__init__(length, device, dtype)
         self.lr = float(lr)
         self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
         self.momentum = float(momentum)
-        # the decay's settings come from the config, also on resume (not in the state)
+        # settings added with the decay: not even written to the state
         self._speed_decay, self._min_speed = float(speed_decay), float(min_speed)
         require_positive("max_speed", self.max_speed)
         _check_fraction("momentum", self.momentum)
@@ -79,6 +87,8 @@ class ClipUp(Optimizer):
 
 
 class Adam(Optimizer):
+    STATE = ("m", "v", "t")
+
     def __init__(self, length, device, dtype, *, lr: float, beta1: float = 0.9,
                  beta2: float = 0.999, epsilon: float = 1e-8):
         super().__init__(length, device, dtype)
@@ -97,6 +107,8 @@ class Adam(Optimizer):
 
 
 class SGD(Optimizer):
+    STATE = ("velocity",)
+
     def __init__(self, length, device, dtype, *, lr: float, momentum: float = 0.9):
         super().__init__(length, device, dtype)
         self.lr, self.momentum = float(lr), float(momentum)
