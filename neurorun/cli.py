@@ -187,8 +187,8 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
         # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be. A Ctrl-C
         # waits for the end of it: inside Hydra's compose one became a composition error,
-        # or was lost and the run went on
-        with interrupts_on_signals(), held():
+        # or was lost and the run went on (`_main` turned signals into interrupts)
+        with held():
             pace = preset_hint(cfg.env.id, lambda name: compose(
                 "config", overrides=[f"experiment={name}"]))
     if cfg.resume:
@@ -262,6 +262,11 @@ def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
     return f"no best score: {why}; it holds the last center"
 
 
+def _sweeps(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for a sweep (Hydra's multirun)."""
+    return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
+
+
 def _folder_error(argv: Sequence[str]) -> str | None:
     """What is wrong with the folders named on the command line, checked before Hydra writes
     its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
@@ -283,7 +288,7 @@ def _folder_error(argv: Sequence[str]) -> str | None:
         elif "hydra.run.dir" in given:
             require_free(given["hydra.run.dir"])
             refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
-        if "hydra.sweep.dir" in given and {"-m", "--multirun"} & set(argv):
+        if "hydra.sweep.dir" in given and _sweeps(argv):
             refuse_existing_sweep(given["hydra.sweep.dir"])
     except (FileNotFoundError, ValueError) as error:
         return str(error)
@@ -371,10 +376,9 @@ def _main() -> None:
     # one run: signals wait from here until its job starts (`_job` releases them), so Hydra's
     # set-up (run folder, logging, saved configs) runs whole. Not in a sweep, whose jobs may
     # run in other processes (submitit), never releasing them here
-    sweep = {"-m", "--multirun"} & set(sys.argv) or "hydra.mode=MULTIRUN" in sys.argv
     try:
         with interrupts_on_signals():
-            if not sweep:
+            if not _sweeps(sys.argv[1:]):
                 hold()
             try:
                 app()

@@ -51,7 +51,8 @@ class ClipUp(Optimizer):
         self.lr = float(lr)
         self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
         self.momentum = float(momentum)
-        # settings added with the decay: not even written to the state
+        # the decay's settings, newer than the state's layout, are left out of it (the
+        # config gives every setting on resume anyway: see Optimizer)
         self._speed_decay, self._min_speed = float(speed_decay), float(min_speed)
         require_positive("max_speed", self.max_speed)
         _check_fraction("momentum", self.momentum)
@@ -67,8 +68,6 @@ class ClipUp(Optimizer):
     def scale(self) -> float:
         """This step's factor on lr and max_speed: speed_decay ** steps, floored at
         min_speed / max_speed."""
-        if self._speed_decay == 1:
-            return 1.0
         floor = self._min_speed / self.max_speed if self.max_speed > 0 else 0.0
         return max(self._speed_decay**self.steps, floor)
 
