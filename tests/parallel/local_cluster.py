@@ -1,9 +1,9 @@
 """A ray cluster started the way users start one (`ray start --head`, then `ray start
 --address` per worker node), on this machine's loopback, in its own temporary folder.
 
-Its processes are found by pid (every process a `ray start` call added) and stopped by pid,
-SIGTERM then SIGKILL: never `ray stop`, which would stop every ray on the machine. With
-``RAY_AUTH_MODE=token`` (ray 2.60) every node and client reads the token that
+Its processes are found by pid and start time (every process a `ray start` call added) and
+stopped by pid, SIGTERM then SIGKILL: never `ray stop`, which would stop every ray on the
+machine. With ``RAY_AUTH_MODE=token`` (ray 2.60) every node and client reads the token that
 `ray get-auth-token --generate` writes under ``$HOME/.ray``, so the cluster and its clients get
 a home of their own in the temporary folder.
 """
@@ -30,8 +30,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _pids() -> set[int]:
-    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+def _processes() -> dict[int, int]:
+    """pid -> start time of every running process: a pid alone may be reused by a later
+    process, and a zombie (exited, not yet reaped by its parent) is not running."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        if fields[0] not in ("Z", "X"):
+            found[int(name)] = int(fields[19])  # field 22 of proc(5): the start time
+    return found
 
 
 def _cmdline(pid: int) -> str:
@@ -52,7 +65,8 @@ class LocalCluster:
         self.home = self.folder / "home"
         self.address = f"127.0.0.1:{free_port()}"
         self.head_cpus, self.worker_cpus = head_cpus, worker_cpus
-        self.nodes: list[set[int]] = []  # the pids each `ray start` added: head first
+        self.nodes: list[dict[int, int]] = []  # pid -> start time of the processes each
+        # `ray start` added: head first
 
     @property
     def env(self) -> dict[str, str]:
@@ -68,10 +82,11 @@ class LocalCluster:
         return done.stdout
 
     def _start(self, *args: str) -> None:
-        before = _pids()
+        before = _processes()
         self.ray("start", "--node-ip-address=127.0.0.1", "--disable-usage-stats", *args)
         time.sleep(1.0)  # the node's helper processes start right after `ray start` returns
-        self.nodes.append(_pids() - before)
+        self.nodes.append({pid: start for pid, start in _processes().items()
+                           if before.get(pid) != start})
 
     def start(self) -> LocalCluster:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -85,18 +100,21 @@ class LocalCluster:
 
     def kill_node(self, index: int) -> None:
         """SIGKILL worker node ``index`` (1: the first worker), as a lost machine."""
-        for pid in self.nodes[index]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        running = _processes()
+        for pid, start in self.nodes[index].items():
+            if running.get(pid) == start:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def alive(self) -> list[int]:
         """The cluster's processes still running (started by its `ray start` calls, or naming
         its temporary folder)."""
-        ours = set().union(*self.nodes) if self.nodes else set()
-        return sorted(pid for pid in _pids() if pid in ours or str(self.temp) in _cmdline(pid))
+        ours = {item for node in self.nodes for item in node.items()}
+        return sorted(pid for pid, start in _processes().items()
+                      if (pid, start) in ours or str(self.temp) in _cmdline(pid))
 
     def stop(self) -> None:
-        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
             for pid in self.alive():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
