@@ -49,19 +49,28 @@ class Ops:
     name: str  # "numpy" or "jax"
     xp: Any
     erf: Callable[[Array], Array] | None  # None: not available (numpy has no erf)
+    # cond(pred, if_true, if_false, operand): jax.lax.cond's branch (a traced predicate runs
+    # one branch or the other), or Python's if
+    cond: Callable[[Any, Callable[[Any], Any], Callable[[Any], Any], Any], Any]
+
+
+def _python_cond(pred: Any, if_true: Callable[[Any], Any], if_false: Callable[[Any], Any],
+                 operand: Any) -> Any:
+    return if_true(operand) if pred else if_false(operand)
 
 
 @functools.cache
 def numpy_ops() -> Ops:
-    return Ops("numpy", np, None)
+    return Ops("numpy", np, None, _python_cond)
 
 
 @functools.cache
 def jax_ops() -> Ops:
+    import jax
     import jax.numpy as jnp
     import jax.scipy.special
 
-    return Ops("jax", jnp, jax.scipy.special.erf)
+    return Ops("jax", jnp, jax.scipy.special.erf, jax.lax.cond)
 
 
 def sigmoid(ops: Ops, x: Array) -> Array:

@@ -152,16 +152,11 @@ def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Car
     """One vector step: what ``rollout._run_steps`` does per step, on arrays."""
     pairs, ops = static.pairs, jax_ops()
     policy_state = _zero_rows(c.policy_state, c.just_reset)
-    counts = schedule.counted(c.queue, c.done)
     obs = c.env.obs
-    ok = jnp.isfinite(obs).all(axis=1)
-    obs = jnp.where(ok[:, None], obs, 0.0)
-    failing = counts & ~ok
-    queue = jax.lax.cond(
-        failing.any(),
-        lambda q: schedule.fail(ops, inputs.pair_solution, static.following, q, failing),
-        lambda q: q, c.queue)
-    counts = counts & ok
+    finite = jnp.isfinite(obs).all(axis=1)
+    obs = jnp.where(finite[:, None], obs, 0.0)
+    queue, counts = schedule.observe(ops, inputs.pair_solution, static.following, c.queue,
+                                     c.done, finite)
     statistics = {}
     if static.collect:
         centered = jnp.where(counts[:, None], obs - inputs.center, 0.0)

@@ -216,14 +216,12 @@ def _run_steps(
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        counts = schedule.counted(done)
-        if not _all_finite(obs):  # rare: find the rows, retire their slots
-            obs, ok = _finite_rows(obs)
-            # only observations a policy acts on count against its solution (a terminal one
-            # of an ended episode is dropped: the autoreset step replaces it)
-            schedule.fail(counts & ~ok)
+        if _all_finite(obs):
+            counts = schedule.observe(done, np.True_)
+        else:  # rare: zero the non-finite rows; their solutions fail, their slots retire
+            obs, finite = _finite_rows(obs)
+            counts = schedule.observe(done, finite)
             busy = schedule.slot_pair >= 0
-            counts &= ok
         buffer.add(obs, counts)
         obs, reward, done_array = step(act(obs), busy)
         rewards.append(reward)

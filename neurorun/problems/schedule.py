@@ -78,6 +78,21 @@ def counted(queue: Queue, done: Array) -> Array:
     return (queue.slot_pair >= 0) & ~done
 
 
+def observe(ops: Ops, pair_solution: Array, following: int, queue: Queue, done: Array,
+            finite: Array) -> tuple[Queue, Array]:
+    """A step's bookkeeping before the policy acts, given which slots' observations are
+    ``finite`` ((B,), or one flag for all): the slots whose step counts (``counted``, with a
+    finite observation). A counted slot whose observation is not finite fails its solution
+    (``fail``); a not counted one (the terminal observation of an ended episode, which the
+    autoreset step replaces) fails nothing. Returns the queue and the (B,) counted slots."""
+    counts = counted(queue, done)
+    failing = counts & ~finite
+    queue = ops.cond(failing.any(),
+                     lambda q: fail(ops, pair_solution, following, q, failing), lambda q: q,
+                     queue)
+    return queue, counts & finite
+
+
 def fail(ops: Ops, pair_solution: Array, following: int, queue: Queue, failing: Array) -> Queue:
     """The ``failing`` slots (B,) met a non-finite observation: their solutions fail (their
     other pairs are not run) and the slots retire. Streaming, once no slot is left, every
@@ -185,8 +200,11 @@ class Schedule:
         """The solution each of ``slots`` runs (slots without a pair: solution 0)."""
         return np.maximum(self.slot_pair[slots], 0) % self.n
 
-    def counted(self, done: np.ndarray) -> np.ndarray:
-        return counted(self.queue, done)
+    def observe(self, done: np.ndarray, finite: np.ndarray | np.bool_) -> np.ndarray:
+        """The counted slots of this step (see ``observe``); their non-finite ones fail."""
+        self.queue, counts = observe(numpy_ops(), self.pair_solution, self.following,
+                                     self.queue, done, finite)
+        return counts
 
     def end(self, ends: np.ndarray) -> np.ndarray:
         """The episodes of the ``ends`` slots (a mask or indices) ended: give them their next
@@ -194,11 +212,6 @@ class Schedule:
         self.queue, taken = end(numpy_ops(), self.pair_solution, self.following, self.queue,
                                 self._mask(ends))
         return np.flatnonzero(taken)
-
-    def fail(self, failing: np.ndarray) -> None:
-        """The ``failing`` slots (a mask or indices) met a non-finite observation."""
-        self.queue = fail(numpy_ops(), self.pair_solution, self.following, self.queue,
-                          self._mask(failing))
 
     def _mask(self, slots: np.ndarray) -> np.ndarray:
         if slots.dtype == bool:

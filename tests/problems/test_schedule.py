@@ -77,13 +77,33 @@ def test_a_step_counts_on_busy_slots_except_the_autoreset_step(ops):
         True, False, False]
 
 
+@pytest.mark.parametrize("ops", OPS)
+def test_a_non_finite_observation_fails_its_solution_only_where_the_step_counts(ops):
+    o = ops()
+    table = o.xp.asarray(np.array([0, 1, 2, 0, 1, 2]))  # 3 solutions x 2 episodes
+    q = schedule.start(o, table, 3, 3, 0)  # slots 0-2 run pairs 0-2
+    # slot 0: the autoreset step (not counted): its non-finite terminal observation fails
+    # nothing; slot 1 counts with a non-finite one: solution 1 fails, the slot retires
+    q, counts = schedule.observe(o, table, 0, q, mask(ops, True, False, False),
+                                 mask(ops, False, False, True))
+    assert np.asarray(counts).tolist() == [False, False, True]
+    assert lists(q)["failed"] == [False, True, False, True]
+    assert lists(q)["slot_pair"] == [0, -1, 2] and lists(q)["dead"] == [False, True, False]
+    q, counts = schedule.observe(o, table, 0, q, mask(ops, False, False, False),
+                                 o.xp.asarray(True))  # one flag for every slot
+    assert np.asarray(counts).tolist() == [True, False, True]
+    assert lists(q)["failed"] == [False, True, False, True]
+
+
 def test_the_host_schedule_seeds_pairs_and_hands_them_out_in_order():
     schedule = Schedule(3, 2, 2, streaming=True, seed=100)  # pairs 0..5, k = e * 3 + j
     assert schedule.slot_pair.tolist() == [0, 1]
     assert schedule.reset_seeds() == [100, 101]
     assert schedule.end(np.array([1])).tolist() == [1]  # slot 1 takes pair 2
     assert schedule.slot_pair.tolist() == [0, 2]
-    schedule.fail(np.array([0]))  # solution 0 fails: pair 3 (its second episode) is skipped
+    # slot 0 (pair 0) counts with a non-finite observation: solution 0 fails, and pair 3
+    # (its second episode) is skipped
+    assert schedule.observe(np.zeros(2, bool), np.array([False, True])).tolist() == [False, True]
     assert schedule.slot_pair.tolist() == [-1, 2] and schedule.failed.tolist() == [1, 0, 0]
     schedule.end(np.array([1]))
     assert schedule.slot_pair.tolist() == [-1, 4]
