@@ -25,7 +25,7 @@ from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseExcep
 
 from neurorun.extras import MissingExtraError, require
 from neurorun.objective import objective_error
-from neurorun.restarts import RESTART_STRATEGIES
+from neurorun.restarts import check_strategy
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
@@ -243,13 +243,13 @@ def check_interpolations(cfg: DictConfig) -> None:
 
 def _check_problem(cfg: DictConfig) -> None:
     """problem.* values that would otherwise fail late or deep inside torch."""
-    from neurorun.envs.gym_env import VECTORIZATIONS
+    from neurorun.envs.gym_env import check_vectorization
     from neurorun.problems.options import RolloutOptions, parse_initial_bounds
 
-    vectorization = cfg.problem.get("vectorization")
-    if vectorization not in VECTORIZATIONS:
-        raise ConfigError(f"problem.vectorization={vectorization!r}: expected one of "
-                          f"{', '.join(VECTORIZATIONS)}. Fix: problem.vectorization=auto.")
+    try:
+        check_vectorization(cfg.problem.get("vectorization"))
+    except ValueError as error:
+        raise ConfigError(f"problem.{error}") from None
     device = cfg.problem.get("device")
     try:
         kind = torch.device(device).type
@@ -427,9 +427,10 @@ def _check_restart(cfg: DictConfig) -> None:
         raise ConfigError(f"restart.min_improvement={share!r}: expected a number >= 0 (a share "
                           "of the best center_eval). Fix: restart.min_improvement=0.05.")
     strategy = OmegaConf.select(cfg, "restart.strategy", default="same")
-    if strategy not in RESTART_STRATEGIES:
-        raise ConfigError(f"restart.strategy={strategy!r}: expected one of "
-                          f"{', '.join(RESTART_STRATEGIES)}. Fix: restart.strategy=ipop.")
+    try:
+        check_strategy(strategy)
+    except ValueError as error:
+        raise ConfigError(f"restart.{error}") from None
     factor = OmegaConf.select(cfg, "restart.popsize_factor", default=2.0)
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not (
             1 <= factor <= MAX_POPSIZE_FACTOR):

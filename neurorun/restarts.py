@@ -36,6 +36,14 @@ SMALL_STEP_RANGE = 0.01  # a small attempt's step size factor: SMALL_STEP_RANGE 
 STEP_SIZES = ("stdev_init", "radius_init", "noise")
 
 
+def check_strategy(strategy: Any) -> str:
+    """``restart.strategy``: one of RESTART_STRATEGIES (the config checks ask this too)."""
+    if strategy not in RESTART_STRATEGIES:
+        raise ValueError(f"strategy={strategy!r}: expected one of "
+                         f"{', '.join(RESTART_STRATEGIES)}. Fix: restart.strategy=ipop.")
+    return strategy
+
+
 @dataclass
 class StallWatch:
     """When a search attempt stalls (``restart.*``): its best center_eval rose by no more than
@@ -105,9 +113,7 @@ class RestartSchedule:
     stall: StallWatch = field(default_factory=lambda: StallWatch(None))
 
     def __post_init__(self) -> None:
-        if self.strategy not in RESTART_STRATEGIES:
-            raise ValueError(f"restart.strategy={self.strategy!r}; expected one of "
-                             f"{list(RESTART_STRATEGIES)}")
+        check_strategy(self.strategy)
         if self.attempt is None:  # pycma counts bipop's first attempt in the small regime
             self.attempt = Attempt(self.popsize,
                                    regime="small" if self.strategy == "bipop" else "large")

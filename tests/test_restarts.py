@@ -132,6 +132,11 @@ def test_bad_restart_settings_are_refused_with_the_fix(tmp_path, overrides, expe
     assert expected in str(caught.value)
 
 
+def test_the_library_refuses_an_unknown_strategy_as_the_config_checks_do():
+    with pytest.raises(ValueError, match="strategy='grow': expected one of same, ipop, bipop"):
+        RestartSchedule(strategy="grow", popsize=10)
+
+
 def test_a_crafted_restart_record_is_refused(tmp_path):
     from neurorun.resume import load_run_config
 

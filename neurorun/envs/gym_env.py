@@ -31,6 +31,14 @@ from neurorun.envs.base import (
 VECTORIZATIONS = ("auto", "native", "sync", "async")
 
 
+def check_vectorization(vectorization: Any) -> str:
+    """``problem.vectorization``: one of VECTORIZATIONS (the config checks ask this too)."""
+    if vectorization not in VECTORIZATIONS:
+        raise ValueError(f"vectorization={vectorization!r}: expected one of "
+                         f"{', '.join(VECTORIZATIONS)}. Fix: problem.vectorization=auto.")
+    return vectorization
+
+
 def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids.
 
@@ -80,8 +88,7 @@ def make_gym_vector_env(
 ) -> VectorEnv:
     """``gym.make_vec`` with neurorun's choice of vectorization and episode limit."""
     spec = gym_env_spec(env_id)
-    if vectorization not in VECTORIZATIONS:
-        raise ValueError(f"vectorization={vectorization!r}; expected one of {VECTORIZATIONS}")
+    check_vectorization(vectorization)
     native = spec.vector_entry_point is not None
     if vectorization == "native" and not native:
         raise ValueError(

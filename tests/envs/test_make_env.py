@@ -49,6 +49,8 @@ def test_native_vectorization_is_used_when_gymnasium_has_one():
     assert make_env("CartPole-v1", 3, vectorization="sync").env.__class__ is SyncVectorEnv
     with pytest.raises(ValueError, match="no vectorized implementation"):
         make_env("Pendulum-v1", 2, vectorization="native")
+    with pytest.raises(ValueError, match="expected one of auto, native, sync, async"):
+        make_env("CartPole-v1", 2, vectorization="threads")
 
 
 def test_discrete_actions_are_argmax_and_obs_are_float32():
