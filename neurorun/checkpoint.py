@@ -21,8 +21,9 @@ from typing import Any
 import torch
 
 from neurorun.atomic import Write, text_file, torch_file
-from neurorun.layout import CHECKPOINT_DIR, STATE_FILE
+from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.state_record import RunState, check_record
+from neurorun.status import BestCenter
 
 
 def _as_list(value: Any) -> Any:
@@ -71,6 +72,29 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
     return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
             (stem.with_suffix(".pt"), torch_file(weights)),
             (stem.with_suffix(".json"), text_file(text))]
+
+
+def run_policy_files(problem: Any, run_dir: str | Path, meta: Mapping[str, Any], *,
+                     center: torch.Tensor, generation: int, center_eval: float | None,
+                     best: BestCenter) -> list[tuple[Path, Write]]:
+    """The files of a run's two policies, for atomic_write_all (with the resume state: they
+    belong to one generation): `last.*`, the center after ``generation`` (its center_eval, or
+    None where it was not evaluated), and `best.*`, the best center so far with the statistics
+    it was evaluated with (the center itself while no center_eval was finite).
+
+    Args:
+        meta: the run's ``policy_meta``.
+    """
+    from neurorun.problems import RunningNorm  # the problems package: loaded by now
+
+    last = policy_files(problem, center, policy_path(run_dir, LAST_POLICY),
+                        {**meta, "generation": generation, "center_eval": center_eval})
+    stats = None if best.obs_stats is None else RunningNorm.from_state_dict(best.obs_stats)
+    kept = policy_files(problem, center if best.solution is None else best.solution,
+                        policy_path(run_dir, BEST_POLICY),
+                        {**meta, "generation": best.generation or generation,
+                         "score": best.score}, stats)
+    return [*last, *kept]
 
 
 def _strict(value: Any) -> Any:

@@ -41,11 +41,10 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun import hydra_errors
+from neurorun import command_line, hydra_errors
 from neurorun.atomic import atomic_write, is_disk_full
 from neurorun.config_checks import (
     CONFIG_ERROR_EXIT,
-    OPEN_MAPPINGS,
     ConfigError,
     FolderInUseError,
     check_interpolations,
@@ -53,14 +52,8 @@ from neurorun.config_checks import (
 from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
 from neurorun.layout import LOG_FILE
-from neurorun.resume import load_run_config, require_saved_config
-from neurorun.run_folder import (
-    discard_unstarted,
-    refuse_existing_run,
-    refuse_existing_sweep,
-    require_creatable,
-    require_free,
-)
+from neurorun.resume import load_run_config
+from neurorun.run_folder import discard_unstarted
 from neurorun.runner import run
 from neurorun.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.sweeps import FailedJobs
@@ -82,7 +75,7 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        cfg = compose("config", overrides=open_mapping_overrides(overrides),
+        cfg = compose("config", overrides=command_line.open_mapping_overrides(overrides),
                       return_hydra_config=True)
     if not hydra_config:
         with open_dict(cfg):
@@ -133,28 +126,11 @@ def _where(error: BaseException) -> str:
     return f", in {own[-1].name} ({own[-1].filename}:{own[-1].lineno})" if own else ""
 
 
-def _warn_if_minimized(hydra_cfg: DictConfig) -> None:
-    """The objective is a score to maximize; Optuna's sweeper minimizes unless told (said once,
-    with the sweep's first job)."""
-    direction = hydra_cfg.sweeper.get("direction")
-    if hydra_cfg.job.num == 0 and direction is not None and "min" in str(direction).lower():
-        print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
-              "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set it).",
-              file=sys.stderr)
-
-
-def _override_key(override: str) -> str:
-    """`+algo.popsize=6` -> "algo.popsize"."""
-    return override.lstrip("+~").split("=", 1)[0]
-
-
 def _job(cfg: DictConfig, failed_jobs: FailedJobs) -> float | None:
     """One run; returns its objective (None: the job failed, kept in ``failed_jobs``, or has
     no objective, which Optuna's sweeper records as a failed trial)."""
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
-    if sweep:
-        _warn_if_minimized(hydra_cfg)
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
         release()  # a signal during Hydra's set-up of a single run is raised here
@@ -262,80 +238,6 @@ def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
     return f"no best score: {why}; it holds the last center"
 
 
-def _sweeps(argv: Sequence[str]) -> bool:
-    """Whether the command line asks for a sweep (Hydra's multirun)."""
-    return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
-
-
-def _folder_error(argv: Sequence[str]) -> str | None:
-    """What is wrong with the folders named on the command line, checked before Hydra writes
-    its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
-    must not hold one, nor `hydra.sweep.dir=` of a sweep a sweep; the run or sweep folder must
-    be one that can be made."""
-    given = {}
-    for arg in argv:
-        key, _, value = arg.lstrip("+").partition("=")
-        value = value.strip("'\"")  # Hydra's quoting: resume='runs/my run'
-        if value not in ("", "null") and "," not in value:
-            given[key] = value
-    try:
-        for key in ("hydra.run.dir", "hydra.sweep.dir"):
-            if key in given and "${" not in given[key]:  # interpolated: known once composed
-                require_creatable(given[key], key)
-        if "resume" in given:
-            require_saved_config(given["resume"])
-            require_free(given["resume"])
-        elif "hydra.run.dir" in given:
-            require_free(given["hydra.run.dir"])
-            refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
-        if "hydra.sweep.dir" in given and _sweeps(argv):
-            refuse_existing_sweep(given["hydra.sweep.dir"])
-    except (FileNotFoundError, ValueError) as error:
-        return str(error)
-    return None
-
-
-NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
-# what config.yaml's hydra.run.dir and hydra.sweep.subdir name the run folder after
-FOLDER_KEYS = ("resume", "env", "env.id", "algo", "algo.name", "seed")
-
-
-def quote_network_strings(argv: Sequence[str]) -> list[str]:
-    """Quote a network string for Hydra's override grammar as the shell hands it over:
-    `network.spec="Linear(obs_length, 32) >> Tanh()"` arrives without its quotes, and Hydra
-    reads `(`, `>>` and spaces as syntax. A value Hydra already reads as a string or a sweep
-    (`'network.spec="A","B"'`, `network.spec=pkg.mod:Net`) is left as it is."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    parser = OverridesParser.create()
-    quoted = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key.lstrip("+~") in NETWORK_STRING_KEYS and value[:1] not in "'\"":
-            try:
-                parser.parse_override(arg)
-            except HydraException:
-                escaped = value.replace("'", "\\'")  # Hydra's escape for a quote
-                arg = f"{key}='{escaped}'"
-        quoted.append(arg)
-    return quoted
-
-
-def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
-    """A key under a free-form mapping (OPEN_MAPPINGS: passed on as it is, so any key may be
-    new) as Hydra's force-add: `env.env_config.backend=spring` -> `++env.env_config.backend=
-    spring`. Hydra's struct mode would refuse a new key without `+`; a key spelt with a
-    `+`, `++` or `~` is left as it is."""
-    opened = []
-    for arg in argv:
-        key, sep, _ = arg.partition("=")
-        if sep and any(key.startswith(path + ".") for path in OPEN_MAPPINGS):
-            arg = f"++{arg}"
-        opened.append(arg)
-    return opened
-
-
 def _interrupted(error: KeyboardInterrupt) -> None:
     """One line and 128 + the signal number, however early the signal came."""
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
@@ -354,16 +256,16 @@ def main() -> None:
 
 
 def _main() -> None:
-    sys.argv[1:] = open_mapping_overrides(quote_network_strings(sys.argv[1:]))
+    sys.argv[1:] = command_line.rewritten(sys.argv[1:])
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
     # Optuna deprecates: six FutureWarnings per search that no user can act on
     warnings.filterwarnings("ignore", category=FutureWarning,
                             module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
-    message = _folder_error(sys.argv[1:])
+    message = command_line.folder_error(sys.argv[1:])
     if message:
         print(f"neurorun: config error: {message}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
-    named = [arg for arg in sys.argv[1:] if "${" in arg and _override_key(arg) in FOLDER_KEYS]
+    named = command_line.folder_interpolations(sys.argv[1:])
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
     failed_jobs = FailedJobs()  # a sweep's, reported when it ends
@@ -378,7 +280,7 @@ def _main() -> None:
     # run in other processes (submitit), never releasing them here
     try:
         with interrupts_on_signals():
-            if not _sweeps(sys.argv[1:]):
+            if not command_line.asks_for_sweep(sys.argv[1:]):
                 hold()
             try:
                 app()

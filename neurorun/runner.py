@@ -208,25 +208,15 @@ class Runner:
             restart_due=self.restart_due, stall_history=list(self.schedule.stall.history))
 
     def save_checkpoint(self, elapsed: float) -> None:
-        from neurorun.problems import RunningNorm
-
         meta = checkpoint.policy_meta(self.problem,
                                       OmegaConf.to_container(self.cfg.env.env_config),
                                       OmegaConf.to_container(self.cfg.network.network_args))
-        center = self.algorithm.center
-        last = checkpoint.policy_files(
-            self.problem, center, policy_path(self.run_dir, LAST_POLICY),
-            {**meta, "generation": self.generation,
-             "center_eval": None if self.status is None else self.status.center_eval})
-        best, stats = self.best.solution, self.best.obs_stats
-        best_files = checkpoint.policy_files(
-            self.problem, center if best is None else best,
-            policy_path(self.run_dir, BEST_POLICY),
-            {**meta, "generation": self.best.generation or self.generation,
-             "score": self.best.score},
-            None if stats is None else RunningNorm.from_state_dict(stats))
+        policies = checkpoint.run_policy_files(
+            self.problem, self.run_dir, meta, center=self.algorithm.center,
+            generation=self.generation,
+            center_eval=None if self.status is None else self.status.center_eval, best=self.best)
         # one unit: last.*, best.* and state.pt always belong to the same generation
-        self._save_state(self._state(elapsed), [*last, *best_files])
+        self._save_state(self._state(elapsed), policies)
 
     def _save_state(self, state: RunState,
                     with_files: list[tuple[Path, atomic.Write]] = ()) -> None:
@@ -262,7 +252,7 @@ class Runner:
         every = int(self.cfg.eval_every)
         if every <= 0 or self.generation % every:
             return None
-        returns = self.problem.run_test_episodes(
+        returns, _ = self.problem.test_episodes(
             self.algorithm.center, int(self.cfg.eval_episodes),
             derive_seed(int(self.cfg.seed), "evaluation"))
         return float(returns.double().mean())

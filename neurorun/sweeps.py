@@ -132,8 +132,8 @@ def _check_not_empty(overrides: list[str]) -> None:
 
 
 class SearchCheck(Callback):
-    """Refuses an Optuna search's bad settings before its first trial, and any sweep over no
-    value."""
+    """Refuses an Optuna search's bad settings before its first trial (and warns where it
+    minimizes), and any sweep over no value."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
@@ -141,6 +141,10 @@ class SearchCheck(Callback):
             _check_not_empty(list(config.hydra.overrides.task))
             return
         _check_counts(sweeper)
+        if "min" in str(sweeper.get("direction")).lower():  # the objective is higher-is-better
+            print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
+                  "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set "
+                  "it).", file=sys.stderr)
         params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
         keyed = _trial_values([*params, *config.hydra.overrides.task])
         fixed = [values[0] for values in keyed]

@@ -136,7 +136,7 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     assert meta["generation"] == best_generation + 1 and meta["score"] == evals[best_generation]
     cfg = tiny()
     problem, _ = build_parts(cfg)
-    returns = problem.run_test_episodes(saved, int(cfg.eval_episodes),
+    returns, _ = problem.test_episodes(saved, int(cfg.eval_episodes),
                                         derive_seed(int(cfg.seed), "evaluation"))
     assert float(returns.double().mean()) == pytest.approx(evals[best_generation], rel=1e-6)
     problem.close()

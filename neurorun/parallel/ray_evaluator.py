@@ -3,7 +3,7 @@
 The main process keeps a local Problem that holds the global state: obs stats, counters
 (it counts what the actors report, ``Problem.add_counts``), the seed generator (so
 ``state_dict`` is the Problem's and a checkpoint resumes with either evaluator), and serves
-``run_test_episodes`` / ``to_policy`` / ``save_solution``.
+``test_episodes`` / ``to_policy`` / ``save_solution``.
 
 One ``evaluate(params)``: draw the call's base seed from the local Problem's generator (as
 ``Problem.evaluate`` does), cut the population into sub-batches, and let the actors work
@@ -178,8 +178,9 @@ class RayEvaluator:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.problem.load_state_dict(dict(state))
 
-    def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
-        return self.problem.run_test_episodes(solution, num_episodes, seed)
+    def test_episodes(self, solution: Any, num_episodes: int,
+                      seed: int) -> tuple[Tensor, Tensor]:
+        return self.problem.test_episodes(solution, num_episodes, seed)
 
     def to_policy(self, solution: Any) -> EnvPolicy:
         return self.problem.to_policy(solution)

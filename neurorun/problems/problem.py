@@ -321,13 +321,8 @@ class Problem:
         self.interaction_count += stats.num_interactions
         self.episode_count += stats.num_episodes
 
-    def run_test_episodes(self, solution: Any, num_episodes: int, seed: int) -> Tensor:
-        """The returns ``(num_episodes,)`` of one solution's test episodes (the first half of
-        ``test_returns_and_lengths``)."""
-        return self.test_returns_and_lengths(solution, num_episodes, seed)[0]
-
-    def test_returns_and_lengths(self, solution: Any, num_episodes: int,
-                                 seed: int) -> tuple[Tensor, Tensor]:
+    def test_episodes(self, solution: Any, num_episodes: int,
+                      seed: int) -> tuple[Tensor, Tensor]:
         """Returns and lengths ``(num_episodes,)`` of one solution: episode k runs in env slot
         k, seeded ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed``
         for native vector envs, brax and Playground). No action noise, no reward shaping;

@@ -1,5 +1,5 @@
 """Seeded episodes of one loaded policy: the run's own test episodes
-(``Problem.test_returns_and_lengths``, what its center evaluation ran: the compiled program on
+(``Problem.test_episodes``, what its center evaluation ran: the compiled program on
 brax and Playground), or, for frames to render, a plain gymnasium loop. Episode i is seeded
 `seed + i` (brax and Playground: one key from `seed` for the batch)."""
 
@@ -109,7 +109,7 @@ def _problem_episodes(loaded: LoadedPolicy, episodes: int, seed: int,
                       limit: int | None) -> list[Episode]:
     problem = loaded.make_problem(limit)
     try:
-        returns, lengths = problem.test_returns_and_lengths(loaded.solution, episodes, seed)
+        returns, lengths = problem.test_episodes(loaded.solution, episodes, seed)
     finally:
         problem.close()
     return [Episode(seed + index, float(value), int(length))

@@ -73,7 +73,7 @@ def returns_on(spec, saved, seed):
     problem = make_problem(spec, "Linear(obs_length, act_length)", seed=0,
                            observation_normalization=True)
     problem.set_obs_stats(normalizer(saved))
-    result = problem.run_test_episodes(saved["solution"], EPISODES, seed).double()
+    result = problem.test_episodes(saved["solution"], EPISODES, seed)[0].double()
     problem.close()
     return result
 

@@ -184,8 +184,8 @@ def test_cartpole_equals_local_evaluator_over_generations():
         np.testing.assert_allclose(evaluator.obs_stats.sum.numpy(), local.obs_stats.sum.numpy())
         assert evaluator.state_dict()["interaction_count"] == local.interaction_count
         solution = population[0, 0]
-        np.testing.assert_array_equal(evaluator.run_test_episodes(solution, 2, 7).numpy(),
-                                      local.run_test_episodes(solution, 2, 7).numpy())
+        np.testing.assert_array_equal(evaluator.test_episodes(solution, 2, 7)[0].numpy(),
+                                      local.test_episodes(solution, 2, 7)[0].numpy())
     local.close()
     assert ray.is_initialized()  # a ray the evaluator did not start stays up
 

@@ -23,8 +23,8 @@ def test_brax_inverted_pendulum_evaluates_without_recompiling():
     assert ((fitness >= 1) & (fitness <= 30)).all()
     problem.evaluate(params[:3])  # a smaller population reuses the env (padding)
     counts = problem.interaction_count, problem.episode_count
-    returns = problem.run_test_episodes(params[0], 2, seed=5)
-    torch.testing.assert_close(problem.run_test_episodes(params[0], 2, seed=5), returns)
+    returns, _ = problem.test_episodes(params[0], 2, seed=5)
+    torch.testing.assert_close(problem.test_episodes(params[0], 2, seed=5)[0], returns)
     assert ((returns >= 1) & (returns <= 30)).all()
     assert (problem.interaction_count, problem.episode_count) == counts
     env = problem._envs["eval"]

@@ -36,7 +36,7 @@ def _evaluations(env: str, network: str, length: int, devices, **options) -> dic
         params = torch.randn(POPSIZE, problem.solution_length, generator=generator)
         fitness.append(problem.evaluate(params, seed=11))
     solution = torch.randn(problem.solution_length, generator=generator)
-    returns, lengths = problem.test_returns_and_lengths(solution, 3, seed=2)
+    returns, lengths = problem.test_episodes(solution, 3, seed=2)
     stats = problem.last_stats
     return {"fitness": torch.stack(fitness), "test": returns, "test_lengths": lengths,
             "counts": (problem.interaction_count, problem.episode_count,
@@ -150,7 +150,7 @@ def test_a_popsize_that_leaves_devices_idle_says_how_it_was_split(caplog):
     with caplog.at_level("INFO", logger="neurorun"):
         problem.evaluate(torch.zeros(3, problem.solution_length), seed=0)
         problem.evaluate(torch.zeros(3, problem.solution_length), seed=1)
-        problem.test_returns_and_lengths(torch.zeros(problem.solution_length), 5, seed=0)  # no news
+        problem.test_episodes(torch.zeros(problem.solution_length), 5, seed=0)  # no news
     said = [r.message for r in caplog.records if "keeps every device busy" in r.message]
     assert said == ["3 solutions x 1 episodes on 4 devices: 1, 1, 1, 0 pairs each (a multiple "
                     "of 4 keeps every device busy)"]  # once

@@ -51,7 +51,7 @@ def test_test_episodes_equal_seeded_single_loops():
     problem = make_problem("Pendulum-v1", "Linear(obs_length, act_length)",
                            vectorization="sync", seed=0)
     solution = torch.tensor([0.5, -0.3, 0.2, 0.1])
-    returns = problem.run_test_episodes(solution, 3, seed=40)
+    returns, _ = problem.test_episodes(solution, 3, seed=40)
     expected = [plain_loop("Pendulum-v1", problem.make_net(solution), 40 + k, 1, False)
                 for k in range(3)]
     np.testing.assert_allclose(returns.numpy(), expected, rtol=1e-4)

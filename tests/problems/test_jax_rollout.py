@@ -60,8 +60,8 @@ def _assert_same_evaluations(stepwise, compiled, generations: int = 2,
     assert (compiled.interaction_count, compiled.episode_count) == (
         stepwise.interaction_count, stepwise.episode_count)
     solution = _population(stepwise, 9)[0]
-    torch.testing.assert_close(compiled.run_test_episodes(solution, 3, seed=11),
-                               stepwise.run_test_episodes(solution, 3, seed=11),
+    torch.testing.assert_close(compiled.test_episodes(solution, 3, seed=11)[0],
+                               stepwise.test_episodes(solution, 3, seed=11)[0],
                                rtol=test_rtol, atol=1e-4)
 
 

@@ -47,6 +47,6 @@ def test_a_test_episode_that_met_a_nan_observation_returns_nan():
     problem = make_problem(TOY_ID, env_config={"nan_obs_seed": TEST_SEED, "length": 4},
                            vectorization="sync")
     solution = torch.zeros(problem.solution_length)
-    returns, _ = problem.test_returns_and_lengths(solution, 2, TEST_SEED)
+    returns, _ = problem.test_episodes(solution, 2, TEST_SEED)
     assert returns[0].isnan() and returns[1] == 4 + (TEST_SEED + 1) % 3  # the next seed: fine
     problem.close()

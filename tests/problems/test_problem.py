@@ -189,10 +189,10 @@ def test_gaussian_action_noise():
     assert np.std(noise_means) == pytest.approx(0.2 / np.sqrt(lengths.mean()), rel=0.35)
 
 
-def test_run_test_episodes_is_seeded_and_leaves_counters_alone():
+def test_test_episodes_are_seeded_and_leaves_counters_alone():
     problem = toy_problem(observation_normalization=True, num_episodes=2,
                           alive_bonus_schedule=(1, 5.0), action_noise_stdev=1.0)
-    returns = problem.run_test_episodes(torch.tensor([0.0, 0.0, 0.5]), 3, seed=7)
+    returns, _ = problem.test_episodes(torch.tensor([0.0, 0.0, 0.5]), 3, seed=7)
     np.testing.assert_allclose(returns.numpy(), [1.5 * toy_lengths(7 + k, 4, 1)[0]
                                                  for k in range(3)])
     assert problem.interaction_count == 0 and problem.episode_count == 0

@@ -153,7 +153,7 @@ def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, 
     from neurorun.tools import episodes
 
     monkeypatch.setattr(episodes, "available_memory", lambda: 100_000_000)
-    monkeypatch.setattr(Problem, "test_returns_and_lengths", lambda *a: pytest.fail("episodes ran"))
+    monkeypatch.setattr(Problem, "test_episodes", lambda *a: pytest.fail("episodes ran"))
     assert evaluate_tool.main([str(run_dir), "--episodes", "1000000000000"]) == 2
     err = capsys.readouterr().err
     fits = int(0.8 * 100_000_000) // episodes.EPISODE_BYTES
@@ -168,14 +168,14 @@ def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
 
     made = make_problem("CartPole-v1", "Linear(obs_length, act_length)")
     solution = torch.from_numpy(SOLUTION)
-    whole = made.test_returns_and_lengths(solution, 7, 3)
+    whole = made.test_episodes(solution, 7, 3)
     monkeypatch.setattr(problem, "TEST_SLOTS", 3)
     sizes = []
     make_env = problem.make_env
     monkeypatch.setattr(problem, "make_env", lambda spec, n, **kw: (sizes.append(n),
                                                                      make_env(spec, n, **kw))[1])
     made.close()
-    chunked = made.test_returns_and_lengths(solution, 7, 3)
+    chunked = made.test_episodes(solution, 7, 3)
     made.close()
     assert max(sizes) == 3
     assert chunked[0].tolist() == whole[0].tolist() == expected_episodes(3, 7)[0]
