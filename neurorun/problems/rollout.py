@@ -217,7 +217,7 @@ def _run_steps(
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
         if _all_finite(obs):
-            counts = schedule.observe(done, np.True_)
+            counts = schedule.observe(done, None)
         else:  # rare: zero the non-finite rows; their solutions fail, their slots retire
             obs, finite = _finite_rows(obs)
             counts = schedule.observe(done, finite)

@@ -79,13 +79,16 @@ def counted(queue: Queue, done: Array) -> Array:
 
 
 def observe(ops: Ops, pair_solution: Array, following: int, queue: Queue, done: Array,
-            finite: Array) -> tuple[Queue, Array]:
+            finite: Array | None) -> tuple[Queue, Array]:
     """A step's bookkeeping before the policy acts, given which slots' observations are
-    ``finite`` ((B,), or one flag for all): the slots whose step counts (``counted``, with a
-    finite observation). A counted slot whose observation is not finite fails its solution
-    (``fail``); a not counted one (the terminal observation of an ended episode, which the
-    autoreset step replaces) fails nothing. Returns the queue and the (B,) counted slots."""
+    ``finite`` ((B,) bool; None: all of them, which the host loop checks in one reduction):
+    the slots whose step counts (``counted``, with a finite observation). A counted slot whose
+    observation is not finite fails its solution (``fail``); a not counted one (the terminal
+    observation of an ended episode, which the autoreset step replaces) fails nothing.
+    Returns the queue and the (B,) counted slots."""
     counts = counted(queue, done)
+    if finite is None:
+        return queue, counts
     failing = counts & ~finite
     queue = ops.cond(failing.any(),
                      lambda q: fail(ops, pair_solution, following, q, failing), lambda q: q,
@@ -200,7 +203,7 @@ class Schedule:
         """The solution each of ``slots`` runs (slots without a pair: solution 0)."""
         return np.maximum(self.slot_pair[slots], 0) % self.n
 
-    def observe(self, done: np.ndarray, finite: np.ndarray | np.bool_) -> np.ndarray:
+    def observe(self, done: np.ndarray, finite: np.ndarray | None) -> np.ndarray:
         """The counted slots of this step (see ``observe``); their non-finite ones fail."""
         self.queue, counts = observe(numpy_ops(), self.pair_solution, self.following,
                                      self.queue, done, finite)

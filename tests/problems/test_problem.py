@@ -189,7 +189,7 @@ def test_gaussian_action_noise():
     assert np.std(noise_means) == pytest.approx(0.2 / np.sqrt(lengths.mean()), rel=0.35)
 
 
-def test_test_episodes_are_seeded_and_leaves_counters_alone():
+def test_test_episodes_are_seeded_and_leave_counters_alone():
     problem = toy_problem(observation_normalization=True, num_episodes=2,
                           alive_bonus_schedule=(1, 5.0), action_noise_stdev=1.0)
     returns, _ = problem.test_episodes(torch.tensor([0.0, 0.0, 0.5]), 3, seed=7)
