@@ -29,7 +29,6 @@ from neurorun.imports import import_object, is_import_path
 
 Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
 
-PREFIXES = ("gym", "envpool", "brax", "playground")  # spec prefixes: `<prefix>::<name>`
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
 
 
@@ -257,6 +256,8 @@ BACKENDS: dict[str, Backend] = {
                           extra="playground"),
     "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
 }
+# spec prefixes, `<prefix>::<name>`: every backend but a factory (`pkg.module:function`)
+PREFIXES = tuple(name for name in BACKENDS if name != "factory")
 
 
 def backend_of(spec: str) -> Backend:
