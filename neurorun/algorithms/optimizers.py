@@ -68,8 +68,7 @@ class ClipUp(Optimizer):
     def scale(self) -> float:
         """This step's factor on lr and max_speed: speed_decay ** steps, floored at
         min_speed / max_speed."""
-        floor = self._min_speed / self.max_speed if self.max_speed > 0 else 0.0
-        return max(self._speed_decay**self.steps, floor)
+        return max(self._speed_decay**self.steps, self._min_speed / self.max_speed)
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         scale = self.scale()
