@@ -4,7 +4,10 @@
 a CPU one XLA host device per core this process may use. XLA makes its CPU host devices when
 jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so the ``neurorun``
 command sets the count before anything imports jax (``host_device_flags``) and never changes a
-count the user's own ``XLA_FLAGS`` forces.
+count the user's own ``XLA_FLAGS`` forces. A count (or highest id + 1) above
+``DEVICES_PER_CORE`` per usable core is refused before jax starts: XLA would make every one of
+them (a million host devices filled 24 GB and the kernel's OOM killer ended the run), and no
+machine has that many accelerators per core.
 """
 
 from __future__ import annotations
@@ -15,23 +18,43 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 HOST_COUNT_FLAG = "--xla_force_host_platform_device_count"
-_FLAG = re.compile(re.escape(HOST_COUNT_FLAG) + r"=(\d+)")
+_FLAG = re.compile(re.escape(HOST_COUNT_FLAG) + r"(?:=(\S*))?(?!\S)")
+DEVICES_PER_CORE = 8  # the most devices (or highest id + 1) problem.devices may ask per core
 
 
 def check_devices(devices: Any) -> Any:
     """``devices`` as given if it is ``auto``, a count >= 1 or a non-empty list of distinct
-    ids >= 0, else ValueError (checked before jax starts)."""
+    ids >= 0, at most ``max_devices()`` devices (ids below it), else ValueError (checked
+    before jax starts)."""
     if devices == "auto":
         return devices
     if isinstance(devices, int) and not isinstance(devices, bool):
         if devices >= 1:
+            _check_count(devices, f"problem.devices={devices}", _FIX)
             return devices
     elif isinstance(devices, Sequence) and not isinstance(devices, str) and devices and all(
             isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in devices) \
             and len(set(devices)) == len(devices):
+        _check_count(max(devices) + 1, f"problem.devices={list(devices)} (highest id "
+                                        f"{max(devices)})", _FIX)
         return list(devices)
     raise ValueError(f"problem.devices={devices!r}; expected auto, a count >= 1 or a list of "
                      "distinct device ids, e.g. [0, 1]")
+
+
+def max_devices() -> int:
+    """The most devices a process may ask for: ``DEVICES_PER_CORE`` per usable core."""
+    return DEVICES_PER_CORE * usable_cores()
+
+
+_FIX = "problem.devices=auto (every device jax has), a count up to {0} or ids below {0}"
+
+
+def _check_count(count: int, what: str, fix: str) -> None:
+    if count > max_devices():
+        raise ValueError(f"{what} is more devices than this machine can hold: at most "
+                         f"{DEVICES_PER_CORE} per usable core ({usable_cores()} here: "
+                         f"{max_devices()}). Fix: {fix.format(max_devices())}")
 
 
 def usable_cores() -> int:
@@ -46,9 +69,17 @@ def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | N
     """The ``XLA_FLAGS`` that give jax's CPU as many host devices as ``devices`` asks for
     (None: leave them as they are), and one line saying which count is used."""
     flags = environ.get("XLA_FLAGS", "")
-    given = _FLAG.search(flags)
+    given = list(_FLAG.finditer(flags))
+    for flag in given:  # XLA would print its 300-line list of flags and stop
+        value = flag.group(1) or ""
+        if not (value.isascii() and value.isdigit() and int(value) >= 1):
+            raise ValueError(f"XLA_FLAGS holds {flag.group(0)}; expected "
+                             f"{HOST_COUNT_FLAG}=<a count >= 1>. Fix: correct it in XLA_FLAGS, "
+                             "or remove it there and set problem.devices")
     if given:
-        return None, (f"jax's CPU has {given.group(1)} host device(s), as XLA_FLAGS "
+        count = int(given[-1].group(1))  # XLA's flags: the last one given counts
+        _check_count(count, f"XLA_FLAGS' {given[-1].group(0)}", "a count up to {} in XLA_FLAGS")
+        return None, (f"jax's CPU has {count} host device(s), as XLA_FLAGS "
                       f"({HOST_COUNT_FLAG}) says")
     if devices == "auto":
         count, why = usable_cores(), "one per core this process may use"

@@ -1,0 +1,80 @@
+"""How many devices a run may ask for, checked before jax starts (issue 51 item 1): XLA makes
+every CPU host device asked for, and a million of them filled 24 GB until the OOM killer came.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from neurorun.problems.devices import HOST_COUNT_FLAG, check_devices, host_device_flags
+
+NEURORUN = [sys.executable, "-m", "neurorun.cli"]
+
+
+@pytest.fixture
+def three_cores(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2})
+
+
+def test_a_count_above_eight_per_core_is_refused(three_cores):
+    assert check_devices(24) == 24 and check_devices([0, 23]) == [0, 23]  # 8 x 3 cores
+    for bad, said in ((25, "problem.devices=25"), (1_000_000, "problem.devices=1000000"),
+                      ([0, 24], "highest id 24"), ([0, 99999], "highest id 99999")):
+        with pytest.raises(ValueError, match=said) as raised:
+            check_devices(bad)
+        assert "at most 8 per usable core (3 here: 24)" in str(raised.value)
+        assert "Fix: problem.devices=auto" in str(raised.value)
+
+
+def test_the_users_xla_flags_are_checked_too(three_cores):
+    for bad in ("abc", "", "-2", "0", "4.5"):
+        flags = f"--xla_dump_to=/tmp/x {HOST_COUNT_FLAG}={bad}".rstrip("=")
+        with pytest.raises(ValueError, match="expected " + HOST_COUNT_FLAG + "=<a count >= 1>"):
+            host_device_flags("auto", {"XLA_FLAGS": flags})
+    with pytest.raises(ValueError, match="more devices than this machine can hold.*in XLA_FLAGS"):
+        host_device_flags("auto", {"XLA_FLAGS": f"{HOST_COUNT_FLAG}=100000"})
+    flags, said = host_device_flags("auto", {"XLA_FLAGS": f"{HOST_COUNT_FLAG}=24"})
+    assert flags is None and "24 host device(s), as XLA_FLAGS" in said
+
+
+def _neurorun(tmp_path, *args: str, run: str = "run", **environ: str
+              ) -> subprocess.CompletedProcess:
+    return subprocess.run([*NEURORUN, "debug=default", "generations=1", *args,
+                           f"hydra.run.dir={tmp_path / run}"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path, env={**os.environ, **environ})
+
+
+def test_the_command_refuses_a_million_devices_in_one_line(tmp_path):
+    done = _neurorun(tmp_path, "problem.devices=1000000")
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neurorun: config error: problem.devices="
+                                                   "1000000 is more devices than")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.extras("jax")
+def test_a_malformed_host_count_in_xla_flags_is_one_line_and_no_run_folder(tmp_path):
+    """XLA printed its 300-line list of flags, and the run folder stayed."""
+    done = _neurorun(tmp_path, "env=brax::inverted_pendulum", "algo.popsize=4",
+                     XLA_FLAGS=f"{HOST_COUNT_FLAG}=abc")
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "config error" in line]
+    assert errors == [f"neurorun: config error: XLA_FLAGS holds {HOST_COUNT_FLAG}=abc; expected "
+                      f"{HOST_COUNT_FLAG}=<a count >= 1>. Fix: correct it in XLA_FLAGS, or "
+                      "remove it there and set problem.devices"]
+    assert len(done.stderr.splitlines()) <= 2  # and the preset hint, where one is
+    assert not (tmp_path / "run").exists()
+
+
+def test_devices_on_a_gymnasium_env_are_said_to_be_ignored(tmp_path):
+    done = _neurorun(tmp_path, "problem.devices=2")
+    assert done.returncode == 0, done.stderr
+    assert ("neurorun: problem.devices=2 is for brax and Playground envs (their compiled "
+            "evaluation): env CartPole-v1 ignores it") in done.stderr.splitlines()
+    quiet = _neurorun(tmp_path, run="auto")
+    assert "problem.devices" not in quiet.stderr
