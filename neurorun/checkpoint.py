@@ -22,6 +22,7 @@ import torch
 
 from neurorun.atomic import Write, text_file, torch_file
 from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
+from neurorun.record_check import first_line
 from neurorun.state_record import RunState, check_record
 from neurorun.status import BestCenter
 
@@ -129,10 +130,9 @@ def load_state(run_dir: str | Path) -> RunState | None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # pickle, zip and torch all raise their own types
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(
             f"resume: {path} cannot be loaded as plain data ({type(error).__name__}: "
-            f"{reason[:200]}); it is truncated, corrupt or holds objects that could run code. "
+            f"{first_line(error)}); it is truncated, corrupt or holds objects that could run code. "
             "Fix: resume from an intact copy of the run, or start a new run.") from error
     if not isinstance(state, dict) or "generation" not in state:
         raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "

@@ -49,14 +49,23 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     """Restore what `rng_state` returned."""
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    numpy_state = state["numpy"]
-    np.random.set_state((numpy_state["kind"], numpy_state["keys"].numpy().astype(np.uint32),
-                         numpy_state["pos"], numpy_state["has_gauss"], numpy_state["cached"]))
+    random.setstate(python_state(state["python"]))
+    np.random.set_state(numpy_state(state["numpy"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def python_state(saved: list) -> tuple:
+    """``random.setstate``'s argument from what `rng_state` saved."""
+    version, internal, gauss = saved
+    return version, tuple(internal), gauss
+
+
+def numpy_state(saved: dict[str, Any]) -> tuple:
+    """``np.random.set_state``'s argument from what `rng_state` saved."""
+    return (saved["kind"], saved["keys"].numpy().astype(np.uint32), saved["pos"],
+            saved["has_gauss"], saved["cached"])
 
 
 def _python_state_to_plain(state: tuple) -> list:

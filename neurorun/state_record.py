@@ -2,7 +2,8 @@
 and the checks a loaded one passes before a run continues from it.
 
 state.pt loads as plain data (``torch.load(weights_only=True)``), but plain data can still lie:
-a negative generation, a center of the wrong length, a zero stdev, a counter of 10**40. A
+a negative generation, a center of the wrong length, a zero stdev, a counter of 10**40, a
+random generator's state its library refuses to load (each is loaded into a throwaway one). A
 resumed run checks the record before it builds anything (:func:`check_record`), then the parts
 whose layout belongs to the algorithm and the problem against what the freshly built ones save
 (:func:`check_layout`, before any env, logger or ray actor starts). Each refusal is one line
@@ -13,17 +14,19 @@ fail the same way.
 from __future__ import annotations
 
 import dataclasses
-import math
+import random
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+import numpy as np
 import torch
 
-from neurorun.config_checks import ConfigError
+from neurorun.record_check import MISSING, RecordCheck, key_name
 from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
+from neurorun.seeding import numpy_state, python_state
 from neurorun.status import GenerationStatus
 
 
@@ -58,61 +61,13 @@ class RunState:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-MISSING = object()  # shown as "missing"
-INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
 POSITIVE = ("sigma",)  # the search's step sizes (every algorithm's state calls them so)
-
-
-class _Check:
-    """Reading one state.pt's record: each getter refuses a value it does not expect."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def refuse(self, key: str, value: Any, expected: str) -> NoReturn:
-        raise ConfigError(
-            f"resume: {self.path}: {key} is {_shown(value)}, expected {expected}; the file was "
-            "changed or is not this run's. Fix: resume from an intact copy of the run, or start "
-            "a new run.")
-
-    def item(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Any:
-        if key not in record:
-            self.refuse(_name(prefix, key), MISSING, "a value (the runner always saves it)")
-        return record[key]
-
-    def mapping(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Mapping:
-        value = self.item(record, key, prefix)
-        if not isinstance(value, Mapping):
-            self.refuse(_name(prefix, key), value, "a mapping")
-        return value
-
-    def count(self, value: Any, key: str, at_most: int = INT64_MAX, minimum: int = 0) -> int:
-        if type(value) is not int or not minimum <= value <= at_most:
-            self.refuse(key, value, f"a whole number from {minimum} to {at_most}")
-        return value
-
-    def real(self, value: Any, key: str, low: float = -math.inf, high: float = math.inf,
-             *, optional: bool = False) -> None:
-        if value is None and optional:
-            return
-        if type(value) not in (int, float) or not (math.isfinite(value) and low <= value <= high):
-            bounds = "" if (low, high) == (-math.inf, math.inf) else f" from {low} to {high}"
-            self.refuse(key, value, f"a finite number{bounds}" + (" or None" if optional else ""))
-
-    def tensor(self, value: Any, key: str, *, positive: bool = False) -> None:
-        """A floating tensor must be finite (the runner stops a search that is not)."""
-        if not isinstance(value, torch.Tensor):
-            self.refuse(key, value, "a tensor")
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-            self.refuse(key, value, "finite values (a diverged search is never saved)")
-        if positive and not bool((value > 0).all()):
-            self.refuse(key, value, "values > 0 (a standard deviation)")
 
 
 def check_record(state: Mapping[str, Any], path: Path) -> None:
     """ConfigError (one line) unless ``state`` (a loaded state.pt) holds the record the runner
     writes: its keys, types, ranges and the counts that must agree with each other."""
-    check = _Check(path)
+    check = RecordCheck(path)
     generation = check.count(state["generation"], "generation")
     # a run cannot have run longer than clocks have counted
     check.real(check.item(state, "elapsed_s"), "elapsed_s", 0.0, time.time())
@@ -133,14 +88,14 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
     counts = {key: check.count(check.item(problem, key, "problem"), f"problem.{key}")
               for key in ("interaction_count", "episode_count")}
     _check_obs_stats(check, problem.get("obs_stats"), "problem.obs_stats")
-    check.mapping(state, "rng")
+    _check_global_generators(check, check.mapping(state, "rng"))
     length = _check_algorithm(check, check.mapping(state, "algorithm"), generation)
     _check_best(check, check.mapping(state, "best"), generation, length)
     status = check.mapping(state, "status")
     _check_status(check, status, counts)
     loggers = check.mapping(state, "loggers")
     for key, value in loggers.items():
-        check.count(value, _name("loggers", key))
+        check.count(value, key_name("loggers", key))
     # one status and one metrics row per generation
     for key, value in (("status.generation", status.get("generation")),
                        ("loggers.rows", loggers.get("rows"))):
@@ -148,7 +103,24 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
             check.refuse("generation", generation, f"{value} (its {key})")
 
 
-def _check_restart(check: _Check, record: Mapping[str, Any], restarts: int,
+def _check_global_generators(check: RecordCheck, rng: Mapping[str, Any]) -> None:
+    python = check.item(rng, "python", "rng")
+    if not isinstance(python, list):  # [version, internal state, cached normal deviate]
+        check.refuse("rng.python", python, "a list (python's random state)")
+    check.generator(python, "rng.python", "python's random state",
+                    lambda state: random.Random().setstate(python_state(state)))
+    check.generator(check.item(rng, "numpy", "rng"), "rng.numpy", "numpy's MT19937 state",
+                    lambda state: np.random.RandomState().set_state(numpy_state(state)))
+    check.torch_generator(check.item(rng, "torch", "rng"), "rng.torch")
+    # random.setstate takes any cached normal deviate, and random.gauss would return it
+    check.real(python[2], "rng.python[2]", optional=True)
+    cuda = rng.get("cuda", [])  # saved on a GPU (restored where one is)
+    if not isinstance(cuda, list) or not all(isinstance(item, torch.Tensor) and
+                                             item.dtype == torch.uint8 for item in cuda):
+        check.refuse("rng.cuda", cuda, "a list of torch.uint8 tensors (a generator's state each)")
+
+
+def _check_restart(check: RecordCheck, record: Mapping[str, Any], restarts: int,
                    generation: int) -> None:
     """The restart schedule's record (`RestartSchedule.state_dict`)."""
     check.count(check.item(record, "small_restarts", "restart"), "restart.small_restarts",
@@ -174,7 +146,7 @@ def _check_restart(check: _Check, record: Mapping[str, Any], restarts: int,
         check.refuse("restart.attempt", sorted(attempt), f"the keys {sorted(asdict(Attempt(1)))}")
 
 
-def _check_algorithm(check: _Check, algorithm: Mapping[str, Any], generation: int) -> int:
+def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generation: int) -> int:
     """The algorithm's record; returns its solution length."""
     if not isinstance(check.item(algorithm, "algorithm", "algorithm"), str):
         check.refuse("algorithm.algorithm", algorithm["algorithm"], "an algorithm's name")
@@ -184,25 +156,23 @@ def _check_algorithm(check: _Check, algorithm: Mapping[str, Any], generation: in
     check.count(check.item(algorithm, "generation", "algorithm"), "algorithm.generation",
                 at_most=generation)
     check.count(algorithm.get("draw", 0), "algorithm.draw", at_most=2**62)
+    check.torch_generator(check.item(algorithm, "rng", "algorithm"), "algorithm.rng")
+    # the noise of samples asked and not yet told: the runner saves between generations
     pending = check.item(algorithm, "pending", "algorithm")
-    if not isinstance(pending, list):
-        check.refuse("algorithm.pending", pending, "a list")
-    for index, noise in enumerate(pending):  # (n, D) noise of samples asked, not yet told
-        key = f"algorithm.pending[{index}]"
-        check.tensor(noise, key)
-        if noise.dim() != 2 or noise.shape[1] != length:
-            check.refuse(key, noise, f"a tensor of shape (n, {length})")
+    if not isinstance(pending, list) or pending:
+        check.refuse("algorithm.pending", pending,
+                     "[] (a run is saved between generations: no sample asked and not told)")
     check.mapping(algorithm, "last", "algorithm")
     _check_search(check, check.mapping(algorithm, "search", "algorithm"), "algorithm.search")
     return length
 
 
-def _check_search(check: _Check, value: Any, key: str) -> None:
+def _check_search(check: RecordCheck, value: Any, key: str) -> None:
     """The search's tensors are finite (its step sizes > 0); its plain numbers (an optimizer's
     rates, moments and step count) finite and >= 0."""
     if isinstance(value, Mapping):
         for name, item in value.items():
-            _check_search(check, item, _name(key, name))
+            _check_search(check, item, key_name(key, name))
     elif isinstance(value, torch.Tensor):
         check.tensor(value, key, positive=key.rpartition(".")[2] in POSITIVE)
     elif type(value) is int:  # a step count
@@ -211,7 +181,7 @@ def _check_search(check: _Check, value: Any, key: str) -> None:
         check.real(value, key, 0.0)
 
 
-def _check_best(check: _Check, best: Mapping[str, Any], generation: int, length: int) -> None:
+def _check_best(check: RecordCheck, best: Mapping[str, Any], generation: int, length: int) -> None:
     # the runner never keeps a non-finite score as best: None until a finite center evaluation
     check.real(check.item(best, "score", "best"), "best.score", optional=True)
     check.count(check.item(best, "generation", "best"), "best.generation", at_most=generation)
@@ -223,7 +193,7 @@ def _check_best(check: _Check, best: Mapping[str, Any], generation: int, length:
     _check_obs_stats(check, best.get("obs_stats"), "best.obs_stats")
 
 
-def _check_obs_stats(check: _Check, stats: Any, key: str) -> None:
+def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
     if stats is None:
         return
     if not isinstance(stats, Mapping):
@@ -240,7 +210,7 @@ def _check_obs_stats(check: _Check, stats: Any, key: str) -> None:
             check.refuse(f"{key}.{name}", stats[name], "values >= 0")
 
 
-def _check_status(check: _Check, status: Mapping[str, Any], counts: Mapping[str, int]) -> None:
+def _check_status(check: RecordCheck, status: Mapping[str, Any], counts: Mapping[str, int]) -> None:
     """The last generation's status ({} before generation 1): GenerationStatus's fields."""
     if not status:
         return
@@ -266,7 +236,7 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
     """ConfigError (one line) unless the algorithm's and the problem's parts of ``state`` have
     the layout (keys, tensor shapes and kinds) that this run's freshly built ``algorithm`` and
     ``problem`` save: e.g. a center of 7 values for a network of 10 weights."""
-    check = _Check(path)
+    check = RecordCheck(path)
     saved = state.algorithm
     for key, own in (("algorithm", algorithm.name), ("solution_length", algorithm.solution_length)):
         if saved[key] != own:
@@ -274,6 +244,9 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
     _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")
+    # the problem's own kinds (e.g. PCG64 and a CUDA generator)
+    check.bit_generator(state.problem["rng"], "problem.rng", reference["rng"]["bit_generator"])
+    check.torch_generator(state.problem["noise_rng"], "problem.noise_rng", problem.device)
     if state.best["solution"] is not None:
         _same_layout(check, state.best.get("obs_stats"), reference["obs_stats"],
                      "best.obs_stats")
@@ -284,7 +257,7 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
 ADDED_LATER = {"algorithm.search.optimizer": {"steps"}}
 
 
-def _same_layout(check: _Check, saved: Any, reference: Any, key: str) -> None:
+def _same_layout(check: RecordCheck, saved: Any, reference: Any, key: str) -> None:
     """``saved`` has ``reference``'s keys, lengths, types and tensor shapes (a None in the
     reference also takes a plain number: e.g. a random generator's cached value)."""
     if isinstance(reference, torch.Tensor):
@@ -300,7 +273,7 @@ def _same_layout(check: _Check, saved: Any, reference: Any, key: str) -> None:
                          f"a mapping of {sorted(reference)}")
         for name, value in reference.items():
             if name in saved:
-                _same_layout(check, saved[name], value, _name(key, name))
+                _same_layout(check, saved[name], value, key_name(key, name))
     elif isinstance(reference, list | tuple):
         if not isinstance(saved, list | tuple) or len(saved) != len(reference):
             check.refuse(key, saved, f"a list of {len(reference)} items")
@@ -316,19 +289,3 @@ def _same_kind(saved: Any, reference: Any) -> bool:
     if type(reference) is float:
         return type(saved) in (int, float)
     return type(saved) is type(reference)
-
-
-def _name(prefix: str, key: Any) -> str:
-    key = str(key)
-    if "." in key:  # e.g. loggers['metrics.csv']
-        return f"{prefix}[{key!r}]"
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
-    if value is MISSING:
-        return "missing"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 from tools.helpers import PLOT_TOOL, rows, save_checkpoint, write_run
 
@@ -416,6 +417,16 @@ def _set(key: str, value):
     ("loggers/metrics.csv", -5, "loggers['metrics.csv']"),
     ("loggers/metrics.jsonl", "x", "loggers['metrics.jsonl']"),
     ("loggers/rows", "2", "loggers.rows"),
+    # random generators (issue 51 item 7): states their own libraries refuse to load
+    ("rng/torch", lambda state: state * 0, "rng.torch"),  # torch: "Invalid mt19937 state"
+    ("rng/python", lambda state: [state[0], state[1][:2], state[2]], "rng.python"),
+    ("rng/python", lambda state: [*state[:2], "abc"], "rng.python[2]"),  # random.gauss's next
+    ("rng/numpy/kind", "XYZ", "rng.numpy"),
+    ("rng/cuda", "x", "rng.cuda"),
+    ("problem/rng/bit_generator", "MT19937", "problem.rng"),  # the problem's is a PCG64
+    ("problem/noise_rng", lambda state: state * 0, "problem.noise_rng"),
+    ("algorithm/rng", lambda state: state[:7].clone(), "algorithm.rng"),
+    ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),  # saved between gens
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
 def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
     from neurorun.config_checks import ConfigError
@@ -488,6 +499,30 @@ def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained_co
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert str(path) in result.stderr and "algorithm.search.mu" in result.stderr
     assert "resume=" not in result.stderr.replace(f"resume={trained_copy}", "")
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("rng/torch", lambda state: state * 0, "rng.torch"),
+    ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),
+])
+def test_a_crafted_generator_state_is_one_line_before_the_run_goes_on(trained_copy, key, value,
+                                                                      named):
+    """Such a state failed mid-resume: "the run failed: RuntimeError: Invalid mt19937 state",
+    exit 1, with the run's files opened (issue 51 item 7)."""
+    path = _craft_state(trained_copy, _set(key, value))
+    before = _run_files(trained_copy)
+    result = _neurorun(f"resume={trained_copy}", "generations=3", cwd=trained_copy.parent)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert f"{path}: {named} is " in result.stderr
+    assert _run_files(trained_copy) == before
+
+
+def _run_files(run: Path) -> dict[Path, bytes | None]:
+    """What the run wrote (None: a folder), but the lock and Hydra's own files (its
+    `.hydra/resumed_<date>/` and log, written before the run takes the lock)."""
+    return {name: name.read_bytes() if name.is_file() else None for name in run.rglob("*")
+            if name.parts[len(run.parts)] not in (".hydra", ".neurorun.lock", "neurorun.log")}
 
 
 BOMB = "".join(["env:\n  id: CartPole-v1\nnetwork_args:\n  a0: &a0 [", ",".join("x" * 10), "]\n",
