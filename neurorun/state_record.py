@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurorun.config_checks import ConfigError
+from neurorun.layout import saved_config_path
 from neurorun.record_check import MISSING, RecordCheck, key_name
 from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
 from neurorun.seeding import numpy_state, python_state
@@ -242,6 +244,8 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
         if saved[key] != own:
             check.refuse(f"algorithm.{key}", saved[key], f"{own!r} (this run's algo and network)")
     _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
+    _same_normalization(state.problem.get("obs_stats") is not None,
+                        problem.observation_normalization, path)
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")
     # the problem's own kinds (e.g. PCG64 and a CUDA generator)
@@ -250,6 +254,19 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
     if state.best["solution"] is not None:
         _same_layout(check, state.best.get("obs_stats"), reference["obs_stats"],
                      "best.obs_stats")
+
+
+def _same_normalization(saved: bool, own: bool, path: Path) -> None:
+    """A resume keeps the run's problem.observation_normalization: its state holds observation
+    statistics, or none (the config was changed, on the command line or in the saved file)."""
+    if saved != own:
+        key = "problem.observation_normalization"
+        raise ConfigError(
+            f"resume: {key}={str(own).lower()}, but the run was started with "
+            f"{key}={str(saved).lower()} ({path} holds {'its' if saved else 'no'} observation "
+            f"statistics), and a resume cannot change it. Fix: drop {key}= from the command "
+            f"line (or set it back to {str(saved).lower()} in "
+            f"{saved_config_path(path.parent.parent)}), or start a new run in another folder.")
 
 
 # keys a state gained after runs were saved without them: such a state loads with the key's

@@ -261,6 +261,30 @@ def test_resume_refuses_another_network_or_env(tmp_path, override):
     assert same.env.id == "CartPole-v1"
 
 
+@pytest.mark.parametrize("started", [False, True])
+@pytest.mark.parametrize("changed", ["on the command line", "in the saved config"])
+def test_a_resume_cannot_change_observation_normalization(tmp_path, started, changed):
+    """It blamed state.pt: "problem.obs_stats is None, expected a mapping ...; the file was
+    changed or is not this run's" (issue 51 item 11)."""
+    key = "problem.observation_normalization"
+    run(tiny("generations=1", f"{key}={started}"), run_dir=tmp_path)
+    state = (tmp_path / "checkpoints" / "state.pt").read_bytes()
+    overrides = ["generations=2"]
+    if changed == "on the command line":
+        overrides.append(f"{key}={not started}")
+    else:
+        saved = OmegaConf.load(layout.saved_config_path(tmp_path))
+        saved.problem.observation_normalization = not started
+        OmegaConf.save(saved, layout.saved_config_path(tmp_path))
+    with pytest.raises(ConfigError) as refused:
+        run(resume.load_run_config(tmp_path, overrides), run_dir=tmp_path)
+    message = str(refused.value)
+    assert f"{key}={str(not started).lower()}, but the run was started with " \
+           f"{key}={str(started).lower()}" in message
+    assert f"Fix: drop {key}=" in message and "file was changed" not in message
+    assert (tmp_path / "checkpoints" / "state.pt").read_bytes() == state
+
+
 def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_path):
     run(tiny("generations=2"), run_dir=tmp_path)
     (tmp_path / "metrics.jsonl").unlink()
