@@ -1,8 +1,10 @@
 """A ray cluster started the way users start one (`ray start --head`, then `ray start
---address` per worker node), on this machine's loopback, in its own temporary folder.
+--address` per worker node), on loopback, in its own temporary folder and in a network namespace
+of its own (``netns``: ray listens on every interface otherwise). Its clients run in that
+namespace too (``command``).
 
-Its processes are found by pid and start time (every process a `ray start` call added) and
-stopped by pid, SIGTERM then SIGKILL: never `ray stop`, which would stop every ray on the
+Its processes are those of the namespace (``nodes``: the ones each `ray start` call added) and
+are stopped by pid, SIGTERM then SIGKILL: never `ray stop`, which would stop every ray on the
 machine. With ``RAY_AUTH_MODE=token`` (ray 2.60) every node and client reads the token that
 `ray get-auth-token --generate` writes under ``$HOME/.ray``, so the cluster and its clients get
 a home of their own in the temporary folder.
@@ -21,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.parallel.netns import NetworkNamespace
+
 RAY = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
+HEAD_PORT = 6379  # ray's default: free in a namespace of the cluster's own
 
 
 def free_port() -> int:
@@ -30,28 +35,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _processes() -> dict[int, int]:
-    """pid -> start time of every running process: a pid alone may be reused by a later
-    process, and a zombie (exited, not yet reaped by its parent) is not running."""
+def _running(pids: set[int]) -> dict[int, int]:
+    """pid -> start time of those of ``pids`` still running: a pid alone may be reused by a
+    later process, and a zombie (exited, not yet reaped by its parent) is not running."""
     found = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
+    for pid in pids:
         try:
-            stat = Path(f"/proc/{name}/stat").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
         if fields[0] not in ("Z", "X"):
-            found[int(name)] = int(fields[19])  # field 22 of proc(5): the start time
+            found[pid] = int(fields[19])  # field 22 of proc(5): the start time
     return found
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 class LocalCluster:
@@ -63,8 +59,9 @@ class LocalCluster:
         # AF_UNIX's 107 bytes, which pytest's (and pytest-xdist's) tmp_path can pass
         self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
         self.home = self.folder / "home"
-        self.address = f"127.0.0.1:{free_port()}"
+        self.address = f"127.0.0.1:{HEAD_PORT}"
         self.head_cpus, self.worker_cpus = head_cpus, worker_cpus
+        self.netns: NetworkNamespace | None = None
         self.nodes: list[dict[int, int]] = []  # pid -> start time of the processes each
         # `ray start` added: head first
 
@@ -74,44 +71,50 @@ class LocalCluster:
         return {**os.environ, "HOME": str(self.home), "RAY_AUTH_MODE": "token",
                 "RAY_USAGE_STATS_ENABLED": "0"}
 
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` run where the cluster can be reached: in its network namespace."""
+        assert self.netns is not None, "start the cluster first"
+        return self.netns.command(argv)
+
     def ray(self, *args: str, timeout: float = 180) -> str:
-        done = subprocess.run([RAY, *args], capture_output=True, text=True, env=self.env,
-                              timeout=timeout)
+        done = subprocess.run(self.command([RAY, *args]), capture_output=True, text=True,
+                              env=self.env, timeout=timeout)
         if done.returncode != 0:
             raise RuntimeError(f"ray {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
         return done.stdout
 
     def _start(self, *args: str) -> None:
-        before = _processes()
+        before = self._processes()
         self.ray("start", "--node-ip-address=127.0.0.1", "--disable-usage-stats", *args)
         time.sleep(1.0)  # the node's helper processes start right after `ray start` returns
-        self.nodes.append({pid: start for pid, start in _processes().items()
+        self.nodes.append({pid: start for pid, start in self._processes().items()
                            if before.get(pid) != start})
 
     def start(self) -> LocalCluster:
         self.home.mkdir(parents=True, exist_ok=True)
+        self.netns = NetworkNamespace()
         self.ray("get-auth-token", "--generate")  # into $HOME/.ray, as a user's first start
-        self._start("--head", f"--port={self.address.split(':')[1]}",
-                    f"--num-cpus={self.head_cpus}", f"--temp-dir={self.temp}",
-                    "--include-dashboard=false")
+        self._start("--head", f"--port={HEAD_PORT}", f"--num-cpus={self.head_cpus}",
+                    f"--temp-dir={self.temp}", "--include-dashboard=false")
         for cpus in self.worker_cpus:
             self._start(f"--address={self.address}", f"--num-cpus={cpus}")
         return self
 
     def kill_node(self, index: int) -> None:
         """SIGKILL worker node ``index`` (1: the first worker), as a lost machine."""
-        running = _processes()
+        running = _running(set(self.nodes[index]))
         for pid, start in self.nodes[index].items():
             if running.get(pid) == start:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
 
+    def _processes(self) -> dict[int, int]:
+        return _running(self.netns.members()) if self.netns else {}
+
     def alive(self) -> list[int]:
-        """The cluster's processes still running (started by its `ray start` calls, or naming
-        its temporary folder)."""
-        ours = {item for node in self.nodes for item in node.items()}
-        return sorted(pid for pid, start in _processes().items()
-                      if (pid, start) in ours or str(self.temp) in _cmdline(pid))
+        """The processes of the cluster's namespace still running: its nodes' and the drivers'
+        and actors' of its clients."""
+        return sorted(self._processes())
 
     def stop(self) -> None:
         for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 10.0)):
@@ -121,6 +124,8 @@ class LocalCluster:
             deadline = time.monotonic() + wait
             while self.alive() and time.monotonic() < deadline:
                 time.sleep(0.2)
+        if self.netns:
+            self.netns.close()
 
     def __enter__(self) -> LocalCluster:
         try:

@@ -1,7 +1,8 @@
 """A real ray cluster, started the way users start one: `ray start --head` on loopback, then two
-worker nodes with `ray start --address` (one CPU each), in a temporary folder of its own and
-stopped by process id (``local_cluster.LocalCluster``). Drivers run in fresh processes, as a
-user's `neurorun` would: ray reads its auth mode when it is imported."""
+worker nodes with `ray start --address` (one CPU each), in a temporary folder and a network
+namespace of its own, stopped by process id (``local_cluster.LocalCluster``). Drivers run in
+fresh processes in that namespace, as a user's `neurorun` would: ray reads its auth mode when
+it is imported."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 from tests.cli.test_readme_commands import BUDGET, CLUSTER_COMMANDS
 from tests.parallel.conftest import ROOT
 from tests.parallel.local_cluster import LocalCluster, free_port
+from tests.parallel.netns import alone, interfaces, listening, loopback_only
 
 pytestmark = pytest.mark.extras("ray")
 
@@ -41,8 +43,8 @@ def node_of(cluster: LocalCluster, pid: int) -> int:
 
 
 def driver(cluster: LocalCluster, code: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code, cluster.address, *args], cwd=ROOT,
-                            env={**cluster.env, "PYTHONPATH": ROOT}, text=True,
+    argv = cluster.command([sys.executable, "-c", code, cluster.address, *args])
+    return subprocess.Popen(argv, cwd=ROOT, env={**cluster.env, "PYTHONPATH": ROOT}, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
 
@@ -92,15 +94,17 @@ def test_readme_cluster_commands_run_as_printed(cluster, tmp_path, command):
     """The `parallel.address=auto` commands of README and docs/, with RAY_ADDRESS as a
     cluster's users set it (or as `ray start --head` on this machine lets ray find itself)."""
     args = shlex.split(command, comments=True)[1:]
-    done = subprocess.run([NEURORUN, *args, *BUDGET], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300,
+    done = subprocess.run(cluster.command([NEURORUN, *args, *BUDGET]), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
                           env={**cluster.env, "RAY_ADDRESS": cluster.address})
     assert done.returncode == 0, done.stderr[-3000:]
     assert cluster.ray("status", f"--address={cluster.address}").count("node_") == 3
 
 
 def run_cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([NEURORUN, "env=CartPole-v1", "parallel=ray", *args, *BUDGET],
+    """neurorun alone (``netns.alone``): the module's cluster, or a local ray of a test
+    beside it, is not there for it to find."""
+    return subprocess.run(alone([NEURORUN, "env=CartPole-v1", "parallel=ray", *args, *BUDGET]),
                           cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 
@@ -139,6 +143,33 @@ def test_a_cluster_of_another_ray_version_is_refused_in_one_line(cluster):
     out = finish(driver(cluster, MISMATCH))
     assert "the cluster runs another ray or Python than this process" in out
     assert "2.0.0" in out and "pip install ray==" in out
+
+
+HOLD_ACTORS = """
+import sys
+from neurorun.parallel import RayEvaluator
+with RayEvaluator({"env": "CartPole-v1"}, num_actors=2, address=sys.argv[1]):
+    print("up", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_the_cluster_and_its_clients_listen_on_loopback_only(cluster):
+    """issue 51: `ray start --head --node-ip-address=127.0.0.1` listened on every interface
+    (the GCS and raylets on [::], ray's helpers on the machine's address). Every socket that
+    the cluster's processes, a driver and its actors listen on is reachable through loopback
+    only."""
+    process = driver(cluster, HOLD_ACTORS)
+    assert process.stdout.readline() == "up\n", process.communicate()[1][-3000:]
+    sockets = {(pid, *bound) for pid in cluster.alive() for bound in listening(pid)}
+    process.stdin.write("done\n")
+    process.stdin.flush()
+    finish(process)
+    port = int(cluster.address.rpartition(":")[2])
+    assert port in {bound_port for _, _, bound_port in sockets}  # the head's GCS was seen
+    exposed = [(pid, address, bound_port, sorted(interfaces(pid)))
+               for pid, address, bound_port in sockets if not loopback_only(pid, address)]
+    assert not exposed, f"reachable beyond loopback (pid, address, port, interfaces): {exposed}"
 
 
 LOST_NODE = """
