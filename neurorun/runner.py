@@ -337,7 +337,9 @@ class Runner:
         result: dict[str, Any] = {}
         snapshot = None  # the state after the last finished generation, saved if one fails
         try:
-            with interrupts_on_signals():  # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C
+            # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C; patient: the first waits for a
+            # main thread busy in compiled code (a long evaluation) to save the last generation
+            with interrupts_on_signals(patient=True):
                 # no copies: every part's state_dict gives values a generation never writes
                 # into (updates assign new tensors), so a snapshot stays as it was taken
                 snapshot = self._state(self.elapsed_before + time.perf_counter() - started)

@@ -10,16 +10,30 @@ resume command, and the command exits with 128 + the signal number (130 for Ctrl
 logs a finished generation and takes its snapshot there, so what was logged is what gets saved.
 Between `hold()` and `release()` signals wait the same way: the command holds them while Hydra
 sets a run up, where a KeyboardInterrupt could be raised inside code that only reports it.
+
+Python runs a signal's handler only between bytecodes of the main thread, so a main thread
+stuck in compiled code (jax making its devices, XLA compiling, a C library waiting) would let a
+signal wait for ever. `watch()` (which `interrupts_on_signals` and `neurorun.startup` call) has
+a thread read the signals from Python's wakeup fd: one the main thread has not answered (its
+handler has not run) within `GRACE_S` seconds ends the process with one line and 128 + the
+signal number, saving nothing more. A patient block (the runner's loop, which saves the last
+finished generation once it takes a signal) waits for the main thread however long it is busy,
+and only a second signal is ended that way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
+GRACE_S = 5.0  # how long a signal waits for the main thread before it ends the process
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -46,6 +60,7 @@ _held: list[int] | None = None  # inside held(): the signal that arrived, if one
 
 
 def _raise(signum: int, frame: object) -> None:
+    answered()
     if _held is not None and not _held:  # the first one waits for the block's end
         _held.append(signum)
         return
@@ -100,10 +115,11 @@ def release() -> None:
 
 
 @contextmanager
-def interrupts_on_signals() -> Iterator[None]:
+def interrupts_on_signals(*, patient: bool = False) -> Iterator[None]:
     """SIGTERM, SIGUSR1 and SIGHUP raise RunInterrupted while inside, unless ignored, and so
     does Ctrl-C where Python's own handler has it (main thread only: signal handlers cannot be
-    set elsewhere, e.g. in a ray actor)."""
+    set elsewhere, e.g. in a ray actor). They are watched (`watch`): one the main thread does
+    not answer within GRACE_S ends the process; ``patient``: only a second one does."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -111,8 +127,89 @@ def interrupts_on_signals() -> Iterator[None]:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         ours.append(signal.SIGINT)
     previous = {number: signal.signal(number, _raise) for number in ours}
+    unwatch = watch(ours, patient=patient)
     try:
         yield
     finally:
+        unwatch()
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+# ----- signals the main thread does not answer -----
+_answered = -float("inf")  # when the main thread last ran a handler of ours (time.monotonic)
+_SLACK_S = 1.0  # a handler this long before the watcher read a signal may have answered it
+_watching: list[tuple[frozenset[int], bool]] = []  # watch()'s (signals, patient), innermost last
+_pipe: list[int] = []  # the wakeup fd's pipe (read end, write end), made once per process
+
+
+def answered() -> None:
+    """The main thread ran a handler of a watched signal (a handler calls it first)."""
+    global _answered
+    _answered = time.monotonic()
+
+
+def watch(signums: Collection[int], *, patient: bool = False) -> Callable[[], None]:
+    """End the process when one of ``signums`` is not answered within GRACE_S (a patient
+    watch: a second one), until the function returned is called (main thread only; the
+    handlers of ``signums`` call `answered()`)."""
+    if not _pipe:
+        _pipe.extend(os.pipe())
+        os.set_blocking(_pipe[1], False)  # set_wakeup_fd's rule: a signal never blocks
+        threading.Thread(target=_watcher, args=(_pipe[0],), name="neurorun-signals",
+                         daemon=True).start()
+    previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
+    _watching.append((frozenset(signums), patient))
+
+    def unwatch() -> None:
+        if _watching:  # a forked child forgot them
+            _watching.pop()
+            signal.set_wakeup_fd(previous)
+
+    return unwatch
+
+
+def _watcher(read_end: int) -> None:
+    waiting: list[tuple[float, int]] = []  # (when read, signal) not answered yet
+    timeout = None
+    while True:
+        ready = select.select([read_end], [], [], timeout)[0]
+        signums, patient = _watching[-1] if _watching else (frozenset(), False)
+        if ready:
+            now = time.monotonic()
+            waiting += [(now, signum) for signum in os.read(read_end, 512) if signum in signums]
+        waiting = [(when, signum) for when, signum in waiting if when - _SLACK_S > _answered
+                   and signum in signums]
+        due = waiting[1:] if patient else waiting
+        timeout = due[0][0] + GRACE_S - time.monotonic() if due else None
+        if timeout is not None and timeout <= 0:
+            _end(due[0][1])
+
+
+def _end(signum: int) -> None:
+    """One line and 128 + the signal number, from the watcher: the main thread is stuck, so
+    neither its handlers nor its clean-up can run."""
+    line = (f"neurorun: {said(signum)}; the run did not answer it within {GRACE_S:g} s (busy "
+            "outside Python), so it ends now\n")
+    try:
+        os.write(2, line.encode())
+    finally:
+        os._exit(128 + signum)
+
+
+def _forget_in_child() -> None:
+    """A forked child (an env worker) has no watcher thread: its signals are its own, not
+    bytes in its parent's pipe."""
+    if not _pipe:
+        return
+    with contextlib.suppress(ValueError):  # forked from another thread than the main one
+        previous = signal.set_wakeup_fd(-1)
+        if previous != _pipe[1]:
+            signal.set_wakeup_fd(previous)  # another's, kept
+    for end in _pipe:
+        os.close(end)
+    _pipe.clear()
+    _watching.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)

@@ -3,7 +3,8 @@ seconds, before `cli.main` can catch a KeyboardInterrupt, and Python would print
 `neurorun.cli` imports this module before any other; until `loaded()` hands Ctrl-C back, it
 ends the process with one line and exit status 130, as a later Ctrl-C does. SIGTERM, SIGHUP
 and SIGUSR1 (which end a run as Ctrl-C does) likewise say so in one line, where they ended the
-process silently.
+process silently. They are watched (`neurorun.signals.watch`): while a module loads in compiled
+code for longer than the signal's grace, the watcher ends the process.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import signal
 import sys
 import threading
 
-from neurorun.signals import said
+from neurorun.signals import answered, said, watch
 
 
 def _interrupted(signum: int, frame: object) -> None:
+    answered()
     print(f"neurorun: {said(signum)}", file=sys.stderr)
     sys.exit(128 + signum)
 
@@ -28,11 +30,16 @@ _GUARDED = ([number for number, default in _DEFAULTS.items()
             if threading.current_thread() is threading.main_thread() else [])
 for _number in _GUARDED:
     signal.signal(_number, _interrupted)
+_unwatch = watch(_GUARDED) if _GUARDED else None
 
 
 def loaded() -> None:
     """Ctrl-C raises KeyboardInterrupt again (which `cli.main`, or a user's code, catches);
     the other signals are Python's defaults again."""
+    global _unwatch
+    if _unwatch is not None:
+        _unwatch()
+        _unwatch = None
     for number in _GUARDED:
         if signal.getsignal(number) is _interrupted:
             signal.signal(number, _DEFAULTS[number])

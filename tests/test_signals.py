@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -68,3 +71,85 @@ def test_nested_held_blocks_raise_the_signal_as_the_outermost_ends():
             os.kill(os.getpid(), signal.SIGUSR1)
         done.append("rest of the outer block")
     assert done == ["rest of the outer block"] and raised.value.signum == signal.SIGUSR1
+
+
+# ----- a main thread stuck in compiled code (issue 51 item 1) -----
+STUCK = """
+import ctypes, sys
+from neurorun import signals
+signals.GRACE_S = {grace}
+mutex = ctypes.create_string_buffer(64)  # zeroed: a default (non-recursive) pthread mutex
+libc = ctypes.CDLL(None)
+libc.pthread_mutex_lock(mutex)
+with signals.interrupts_on_signals(patient={patient}):
+    print("stuck", flush=True)
+    libc.pthread_mutex_lock(mutex)  # locked already: waits for ever, signals or not
+"""
+
+
+def _stuck(grace: float, patient: bool) -> subprocess.Popen:
+    """A Python process whose main thread waits for ever in C (as jax making a million devices
+    did), where Python never runs a signal handler."""
+    process = subprocess.Popen([sys.executable, "-c", STUCK.format(grace=grace,
+                                                                   patient=patient)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "stuck\n"
+    time.sleep(0.5)  # into the C call
+    return process
+
+
+def test_a_signal_the_stuck_main_thread_never_answers_still_ends_the_process():
+    process = _stuck(grace=2, patient=False)
+    try:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM
+    assert err == ("neurorun: stopped by SIGTERM; the run did not answer it within 2 s (busy "
+                   "outside Python), so it ends now\n")
+
+
+def test_a_patient_block_waits_for_the_first_signal_and_ends_on_the_second():
+    """The runner's loop: what it saves once it takes the signal is worth the wait (a long
+    compiled evaluation); a second signal not answered ends it."""
+    process = _stuck(grace=1, patient=True)
+    try:
+        process.send_signal(signal.SIGUSR1)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=4)  # 4 x the grace: still waiting
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM
+    assert err.startswith("neurorun: stopped by SIGTERM; the run did not answer it within 1 s")
+
+
+def test_an_answered_signal_is_raised_as_before_and_a_forked_child_is_not_watched():
+    """The handler ran: the watcher stays quiet (its line never printed, the process not ended
+    by it); a forked child's signals are its own."""
+    code = """
+import os, signal, sys, time
+from neurorun import signals
+signals.GRACE_S = 0.5
+with signals.interrupts_on_signals():
+    child = os.fork()
+    if child == 0:  # SIGUSR1 at its default ends the child, not a byte in the parent's pipe
+        signal.signal(signal.SIGUSR1, lambda *_: None)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        os._exit(0)
+    os.waitpid(child, 0)
+    time.sleep(2)  # the watcher would end the process here
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(2)
+    except KeyboardInterrupt as error:
+        print("raised", error.signum, flush=True)
+time.sleep(2)
+print("went on", flush=True)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"raised {int(signal.SIGTERM)}\nwent on\n" and done.stderr == ""
