@@ -18,7 +18,9 @@ a thread read the signals from Python's wakeup fd: one the main thread has not a
 handler has not run) within `GRACE_S` seconds ends the process with one line and 128 + the
 signal number, saving nothing more. A patient block (the runner's loop, which saves the last
 finished generation once it takes a signal) waits for the main thread however long it is busy,
-and only a second signal is ended that way.
+and only a second signal is ended that way. Once a signal is raised the run is stopping: for
+GRACE_S more signals wait for its clean-up (its state saved, its loggers closed), and a command
+that exits on it ignores them from there to its end, so it ends with the first one's status.
 """
 
 from __future__ import annotations
@@ -57,14 +59,26 @@ def exit_status(error: KeyboardInterrupt) -> int:
 
 
 _held: list[int] | None = None  # inside held(): the signal that arrived, if one did
+_stopping_since: float | None = None  # when a signal was raised: the run is stopping
+_depth = 0  # interrupts_on_signals blocks entered
 
 
 def _raise(signum: int, frame: object) -> None:
     answered()
+    if _stopping_since is not None and time.monotonic() - _stopping_since < GRACE_S:
+        return  # stopping already: the state is saved and the loggers closed first
     if _held is not None and not _held:  # the first one waits for the block's end
         _held.append(signum)
         return
-    raise RunInterrupted(signum)  # outside held(), or asked twice: at once
+    raise _stop(signum)  # outside held(), or asked twice: at once
+
+
+def _stop(signum: int) -> RunInterrupted:
+    """The interrupt to raise; from now on, for GRACE_S, more signals wait for the run's
+    clean-up (three quick SIGTERMs cut the saving of its state short)."""
+    global _stopping_since
+    _stopping_since = time.monotonic()
+    return RunInterrupted(signum)
 
 
 @contextmanager
@@ -82,7 +96,7 @@ def held() -> Iterator[None]:
     except Exception as error:
         arrived, _held = _held, outer
         if arrived:
-            raise RunInterrupted(arrived[0]) from error
+            raise _stop(arrived[0]) from error
         raise
     except BaseException:  # the second signal (or another interrupt): as it is
         _held = outer
@@ -91,7 +105,7 @@ def held() -> Iterator[None]:
     if arrived and outer is not None:
         outer[:] = outer or arrived  # the outer block raises it as it ends
     elif arrived:
-        raise RunInterrupted(arrived[0])
+        raise _stop(arrived[0])
 
 
 def hold() -> None:
@@ -111,7 +125,7 @@ def release() -> None:
     global _held
     arrived, _held = _held, None
     if arrived:
-        raise RunInterrupted(arrived[0])
+        raise _stop(arrived[0])
 
 
 @contextmanager
@@ -126,14 +140,23 @@ def interrupts_on_signals(*, patient: bool = False) -> Iterator[None]:
     ours = [number for number in SIGNALS if signal.getsignal(number) is not signal.SIG_IGN]
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         ours.append(signal.SIGINT)
+    global _depth, _stopping_since
     previous = {number: signal.signal(number, _raise) for number in ours}
     unwatch = watch(ours, patient=patient)
+    _depth += 1
+    exiting = False
     try:
         yield
+    except SystemExit:  # the process ends with the status it chose: later signals are ignored
+        exiting = _stopping_since is not None
+        raise
     finally:
+        _depth -= 1
         unwatch()
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            signal.signal(number, signal.SIG_IGN if exiting and not _depth else handler)
+        if not _depth:
+            _stopping_since = None
 
 
 # ----- signals the main thread does not answer -----

@@ -153,3 +153,26 @@ print("went on", flush=True)
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"raised {int(signal.SIGTERM)}\nwent on\n" and done.stderr == ""
+
+
+def test_more_signals_while_the_run_stops_wait_for_its_clean_up(monkeypatch):
+    """Three quick SIGTERMs: the second and third cut the saving of the state short. For
+    GRACE_S after a signal is raised, later ones wait; after it, one is raised again (a
+    clean-up stuck in Python still stops)."""
+    saved = []
+    with pytest.raises(RunInterrupted) as raised, interrupts_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            saved.append("the state")
+    assert saved == ["the state"] and raised.value.signum == signal.SIGTERM
+    monkeypatch.setattr("neurorun.signals.GRACE_S", 0.0)
+    with pytest.raises(RunInterrupted) as raised, interrupts_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            saved.append("not reached")
+    assert raised.value.signum == signal.SIGUSR1 and saved == ["the state"]
