@@ -1,20 +1,27 @@
 """Connecting to ray: start a local instance or join a cluster, quietly; and leaving it.
 
 Joining a cluster fails in one line, within seconds, when nothing listens at the address, no
-cluster can be found for ``auto``, or the cluster runs another ray or Python version.
+cluster can be found for ``auto``, or the cluster runs another ray or Python version. What ray
+prints meanwhile goes to the log, not the console.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import socket
+import sys
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from neurorun.extras import require
 
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
 RAYLET_LOG = logging.getLogger("raylet")  # not under "ray", whose level ERROR would drop them
+RAY_CORE_LOG = logging.getLogger("ray_core")  # ray's C++ lines in this process (not under "ray")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes
 
 
@@ -39,14 +46,38 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         return False
     route_raylet_messages()
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    if address:
-        _join(ray, str(address), quiet)
-        return True
-    extra: dict[str, Any] = {"include_dashboard": bool(include_dashboard)}
-    if include_dashboard:
-        extra["dashboard_host"] = "127.0.0.1"
-    ray.init(num_cpus=None if num_cpus is None else int(num_cpus), **extra, **quiet)
+    with native_stderr_to_log():
+        if address:
+            _join(ray, str(address), quiet)
+            return True
+        extra: dict[str, Any] = {"include_dashboard": bool(include_dashboard)}
+        if include_dashboard:
+            extra["dashboard_host"] = "127.0.0.1"
+        ray.init(num_cpus=None if num_cpus is None else int(num_cpus), **extra, **quiet)
     return True
+
+
+@contextlib.contextmanager
+def native_stderr_to_log() -> Iterator[None]:
+    """ray's C++ core writes to file descriptor 2 until its log file is open, i.e. while
+    `ray.init` runs: e.g. "Failed to determine local IP via external connectivity" on a machine
+    with no route out, or a cluster's refusal of a missing token once a second. Those lines
+    become `ray_core` records (neurorun.log under the command), not console lines. A file holds
+    them, not a pipe: a pipe that nobody reads meanwhile would stop ray once full."""
+    sys.stderr.flush()
+    console = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(console, 2)
+            os.close(console)
+            caught.seek(0)
+            for line in caught.read().decode(errors="replace").splitlines():
+                if line.strip():
+                    RAY_CORE_LOG.warning("%s", line)
 
 
 def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:

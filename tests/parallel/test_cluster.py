@@ -204,18 +204,3 @@ def test_a_lost_worker_node_is_replaced_and_the_results_are_the_same(cluster):
     out = finish(process)
     assert "restarts 1" in out and "driver ok" in out
 
-
-def test_raylet_messages_are_log_records_without_colour_codes(monkeypatch, capsys, caplog):
-    """issue 37 item 13: ray's driver printed "(raylet) A worker died ..." to the console with
-    colour codes, plain mode or not; they are `raylet` log records (neurorun.log) instead."""
-    from ray._private import worker
-
-    from neurorun.parallel.cluster import route_raylet_messages
-
-    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # restored
-    route_raylet_messages()
-    worker.print_to_stdstream({"lines": ["\x1b[33mA worker died or was killed\x1b[0m"],
-                               "pid": "raylet", "is_err": False}, ignore_prefix=False)
-    assert capsys.readouterr() == ("", "")
-    (record,) = [r for r in caplog.records if r.name == "raylet"]
-    assert record.getMessage() == "(raylet) A worker died or was killed"

@@ -8,9 +8,7 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
-from tests.parallel.netns import NetworkNamespace, interfaces, listening, loopback_only
+from tests.parallel.netns import interfaces, listening, loopback_only
 
 SERVE = """
 import socket, sys
@@ -31,14 +29,6 @@ def test_listening_reads_the_address_and_port_a_process_listens_on():
         assert ("127.0.0.1", server.getsockname()[1]) in found
         assert all(port != client.getsockname()[1] for _, port in found)
         assert loopback_only(os.getpid(), "127.0.0.1")
-
-
-@pytest.fixture
-def namespace():
-    made = NetworkNamespace()
-    yield made
-    made.close()
-    assert not made.members()
 
 
 def test_a_server_in_the_namespace_listens_where_only_loopback_exists(namespace):
