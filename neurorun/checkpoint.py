@@ -36,7 +36,9 @@ def _as_list(value: Any) -> Any:
 META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
               ("architecture", "a string", lambda v: isinstance(v, str)),
               ("network_args", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
-              ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)))
+              ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+              *((key, "a whole number >= 1", lambda v: type(v) is int and v >= 1)
+                for key in ("obs_length", "act_length")))
 
 
 def policy_meta(problem: Any, env_config: Any, network_args: Any) -> dict[str, Any]:

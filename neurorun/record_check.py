@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from neurorun.config_checks import ConfigError
+from neurorun.saved_values import SavedValueError
 
 MISSING = object()  # shown as "missing"
 INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
@@ -64,6 +65,14 @@ class RecordCheck:
             self.refuse(key, value, "finite values (a diverged search is never saved)")
         if positive and not bool((value > 0).all()):
             self.refuse(key, value, "values > 0 (a standard deviation)")
+
+    def follows(self, prefix: str, rule: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        """``rule(*args, **kwargs)`` (one of :mod:`neurorun.saved_values`' rules, which name
+        the keys below ``prefix``) refuses nothing."""
+        try:
+            rule(*args, **kwargs)
+        except SavedValueError as error:
+            self.refuse(key_name(prefix, error.key), error.value, error.expected)
 
     def generator(self, value: Any, key: str, kind: str, load: Callable[[Any], object]) -> None:
         """A random generator's state: ``load`` puts it into a throwaway generator of its kind,

@@ -28,6 +28,7 @@ from neurorun.config_checks import ConfigError
 from neurorun.layout import saved_config_path
 from neurorun.record_check import MISSING, RecordCheck, key_name
 from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
+from neurorun.saved_values import check_sums, check_vector
 from neurorun.seeding import numpy_state, python_state
 from neurorun.status import GenerationStatus
 
@@ -188,10 +189,8 @@ def _check_best(check: RecordCheck, best: Mapping[str, Any], generation: int, le
     check.real(check.item(best, "score", "best"), "best.score", optional=True)
     check.count(check.item(best, "generation", "best"), "best.generation", at_most=generation)
     solution = check.item(best, "solution", "best")
-    if solution is not None:
-        check.tensor(solution, "best.solution")
-        if tuple(solution.shape) != (length,) or not solution.is_floating_point():
-            check.refuse("best.solution", solution, f"a floating tensor of shape ({length},)")
+    if solution is not None:  # a policy file's rule
+        check.follows("best", check_vector, "solution", solution, length)
     _check_obs_stats(check, best.get("obs_stats"), "best.obs_stats")
 
 
@@ -200,16 +199,10 @@ def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
         return
     if not isinstance(stats, Mapping):
         check.refuse(key, stats, "a mapping or None")
-    check.count(check.item(stats, "size", key), f"{key}.size", minimum=1)
+    size = check.count(check.item(stats, "size", key), f"{key}.size", minimum=1)
     check.real(check.item(stats, "min_variance", key), f"{key}.min_variance", 0.0)
-    for name, shape in (("count", ()), ("sum", (stats["size"],)),
-                        ("sum_of_squares", (stats["size"],))):
-        check.tensor(check.item(stats, name, key), f"{key}.{name}")
-        if tuple(stats[name].shape) != shape:
-            check.refuse(f"{key}.{name}", stats[name], f"a tensor of shape {shape}")
-    for name in ("count", "sum_of_squares"):
-        if not bool((stats[name] >= 0).all()):
-            check.refuse(f"{key}.{name}", stats[name], "values >= 0")
+    sums = [check.item(stats, name, key) for name in ("count", "sum", "sum_of_squares")]
+    check.follows(key, check_sums, *sums, size=size)  # a policy file's rule
 
 
 def _check_status(check: RecordCheck, status: Mapping[str, Any], counts: Mapping[str, int]) -> None:

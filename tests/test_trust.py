@@ -427,6 +427,10 @@ def _set(key: str, value):
     ("problem/noise_rng", lambda state: state * 0, "problem.noise_rng"),
     ("algorithm/rng", lambda state: state[:7].clone(), "algorithm.rng"),
     ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),  # saved between gens
+    # a policy file's rules (issue 51 item 10): no sums where nothing was counted
+    ("best/obs_stats", {"size": 4, "min_variance": 0.01, "count": torch.tensor(0.0).double(),
+                        "sum": torch.ones(4).double(), "sum_of_squares": torch.ones(4).double()},
+     "best.obs_stats.count"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
 def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
     from neurorun.config_checks import ConfigError
@@ -539,21 +543,17 @@ def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):  # probe
     assert "alias" in result.stderr
 
 
-@pytest.mark.parametrize("tool", ["compare", PLOT_TOOL, "eval"])
+@pytest.mark.parametrize("tool", ["compare", PLOT_TOOL, "eval", "render"])
 def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):  # probe C31
     from neurorun.tools import compare, plot
 
     run = write_run(tmp_path / "run", rows([1.0, 2.0]), [])
     saved = run / ".hydra" / "config.yaml"
     saved.write_text("a: &x [1, 2]\nb: *x\nenv: {id: CartPole-v1}\n")
-    if tool == "eval":  # its extras (env_config, episodes) come from the config: left out
-        from neurorun.tools.loading import run_settings
-
-        save_checkpoint(run / "checkpoints" / "best")
-        assert run_settings(run / "checkpoints" / "best.pt") == {}
-        return
+    save_checkpoint(run)  # eval and render refuse it too: its settings would be left out
     code = (plot.main([str(run), "--out", str(tmp_path / "c.png")]) if tool == "plot"
-            else compare.main([str(run)]))
+            else compare.main([str(run)]) if tool == "compare"
+            else _tool({"eval": evaluate, "render": render}[tool], run))
     err = capsys.readouterr().err
     assert code == 2 and str(saved) in err and "alias" in err
 

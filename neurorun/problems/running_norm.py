@@ -12,6 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from neurorun.saved_values import SavedValueError, check_sums, check_vector
+
 MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
 
 
@@ -129,16 +131,24 @@ class RunningNorm:
     @classmethod
     def from_export(cls, exported: dict[str, Any]) -> RunningNorm:
         """The statistics a saved policy holds (``export``): exactly from the sums and count,
-        or (a policy pickle has no count) as one observation with that mean and stdev."""
+        or (a policy pickle has no count) as one observation with that mean and stdev.
+
+        Raises:
+            SavedValueError: statistics no run saves, by the rules state.pt's are held to.
+        """
         if exported.get("obs_count") is not None and exported.get("obs_sum") is not None:
-            total = torch.as_tensor(exported["obs_sum"], dtype=torch.float64)
+            total, squares = exported["obs_sum"], exported.get("obs_sum_of_squares")
+            check_sums(exported["obs_count"], total, squares, prefix="obs_")
             return cls.from_state_dict({
                 "size": total.numel(), "min_variance": MIN_VARIANCE,
                 "count": torch.tensor(float(exported["obs_count"])), "sum": total,
-                "sum_of_squares": torch.as_tensor(exported["obs_sum_of_squares"],
-                                                  dtype=torch.float64)})
-        mean = torch.as_tensor(exported["obs_mean"], dtype=torch.float64)
-        stdev = torch.as_tensor(exported["obs_stdev"], dtype=torch.float64)
+                "sum_of_squares": squares})
+        mean, stdev = exported["obs_mean"], exported.get("obs_stdev")
+        check_vector("obs_mean", mean)
+        check_vector("obs_stdev", stdev, mean.numel())
+        if not bool((stdev > 0).all()):
+            raise SavedValueError("obs_stdev", stdev, "values > 0 (a standard deviation)")
+        mean, stdev = mean.double(), stdev.double()
         return cls.from_state_dict({"size": mean.numel(), "min_variance": 0.0,
                                     "count": torch.tensor(1.0), "sum": mean,
                                     "sum_of_squares": stdev * stdev + mean * mean})

@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import BEST_POLICY, LAST_POLICY, saved_config_path
-from neurorun.saved_yaml import read_config, without_env_reads
+from neurorun.layout import BEST_POLICY, LAST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_trust_options,
@@ -40,6 +39,7 @@ from neurorun.tools.episodes import (
     step_limit,
 )
 from neurorun.tools.loading import load_policy
+from neurorun.tools.runs import run_settings
 
 
 def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
@@ -70,16 +70,13 @@ def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
 
 def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
     """(episodes, base seed) of the center evaluation of the run `checkpoint` belongs to (its
-    saved config's eval_episodes and seed, as the runner derives it), or None."""
+    saved config's eval_episodes and seed, as the runner derives it), or None outside a run
+    (a refused config is a ToolError, as for every tool)."""
     from neurorun.seeding import derive_seed
 
-    config_path = saved_config_path(checkpoint.parent.parent)
-    try:  # bounded, and nothing in it reads the environment
-        config = without_env_reads(read_config(config_path))
-        episodes, seed = config.eval_episodes, config.seed
-    except Exception:  # no run folder, or a damaged config: the plain defaults
-        return None
-    if type(episodes) is not int or type(seed) is not int or episodes < 1:
+    settings = run_settings(checkpoint)
+    episodes, seed = settings.get("eval_episodes"), settings.get("seed")
+    if episodes is None or seed is None:
         return None
     return episodes, derive_seed(seed, "evaluation")
 

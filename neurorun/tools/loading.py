@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
 from neurorun.checkpoint import META_TYPES
 from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
-from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, saved_config_path
+from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR
 from neurorun.problems.running_norm import RunningNorm
-from neurorun.saved_yaml import read_config, without_env_reads
+from neurorun.record_check import first_line, shown
+from neurorun.saved_values import SavedValueError, check_vector
 from neurorun.tools.common import ToolError
+from neurorun.tools.runs import run_settings
 
 if TYPE_CHECKING:
     from neurorun.problems import Problem
@@ -72,6 +73,12 @@ class LoadedPolicy:
                             f"network {self.architecture!r} on {self.env!r} has "
                             f"{problem.solution_length}; pass the env it was trained on")
         if self.obs_stats is not None:
+            if self.obs_stats.size != problem.obs_length:
+                problem.close()
+                raise ToolError(f"{str(self.source)!r}: observation statistics of "
+                                f"{self.obs_stats.size} values, but {self.env!r} observes "
+                                f"{problem.obs_length}; the file was changed or is not a "
+                                "run's. Fix: use an intact copy of the checkpoint the run wrote")
             problem.set_obs_stats(self.obs_stats)
         return problem
 
@@ -124,32 +131,15 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
                     "(a sweep holds one run per subfolder) or a checkpoint file")
 
 
-def run_settings(checkpoint: Path) -> dict[str, Any]:
-    """`env_config` and `episode_length` of the run a checkpoint file belongs to (if known)."""
-    config_path = saved_config_path(checkpoint.parent.parent)
-    if not config_path.is_file():
-        return {}
-    try:  # bounded, and nothing in it reads the environment
-        config = without_env_reads(read_config(config_path))
-        env_config = OmegaConf.select(config, "env.env_config", default=None)
-        env_config = {} if env_config is None else OmegaConf.to_container(env_config,
-                                                                          resolve=True)
-        return {"env_config": dict(env_config),
-                "episode_length": OmegaConf.select(config, "problem.episode_length",
-                                                   default=None)}
-    except Exception:  # a damaged config only costs these extras; the policy still loads
-        return {}
-
-
 def _read_meta(path: Path) -> dict[str, Any]:
     json_path = path.with_suffix(".json")
     if not json_path.is_file():
         return {}
     try:
         meta = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ToolError(f"{str(json_path)!r} is not valid JSON ({error}); it describes the "
-                        "checkpoint's env and network") from error
+    except (OSError, ValueError, RecursionError) as error:  # nested beyond Python's stack
+        raise ToolError(f"{str(json_path)!r} is not valid JSON ({first_line(error)}); it "
+                        "describes the checkpoint's env and network") from error
     if not isinstance(meta, dict):
         raise ToolError(f"{str(json_path)!r}: expected a JSON object, got {type(meta).__name__}")
     for key, kind, fits in META_TYPES:
@@ -177,18 +167,11 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
         raise ToolError(f"{str(path)!r} is not a neurorun policy pickle: expected a dict whose "
                         "'policy' has an act(obs) method")
     meta = _read_meta(path)
-    settings = {**meta, **run_settings(path)}
     saved["policy"].eval()
-    stats = None
-    if saved.get("obs_mean") is not None:
-        stats = RunningNorm.from_export({**saved, "obs_count": meta.get("obs_count")})
-    loaded = LoadedPolicy(
-        saved["policy"], env or str(saved.get("env")), path,
-        torch.as_tensor(saved["solution"], dtype=torch.float32).reshape(-1),
-        str(saved.get("architecture")), dict(meta.get("network_args") or {}), stats,
-        dict(settings.get("env_config") or {}), settings.get("episode_length"))
-    _check_env(loaded, meta)
-    return loaded
+    # the pickle has the reference's keys, without the count: the .json has it
+    return _loaded(path, saved["policy"], env or str(saved.get("env")),
+                   {**saved, "obs_count": meta.get("obs_count")}, meta,
+                   str(saved.get("architecture")))
 
 
 def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy:
@@ -206,19 +189,34 @@ def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy
                         "with 'env' and 'architecture' to rebuild the network")
     if not trust_code:
         _refuse_code(meta, path.with_suffix(".json"), env_given=env is not None)
-    settings = {**meta, **run_settings(path)}
-    stats = RunningNorm.from_export(weights) if weights.get("obs_mean") is not None else None
-    loaded = LoadedPolicy(
-        None, env or str(meta["env"]), path,
-        torch.as_tensor(weights["solution"], dtype=torch.float32).reshape(-1),
-        str(meta["architecture"]), dict(meta.get("network_args") or {}), stats,
-        dict(settings.get("env_config") or {}), settings.get("episode_length"))
-    _check_env(loaded, meta)
+    loaded = _loaded(path, None, env or str(meta["env"]), weights, meta,
+                     str(meta["architecture"]))
     problem = loaded.make_problem(loaded.episode_length)
     try:
         loaded.policy = problem.to_policy(loaded.solution).eval()
     finally:
         problem.close()
+    return loaded
+
+
+def _loaded(path: Path, policy: Any, env: str, exported: dict[str, Any], meta: dict[str, Any],
+            architecture: str) -> LoadedPolicy:
+    """The policy file ``path`` holding ``exported`` (its solution and observation statistics,
+    which follow the rules state.pt's do), with its run's settings (else its .json's)."""
+    try:
+        check_vector("solution", exported.get("solution"))
+        stats = None if exported.get("obs_mean") is None else RunningNorm.from_export(exported)
+    except SavedValueError as error:
+        raise ToolError(f"{str(path)!r}: {error.key} is {shown(error.value)}, expected "
+                        f"{error.expected}; the file was changed or is not a run's. Fix: use "
+                        "an intact copy of the checkpoint the run wrote") from None
+    settings = run_settings(path)
+    loaded = LoadedPolicy(
+        policy, env, path, exported["solution"].float(), architecture,
+        dict(meta.get("network_args") or {}), stats,
+        dict(settings.get("env.env_config", meta.get("env_config")) or {}),
+        settings.get("problem.episode_length"))
+    _check_env(loaded, meta)
     return loaded
 
 

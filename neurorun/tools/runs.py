@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 
 from neurorun.layout import overrides_path, saved_config_path
 from neurorun.loggers.files import METRIC_FILES
+from neurorun.record_check import first_line, shown
+from neurorun.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
 from neurorun.tools.common import ToolError
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
@@ -94,10 +99,6 @@ def read_overrides(folder: Path) -> dict[str, str]:
     path = overrides_path(folder)
     if not path.is_file():
         return {}
-    from omegaconf import OmegaConf
-
-    from neurorun.saved_yaml import SavedFileError, read_yaml
-
     try:
         lines = OmegaConf.to_container(read_yaml(path) or OmegaConf.create([]))
     except Exception as error:  # SavedFileError names the file itself
@@ -115,10 +116,6 @@ def read_env(folder: Path) -> str | None:
     path = saved_config_path(folder)
     if not path.is_file():
         return None
-    from omegaconf import OmegaConf
-
-    from neurorun.saved_yaml import SavedFileError, read_yaml, without_env_reads
-
     try:  # an ${oc.env:...} in the file stays unread: env.id is then unknown
         config = read_yaml(path)
         env_id = None if config is None else OmegaConf.select(without_env_reads(config),
@@ -127,6 +124,67 @@ def read_env(folder: Path) -> str | None:
         raise ToolError(str(error) if isinstance(error, SavedFileError) else
                         f"cannot read {str(path)!r}: {error}") from error
     return None if env_id is None else str(env_id)
+
+
+def run_config(folder: Path) -> DictConfig | None:
+    """The saved config of the run `folder`, read with bounds and its `${oc.env:...}` left
+    unread; None where `folder` has none (a checkpoint outside a run folder).
+
+    Raises:
+        ToolError: the run's config is there but refused (aliases, too deep or large, not a
+            mapping...), as neurorun-compare refuses it: what it says would be left out.
+    """
+    path = saved_config_path(folder)
+    if not os.path.lexists(path):
+        return None
+    try:
+        return without_env_reads(read_config(path))
+    except SavedFileError as error:  # it names the file
+        raise ToolError(str(error)) from None
+    except OSError as error:
+        raise ToolError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
+
+
+# what the tools take from a run's saved config: (key, what a run saves there, whether a value
+# is that); each is None where the config has no such key (runs saved before it existed)
+RUN_SETTINGS = (
+    ("env.env_config", "a mapping", lambda value: isinstance(value, dict)),
+    ("problem.episode_length", "a whole number >= 1", lambda value: _count(value, 1)),
+    ("eval_episodes", "a whole number >= 1", lambda value: _count(value, 1)),
+    ("seed", "a whole number >= 0", lambda value: _count(value, 0)),
+)
+
+
+def run_settings(checkpoint: Path) -> dict[str, Any]:
+    """The `RUN_SETTINGS` of the run a checkpoint file belongs to, by key ({} in no run).
+
+    Raises:
+        ToolError: the run's config is refused, or holds a value there that no run saves.
+    """
+    folder = checkpoint.parent.parent  # <run>/checkpoints/<file>
+    config = run_config(folder)
+    if config is None:
+        return {}
+    path = saved_config_path(folder)
+    settings = {}
+    for key, expected, fits in RUN_SETTINGS:
+        try:
+            value = OmegaConf.select(config, key, default=None)
+            if OmegaConf.is_config(value):
+                value = OmegaConf.to_container(value, resolve=True)
+        except Exception as error:  # an unresolvable value, a ${oc.env:...} left unread
+            raise ToolError(f"{str(path)!r}: {key} cannot be read ({first_line(error)}). "
+                            f"Fix: restore the file from an intact copy of the run") from None
+        if value is not None and not fits(value):
+            raise ToolError(f"{str(path)!r}: {key}={shown(value)}; expected {expected} or "
+                            "null, as a run saves it. Fix: restore the file from an intact "
+                            "copy of the run")
+        settings[key] = value
+    return settings
+
+
+def _count(value: Any, minimum: int) -> bool:
+    return type(value) is int and value >= minimum
 
 
 def load_runs(paths: list[str | Path]) -> list[Run]:

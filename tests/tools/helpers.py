@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from neurorun.tools import compare, evaluate, plot, render
+
 # the tool "plot" as a parameter of tests over tools: neurorun-plot needs matplotlib
 PLOT_TOOL = pytest.param("plot", marks=pytest.mark.extras("plots"))
+TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
+         "compare": compare.main}
 
 # Linear(4, 2) on CartPole: weight (2, 4) row-major, then bias (2,); action = argmax.
 WEIGHT = np.array([[-0.05, 0.02, -0.3, 0.01], [0.1, 0.0, 1.0, 0.0]])
@@ -62,3 +66,16 @@ def rows(mean_eval: list[float], *, steps: list[int] | None = None,
             row["center_eval"] = "" if center[index] is None else center[index]
         result.append(row)
     return result
+
+
+def fails_with(capsys, tool: str, argv: list[str], *words: str) -> str:
+    """The one line neurorun-<tool> says on refusing ``argv`` (exit status 2), which holds
+    each of ``words``."""
+    assert TOOLS[tool](argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"neurorun-{tool}: error: ")
+    for word in words:
+        assert word in lines[0]
+    return lines[0]

@@ -14,24 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from neurorun.tools import compare, evaluate, plot, render
+from neurorun.tools import compare, evaluate, plot
 from neurorun.tools.common import ToolError, write_output
 
-from .helpers import PLOT_TOOL
-
-TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
-         "compare": compare.main}
-
-
-def fails_with(capsys, tool: str, argv: list[str], *words: str) -> str:
-    assert TOOLS[tool](argv) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith(f"neurorun-{tool}: error: ")
-    for word in words:
-        assert word in lines[0]
-    return lines[0]
+from .helpers import PLOT_TOOL, TOOLS, fails_with
 
 
 def old_file(tmp_path: Path, name: str) -> Path:
@@ -175,6 +161,8 @@ def test_max_steps_below_one_is_refused(tool, value, run_dir, tmp_path, capsys):
     ("env_config", [1, 2], "a JSON object or null"),
     ("architecture", ["Linear(obs_length, act_length)"], "a string"),
     ("env", 5, "a string"),
+    ("obs_length", "abc", "a whole number >= 1"),  # issue 51: int('abc') was a traceback
+    ("act_length", [2], "a whole number >= 1"),
 ])
 def test_a_json_key_of_the_wrong_type_is_named(run_dir, capsys, key, value, expected):
     meta_path = run_dir / "checkpoints" / "best.json"
