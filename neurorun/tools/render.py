@@ -72,7 +72,10 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     if out.suffix == ".html":
         raise ToolError(f"--out {str(out)!r}: the HTML viewer is for brax envs; write a .gif "
                         "or .mp4 for a gymnasium env")
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame: silent, no audio device needed
+    # pygame draws offscreen: no audio device, no window (SDL's video start-up printed
+    # "XDG_RUNTIME_DIR is invalid or not set" where no desktop session runs)
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=limit, frames=True)
     except ToolError:  # the request itself (memory): not the renderer's failure

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -48,6 +52,20 @@ def test_gif_holds_every_frame(run_dir, tmp_path):
     changes = sum(not np.array_equal(a, b) for a, b in zip(frames, frames[1:], strict=False))
     assert len(durations) == 1 + changes
     assert sum(durations) == len(frames) * 50  # 20 fps: 50 ms per frame, exact in GIF
+
+
+def test_a_render_says_only_what_it_wrote(run_dir, tmp_path):
+    """SDL printed "Error: XDG_RUNTIME_DIR is invalid or not set in the environment." where no
+    desktop session runs (issue 51)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("XDG_RUNTIME_DIR", "SDL_VIDEODRIVER", "SDL_AUDIODRIVER")}
+    script = Path(sys.executable).with_name("neurorun-render")
+    result = subprocess.run([str(script), str(run_dir), "--out", str(tmp_path / "v.gif"),
+                             "--max-steps", "3"], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""
+    assert result.stdout.startswith(f"wrote {tmp_path / 'v.gif'} (4 frames)")
 
 
 @pytest.mark.extras("envpool")
