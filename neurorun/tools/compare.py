@@ -14,6 +14,7 @@ import argparse
 import csv
 import io
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,18 @@ def _best(values: np.ndarray) -> float:
 
 
 def default_metric(runs: list[Run]) -> str:
-    """center_eval when every run has it (the deployed policy's score), else mean_eval."""
-    has_center = all(np.isfinite(run.column("center_eval")).any() for run in runs)
-    return "center_eval" if has_center else "mean_eval"
+    """center_eval when every run has it (the deployed policy's score), else mean_eval, with a
+    warning naming the runs without it."""
+    lacking = [run.path for run in runs if not np.isfinite(run.column("center_eval")).any()]
+    if not lacking:
+        return "center_eval"
+    shown = ", ".join(map(str, lacking[:3])) + (f" and {len(lacking) - 3} more"
+                                                if len(lacking) > 3 else "")
+    warnings.warn(f"{len(lacking)} of {len(runs)} runs have no finite center_eval ({shown}; "
+                  "eval_every=0, or every center evaluation failed): comparing mean_eval, the "
+                  "population's training mean, instead; --metric center_eval compares the "
+                  "runs that have it", stacklevel=2)
+    return "mean_eval"
 
 
 def compare(paths: list[str | Path], metric: str | None = None) -> tuple[str, list[dict]]:
