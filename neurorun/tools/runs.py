@@ -73,18 +73,32 @@ def read_metrics(folder: Path) -> dict[str, np.ndarray]:
             with open(csv_path, newline="", encoding="utf-8") as file:
                 rows = list(csv.DictReader(file))
         else:
-            rows = []
-            for line in jsonl_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:  # a line cut short by a run still writing it
-                    continue
-                if isinstance(row, dict):  # a run writes objects only: skip the rest likewise
-                    rows.append(row)
+            rows = _jsonl_rows(jsonl_path)
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise ToolError(f"cannot read the metrics of {str(folder)!r}: {error}") from error
     columns = list(dict.fromkeys(key for row in rows for key in row if key is not None))
     return {key: np.array([_number(row.get(key)) for row in rows]) for key in columns}
+
+
+def _jsonl_rows(path: Path) -> list[dict]:
+    """The rows of a metrics.jsonl; a warning counts the lines that are no JSON object (a run
+    writes objects only), but for a last line cut short by a run still writing it."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    rows, skipped = [], 0
+    for index, line in enumerate(lines):
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif index < len(lines) - 1 or text.endswith("\n"):
+            skipped += 1
+    if skipped:
+        warnings.warn(f"{path}: {skipped} of its {len(lines)} lines are no JSON object (a run "
+                      "writes one per generation): left out", stacklevel=3)
+    return rows
 
 
 def _number(value: object) -> float:

@@ -6,13 +6,14 @@ too, as by neurorun-compare (eval fell back to 10 episodes from seed 0 without a
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 
 import pytest
 import torch
 
-from .helpers import fails_with, save_checkpoint
+from .helpers import PLOT_TOOL, TOOLS, fails_with, save_checkpoint
 
 CRAFTED = [  # (key, new value or a function of the saved one, what the refusal expects)
     ("solution", "abc", "a floating tensor of shape (n,)"),
@@ -110,3 +111,26 @@ def test_a_run_config_with_the_settings_eval_reads_is_used(run_dir, capsys):
     summary = evaluate(str(run_dir))
     assert [episode["seed"] for episode in summary["episodes"]] == [first, first + 1, first + 2]
     assert summary["as_run"] is True
+
+
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "compare"])
+def test_skipped_metrics_lines_are_counted_in_one_warning(tool, tmp_path, capsys):
+    """They were left out without a word (issue 51); a last line a run is still writing is
+    no news."""
+    from neurorun.tools.runs import read_metrics
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"generation": 1, "mean_eval": 2.0}, {"generation": 2, "mean_eval": 5.0}]
+    lines = [json.dumps(rows[0]), "garbage", "[" * 100_000 + "]" * 100_000, "7",
+             json.dumps(rows[1]), '{"generation": 3, "mean']  # the last: no newline yet
+    path = run / "metrics.jsonl"
+    path.write_text("\n".join(lines))
+    with pytest.warns(UserWarning, match=rf"^{path}: 3 of its 6 lines are no JSON object"):
+        metrics = read_metrics(run)
+    assert metrics["generation"].tolist() == [1, 2] and metrics["mean_eval"].tolist() == [2, 5]
+    argv = [str(run)] + (["--out", str(tmp_path / "curves.png")] if tool == "plot" else [])
+    assert TOOLS[tool](argv) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "JSON" in line]
+    assert warned == [f"warning: {path}: 3 of its 6 lines are no JSON object (a run writes one "
+                      "per generation): left out"]
