@@ -218,7 +218,8 @@ def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
     rows = [{"generation": 1, "mean_eval": 2.0}, {"generation": 2, "mean_eval": 5.0}]
     lines = [json.dumps(rows[0]), "5", "null", "[1, 2]", '"text"', json.dumps(rows[1]), '{"gen']
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
-    metrics = read_metrics(run)
+    with pytest.warns(UserWarning, match="5 of its 7 lines are no JSON object"):
+        metrics = read_metrics(run)
     assert metrics["generation"].tolist() == [1, 2] and metrics["mean_eval"].tolist() == [2, 5]
     argv = [str(run)] + (["--out", str(tmp_path / "curves.png")] if tool == "plot" else [])
     assert TOOLS[tool](argv) == 0, capsys.readouterr().err
