@@ -3,13 +3,15 @@ W&B (offline).
 
 Each imports its package only when enabled; a missing package raises an ImportError that
 names the pip extra to install, and a tracker that fails to start raises a TrackerError (a
-ValueError) naming the setting and the fix. MLflow and W&B also keep the run's metrics.csv
-and best policy (checkpoints/best.pt and best.json) as artifacts when the run ends.
+ValueError) naming the setting and the fix. Each runs behind a time bound (`bounded.Bounded`:
+one that fails or stalls later is dropped with one line). MLflow and W&B also keep the run's
+metrics.csv and best policy (checkpoints/best.pt and best.json) as artifacts when the run ends.
 """
 
 from __future__ import annotations
 
-import socket
+import ssl
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -18,11 +20,8 @@ from typing import Any
 
 from neurorun.layout import BEST_POLICY, MLFLOW_ARTIFACTS, MLFLOW_DB, TENSORBOARD_DIR, policy_path
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
+from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
 from neurorun.loggers.files import CSV_NAME
-
-
-class TrackerError(ValueError):
-    """A tracker could not start: names the setting and the fix."""
 
 
 def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:
@@ -63,37 +62,66 @@ class TensorBoardLogger(Logger):
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        return cls(context.run_dir)
+        return Bounded("tensorboard", lambda: cls(context.run_dir),
+                       timeout_s=timeout_of("tensorboard", section),
+                       fix=f"check the disk of {context.run_dir / TENSORBOARD_DIR}")
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for key, value in numeric_items(status).items():
             self.writer.add_scalar(key, value, generation)
-        self.writer.flush()
+        self._closing_on_error(self.writer.flush)
 
     def close(self, summary: Mapping[str, Any]) -> None:
-        self.writer.close()
+        self._closing_on_error(self.writer.close)
+
+    def _closing_on_error(self, write: Any) -> None:
+        """``write()``; where it fails (a full disk), the writer is given up before the error
+        goes on: closing it would fail again, and tensorboardX would try at exit (a traceback)
+        and leave its thread reading a closed queue (another). Its events are lost either way."""
+        try:
+            write()
+        except OSError:
+            for file_writer in getattr(self.writer, "all_writers", {}).values():
+                events = file_writer.event_writer
+                worker = getattr(events, "_worker", None)  # tensorboardX's writing thread
+                if worker is not None:
+                    worker.stop()
+                events._closed = True  # both writers' mark: nothing to flush or close
+            raise
 
 
 SERVER_TIMEOUT_S = 5.0  # a tracking server that does not answer this fast is reported
 
 
 def _check_server(uri: str) -> None:
-    """Connect once to an http(s) tracking server (or the proxy the environment names for it):
-    a refused or silent one fails in seconds (MLflow's and W&B's own retries, minutes of them,
-    are for a server that was up and went away)."""
+    """Ask an http(s) tracking server (through the proxy the environment names for it) for its
+    front page once: a refused or silent one, even one that accepts connections and never
+    answers, fails in seconds (MLflow's and W&B's own retries, minutes of them, are for a
+    server that was up and went away). Any answer, an HTTP error or a TLS one too, will do."""
     parsed = urllib.parse.urlsplit(uri)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         return
-    proxy = urllib.request.getproxies().get(parsed.scheme)
-    if proxy and not urllib.request.proxy_bypass(parsed.hostname):
-        parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    try:
-        socket.create_connection((parsed.hostname, port), timeout=SERVER_TIMEOUT_S).close()
+    host = f"[{parsed.hostname}]" if ":" in parsed.hostname else parsed.hostname
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if not proxy or urllib.request.proxy_bypass(parsed.hostname):
+        proxy = None
+    try:  # no user or password in the address asked: only whether it answers
+        urllib.request.urlopen(urllib.request.Request(f"{parsed.scheme}://{host}:{port}/",
+                                                      method="HEAD"),
+                               timeout=SERVER_TIMEOUT_S).close()
+    except (urllib.error.HTTPError, ssl.SSLError):
+        return
     except OSError as error:
-        reason = error.strerror or type(error).__name__
+        reason = getattr(error, "reason", error)
+        if isinstance(reason, ssl.SSLError):
+            return
+        if proxy:
+            proxied = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+            host, port = proxied.hostname, proxied.port or 80
+        said = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
         raise ConnectionError(f"no {'proxy' if proxy else 'tracking server'} answers at "
-                              f"{parsed.hostname}:{port} ({reason})") from error
+                              f"{host}:{port} ({said})") from error
 
 
 class MLflowLogger(Logger):
@@ -124,8 +152,12 @@ class MLflowLogger(Logger):
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        return cls(context.run_dir, tracking_uri=section.get("tracking_uri"),
-                   experiment=section.get("experiment") or "neurorun")
+        uri = section.get("tracking_uri")
+        return Bounded("mlflow", lambda: cls(context.run_dir, tracking_uri=uri,
+                                             experiment=section.get("experiment") or "neurorun"),
+                       timeout_s=timeout_of("mlflow", section),
+                       fix=f"check the server of logger.mlflow.tracking_uri={uri!r}" if uri
+                       else f"check the disk of {context.run_dir}")
 
     def start(self, config: Mapping[str, Any]) -> None:
         params = {key: str(value)[:500] for key, value in flatten(config).items()}
@@ -172,8 +204,13 @@ class WandbLogger(Logger):
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        return cls(context.run_dir, project=section.get("project") or "neurorun",
-                   mode=section.get("mode") or "offline")
+        mode = section.get("mode") or "offline"
+        return Bounded("wandb", lambda: cls(context.run_dir, project=section.get("project")
+                                            or "neurorun", mode=mode),
+                       timeout_s=timeout_of("wandb", section),
+                       fix="check W&B's server, or logger.wandb.mode=offline (no network; "
+                       "`wandb sync` uploads later)" if mode == "online"
+                       else f"check the disk of {context.run_dir}")
 
     def start(self, config: Mapping[str, Any]) -> None:
         try:
