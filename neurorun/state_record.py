@@ -112,7 +112,12 @@ def _check_global_generators(check: RecordCheck, rng: Mapping[str, Any]) -> None
         check.refuse("rng.python", python, "a list (python's random state)")
     check.generator(python, "rng.python", "python's random state",
                     lambda state: random.Random().setstate(python_state(state)))
-    check.generator(check.item(rng, "numpy", "rng"), "rng.numpy", "numpy's MT19937 state",
+    numpy = check.mapping(rng, "numpy", "rng")
+    # numpy's legacy generator takes any position and reads past its keys (a segfault)
+    check.count(check.item(numpy, "pos", "rng.numpy"), "rng.numpy.pos", at_most=624)
+    check.count(check.item(numpy, "has_gauss", "rng.numpy"), "rng.numpy.has_gauss", at_most=1)
+    check.real(check.item(numpy, "cached", "rng.numpy"), "rng.numpy.cached")
+    check.generator(numpy, "rng.numpy", "numpy's MT19937 state",
                     lambda state: np.random.RandomState().set_state(numpy_state(state)))
     check.torch_generator(check.item(rng, "torch", "rng"), "rng.torch")
     # random.setstate takes any cached normal deviate, and random.gauss would return it

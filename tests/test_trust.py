@@ -422,6 +422,7 @@ def _set(key: str, value):
     ("rng/python", lambda state: [state[0], state[1][:2], state[2]], "rng.python"),
     ("rng/python", lambda state: [*state[:2], "abc"], "rng.python[2]"),  # random.gauss's next
     ("rng/numpy/kind", "XYZ", "rng.numpy"),
+    ("rng/numpy/pos", 10**6, "rng.numpy.pos"),  # numpy takes it, then reads past its keys
     ("rng/cuda", "x", "rng.cuda"),
     ("problem/rng/bit_generator", "MT19937", "problem.rng"),  # the problem's is a PCG64
     ("problem/noise_rng", lambda state: state * 0, "problem.noise_rng"),
