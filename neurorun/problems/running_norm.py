@@ -143,7 +143,7 @@ class RunningNorm:
                 "size": total.numel(), "min_variance": MIN_VARIANCE,
                 "count": torch.tensor(float(exported["obs_count"])), "sum": total,
                 "sum_of_squares": squares})
-        mean, stdev = exported["obs_mean"], exported.get("obs_stdev")
+        mean, stdev = exported.get("obs_mean"), exported.get("obs_stdev")
         check_vector("obs_mean", mean)
         check_vector("obs_stdev", stdev, mean.numel())
         if not bool((stdev > 0).all()):

@@ -203,13 +203,19 @@ def _loaded(path: Path, policy: Any, env: str, exported: dict[str, Any], meta: d
             architecture: str) -> LoadedPolicy:
     """The policy file ``path`` holding ``exported`` (its solution and observation statistics,
     which follow the rules state.pt's do), with its run's settings (else its .json's)."""
+    fix = ("the file was changed or is not a run's. Fix: use an intact copy of the checkpoint "
+           "the run wrote")
+    normalized = any(exported.get(key) is not None for key in ("obs_mean", "obs_sum"))
+    if meta.get("observation_normalization", normalized) != normalized:  # as the run says
+        raise ToolError(f"{str(path)!r} holds {'' if normalized else 'no '}observation "
+                        f"statistics, but {path.with_suffix('.json').name} says "
+                        f"observation_normalization={meta['observation_normalization']!r}; {fix}")
     try:
         check_vector("solution", exported.get("solution"))
-        stats = None if exported.get("obs_mean") is None else RunningNorm.from_export(exported)
+        stats = RunningNorm.from_export(exported) if normalized else None
     except SavedValueError as error:
         raise ToolError(f"{str(path)!r}: {error.key} is {shown(error.value)}, expected "
-                        f"{error.expected}; the file was changed or is not a run's. Fix: use "
-                        "an intact copy of the checkpoint the run wrote") from None
+                        f"{error.expected}; {fix}") from None
     settings = run_settings(path)
     loaded = LoadedPolicy(
         policy, env, path, exported["solution"].float(), architecture,

@@ -62,6 +62,23 @@ def test_a_crafted_pickle_is_held_to_the_same_rules(tmp_path, capsys, tool):
                "finite values")
 
 
+def test_statistics_the_file_lacks_are_named(tmp_path, capsys):
+    """Without obs_count a policy's statistics come from obs_mean and obs_stdev (a pickle's
+    way): without obs_mean too, a KeyError traceback; without all five, the policy ran with no
+    normalization although its .json says the run had one (issue 51)."""
+    run = save_checkpoint(tmp_path / "run", normalize=True)
+    path = run / "checkpoints" / "best.pt"
+    saved = torch.load(path, weights_only=True)
+    torch.save({key: value for key, value in saved.items()
+                if key not in ("obs_mean", "obs_count")}, path)
+    fails_with(capsys, "eval", [str(run), "--episodes", "1"], ": obs_mean is None, expected")
+    torch.save({"solution": saved["solution"]}, path)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    path.with_suffix(".json").write_text(json.dumps({**meta, "observation_normalization": True}))
+    fails_with(capsys, "eval", [str(run), "--episodes", "1"], "holds no observation statistics",
+               "best.json says observation_normalization=True")
+
+
 def test_statistics_of_another_length_than_the_envs_observations(tmp_path, capsys):
     run = save_checkpoint(tmp_path / "run", normalize=True)
     path = run / "checkpoints" / "best.pt"
