@@ -40,6 +40,16 @@ GROUP = "env"
 TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml
 
 
+def env_path_error(name: str) -> str | None:
+    """Why ``name`` (an `env=` option) is refused, or None. A part `..` or `.`, or an empty one
+    (a leading or doubled `/`), would name a file outside env/: `env=../algo/snes` composed the
+    SNES settings as an env (a traceback), `env=../config` the primary config."""
+    if not any(part in ("", ".", "..") for part in name.split("/")):
+        return None
+    return (f"env={name}: an env name has no path parts (`..`, `.`, a leading or doubled `/`). "
+            "Fix: a gymnasium id (ALE/Pong-v5 too), brax::<name> or playground::<name>")
+
+
 class NeurorunEnvSource(ConfigSource):
     """Answers `env/<name>` for every name, and `env_algo/<name>/<algo>` for every spelling of
     an env that has such a file; `path` is the package holding the presets."""
@@ -54,10 +64,17 @@ class NeurorunEnvSource(ConfigSource):
 
     @staticmethod
     def _name(config_path: str, group: str) -> str | None:
-        """`<group>/<name>[.yaml]` -> name, else None."""
+        """`<group>/<name>[.yaml]` -> name, else None (ConfigLoadError: an env name with path
+        parts, `env_path_error`)."""
         if not config_path.startswith(group + "/"):
             return None
-        return config_path[len(group) + 1:].removesuffix(".yaml") or None
+        name = config_path[len(group) + 1:].removesuffix(".yaml")
+        if not name:
+            return None
+        said = env_path_error(name.rsplit("/", 1)[0] if group == TUNED else name)
+        if said:
+            raise ConfigLoadError(said)
+        return name
 
     def _packaged(self, group: str, env_id: str, suffix: str = ".yaml") -> Any:
         """The packaged file of ``group`` for the canonical ``env_id`` (one per task:

@@ -3,7 +3,8 @@
 Hydra's own report of a misspelt key advises `+algo.popsiz=10`, which neurorun's schema then
 refuses (another algorithm's option, e.g. ARS's `algo.top_directions` with `algo=cmaes`, is
 named as such); an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
-lexer. Both are config errors of the command line, said as neurorun says the others.
+lexer; an `env=` name with path parts (`env=../config`) composes whatever file it names. All
+are config errors of the command line, said as neurorun says the others.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
     """The config-error line for a Hydra error about ``argv``, or None when it is another."""
+    env_path = _env_path(argv)
+    if env_path is not None:  # whatever Hydra made of the file it named
+        return env_path
     if isinstance(error, ParseError):
         return _unparsable(argv)
     if isinstance(error, ConfigCompositionException) and str(error).startswith(
@@ -56,6 +60,20 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
     hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
     return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "
             "shows every key).")
+
+
+def _env_path(argv: Sequence[str]) -> str | None:
+    """Why an `env=` option of ``argv`` (one of a sweep's too) is refused: a name with path
+    parts, which can name a packaged file outside env/ (`env=../config`)."""
+    from neurorun.config_source import env_path_error
+
+    for arg in argv:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if key == "env" and sep:
+            said = next(filter(None, map(env_path_error, value.split(","))), None)
+            if said is not None:
+                return said
+    return None
 
 
 def _algorithms_with(option: str) -> list[str]:

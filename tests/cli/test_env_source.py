@@ -83,3 +83,35 @@ def test_default_run_folders_never_reuse_an_existing_one(tmp_path, monkeypatch):
     second = run_dir_name(None, "CartPole-v1", "pgpe", 0)
     assert second != first and not Path(second).exists()
     assert second.startswith("runs/CartPole-v1/pgpe/") and second.endswith(("_s0", "_s0_2"))
+
+
+@pytest.mark.parametrize("name", ["../algo/snes", "../config"])
+def test_an_env_name_with_path_parts_is_one_config_line_and_no_folder(tmp_path, name):
+    """issue 51 item 11: `env=../algo/snes` composed SNES's settings as the env (a traceback),
+    `env=../config` the primary config (Hydra's report of an interpolation)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "neurorun.cli", f"env={name}",
+                           "debug=default", "hydra.run.dir=run"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"neurorun: config error: env={name}: an env name has no path parts (`..`, `.`, a "
+        "leading or doubled `/`). Fix: a gymnasium id (ALE/Pong-v5 too), brax::<name> or "
+        "playground::<name>"]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["./CartPole-v1", "/tmp/x", "brax//ant", "brax/../algo/snes",
+                                  "../algo/snes"])
+def test_the_env_source_refuses_path_parts(name):
+    from hydra.plugins.config_source import ConfigLoadError
+
+    from neurorun.config_source import env_path_error
+
+    assert env_path_error(name).startswith(f"env={name}: an env name has no path parts")
+    with pytest.raises(ConfigLoadError, match="an env name has no path parts"):
+        compose_config([f"env={name}"])
+    for good in ("ALE/Pong-v5", "brax/humanoid", "gym::Humanoid-v5", "my_pkg.envs:make"):
+        assert env_path_error(good) is None
