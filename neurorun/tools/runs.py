@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue
 
 from neurorun.layout import overrides_path, saved_config_path
 from neurorun.loggers.files import METRIC_FILES
@@ -182,13 +183,15 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
     path = saved_config_path(folder)
     settings = {}
     for key, expected, fits in RUN_SETTINGS:
-        try:
-            value = OmegaConf.select(config, key, default=None)
+        try:  # a value of ??? is a ${oc.env:...} left unread (without_env_reads)
+            value = OmegaConf.select(config, key, default=None, throw_on_missing=True)
             if OmegaConf.is_config(value):
-                value = OmegaConf.to_container(value, resolve=True)
+                value = OmegaConf.to_container(value, resolve=True, throw_on_missing=True)
         except Exception as error:  # an unresolvable value, a ${oc.env:...} left unread
-            raise ToolError(f"{str(path)!r}: {key} cannot be read ({first_line(error)}). "
-                            f"Fix: restore the file from an intact copy of the run") from None
+            unread = isinstance(error, MissingMandatoryValue)
+            raise ToolError(f"{str(path)!r}: {key} cannot be read ({first_line(error)}"
+                            f"{'; the tools read no ${oc.env:...}' if unread else ''}). Fix: "
+                            "restore the file from an intact copy of the run") from None
         if value is not None and not fits(value):
             raise ToolError(f"{str(path)!r}: {key}={shown(value)}; expected {expected} or "
                             "null, as a run saves it. Fix: restore the file from an intact "

@@ -104,6 +104,11 @@ CONFIGS = {  # a saved config that the tools refuse, and a word of the refusal
                    "env.env_config=[1]; expected a mapping"),
     "eval_episodes": ("env: {id: CartPole-v1}\neval_episodes: abc\n",
                       "eval_episodes='abc'; expected a whole number >= 1"),
+    # the tools leave an environment read unread: the env ran without it, or with "???"
+    "env_read": ("env: {id: CartPole-v1, env_config: {a: '${oc.env:HOME}'}}\n",
+                 "env.env_config cannot be read (Missing mandatory value: a; the tools read no"),
+    "episodes_read": ("env: {id: CartPole-v1}\neval_episodes: '${oc.env:HOME}'\n",
+                      "eval_episodes cannot be read"),
 }
 
 
