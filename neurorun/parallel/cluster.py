@@ -82,25 +82,22 @@ def native_stderr_to_log() -> Iterator[None]:
 
 def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
     where = f"parallel.address={address!r}"
-    if address != "auto":
-        host, _, port = address.rpartition(":")
-        host = host.removeprefix("ray://") or "127.0.0.1"
-        if not port.isdigit():
-            raise ClusterError(f"{where}: expected host:port (e.g. 10.0.0.1:6379) or auto")
-        try:
-            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as error:
-            raise ClusterError(
-                f"{where}: nothing answers there ({error.strerror or error}). Fix: start a "
-                "cluster with `ray start --head` and give the address it prints, or leave "
-                "parallel.address empty for a ray on this machine") from None
+    head = _find_head(where, address)
+    if address == "auto":
+        where += f" (ray found {head})"
+    host, _, port = head.rpartition(":")
     try:
-        ray.init(address=address, **quiet)
-    except ConnectionError as error:
+        socket.create_connection((host.removeprefix("ray://") or "127.0.0.1", int(port)),
+                                 timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
         raise ClusterError(
-            f"{where}: no running ray cluster was found ({str(error).splitlines()[0]}). Fix: "
-            "start one with `ray start --head`, or set RAY_ADDRESS / parallel.address to its "
-            "host:port") from None
+            f"{where}: nothing answers there ({error.strerror or error}). Fix: start a "
+            "cluster with `ray start --head` and give the address it prints, or leave "
+            "parallel.address empty for a ray on this machine") from None
+    try:
+        ray.init(address=head, **quiet)
+    except ConnectionError as error:
+        raise _not_found(where, error) from None
     except RuntimeError as error:
         if "Version mismatch" not in str(error):
             raise
@@ -109,6 +106,32 @@ def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
             f"{where}: the cluster runs another ray or Python than this process ({versions}). "
             "Fix: install the cluster's versions here (pip install ray==<its version>), or "
             "start the cluster from this environment") from None
+
+
+def _find_head(where: str, address: str) -> str:
+    """The host:port of the head that ``address`` names; for ``auto`` the one ray joins
+    (RAY_ADDRESS, the last `ray start` here, or a head process it sees on this machine, which
+    may answer nowhere this process can reach: ray would wait minutes for it)."""
+    if address == "auto":
+        from ray._private import services
+
+        clear = getattr(services.find_gcs_addresses, "cache_clear", None)
+        if clear:  # as ray.init does: a head started since the last look is seen
+            clear()
+        try:
+            address = services.canonicalize_bootstrap_address("auto")
+        except ConnectionError as error:
+            raise _not_found(where, error) from None
+    if not address.rpartition(":")[2].isdigit():
+        raise ClusterError(f"{where}: expected host:port (e.g. 10.0.0.1:6379) or auto")
+    return address
+
+
+def _not_found(where: str, error: ConnectionError) -> ClusterError:
+    return ClusterError(
+        f"{where}: no running ray cluster was found ({str(error).splitlines()[0]}). Fix: "
+        "start one with `ray start --head`, or set RAY_ADDRESS / parallel.address to its "
+        "host:port")
 
 
 def route_raylet_messages() -> None:

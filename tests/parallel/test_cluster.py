@@ -118,6 +118,24 @@ def test_an_address_where_nothing_listens_fails_in_seconds_in_one_line(tmp_path)
     assert "Traceback" not in done.stderr
 
 
+def test_auto_finding_a_head_that_answers_nowhere_fails_in_seconds_in_one_line(monkeypatch):
+    """ray's `auto` joins a head process it sees on this machine, which may answer nowhere this
+    process reaches (one in a network namespace or container of its own, as this module's
+    cluster is): ray waited minutes for it, silently. It is checked as a host:port is."""
+    from ray._private import services
+
+    from neurorun.parallel import cluster
+
+    head = f"127.0.0.2:{free_port()}"  # loopback, but not an address ray rewrites
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    # the head processes ray sees on this machine, and no `ray start` of its own here
+    monkeypatch.setattr(services, "_find_address_from_flag", lambda flag: {head})
+    monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
+    expected = rf"parallel.address='auto' \(ray found {head}\): nothing answers there .*"
+    with pytest.raises(cluster.ClusterError, match=expected + "Fix: start a cluster"):
+        cluster.connect("auto")
+
+
 def test_auto_without_a_cluster_says_how_to_start_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     done = run_cli("parallel.address=auto", cwd=tmp_path,
