@@ -7,13 +7,15 @@ trials or a search over another algorithm's keys came as a traceback, at once or
 trial. `SearchCheck` (hydra.callbacks in conf/config.yaml) runs what the sweeper would, once,
 before it starts: each search space is built, and the config is composed with one value of
 each searched key (and with each choice of a searched config group, e.g. algo=choice(pgpe,cem)).
-A problem is one line and exit status 2, as any config error. Any sweep over no value
-(`seed=range(0,0)`) is refused too: it ran no job, exited 0 and left a folder holding only
-multirun.yaml.
+A problem is one line and exit status 2, as any config error (an interval with an infinite or
+NaN end too: Optuna took it, and its sampler failed at the first trial with an OverflowError).
+Any sweep over no value (`seed=range(0,0)`) is refused too: it ran no job, exited 0 and left a
+folder holding only multirun.yaml.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from typing import Any
@@ -88,6 +90,10 @@ def _trial_values(arguments: list[str]) -> list[list[str]]:
             text = " ".join(str(error).split()).rstrip(".") or type(error).__name__
             _refuse(f"the search space {override.input_line} is not one Optuna takes "
                     f"({text}). Fix: {SPACES}.")
+        if not all(math.isfinite(getattr(space, end, 0)) for end in ("low", "high")):
+            # Optuna takes them and its sampler fails at the first trial (an OverflowError)
+            _refuse(f"the search space {override.input_line} has a bound that is not a finite "
+                    f"number. Fix: {SPACES}, low and high finite.")
         if isinstance(space, CategoricalDistribution):
             choices = space.choices if "." not in key.lstrip("+~") else space.choices[:1]
         else:  # a fixed value, or a numeric range: its low end stands for all

@@ -197,6 +197,11 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     # a choice of algorithm: the choice that lacks the key is named (ars has it, pgpe not)
     (["-m", "hydra/sweeper=optuna", "algo=choice(ars,pgpe)", "algo.step_size=interval(0.01,0.1)"],
      "the search sets algo.step_size, which algo=pgpe does not have"),
+    # issue 51 item 11: Optuna took them; its sampler's OverflowError was a traceback
+    (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=interval(0.1,inf)"],
+     "algo.center_learning_rate=interval(0.1,inf) has a bound that is not a finite number"),
+    (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=tag(log,interval(nan,0.2))"],
+     "interval(nan,0.2)) has a bound that is not a finite number"),
 ])
 @pytest.mark.extras("optuna")
 def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args, expected):
