@@ -47,3 +47,14 @@ def acts_row_wise(module: nn.Module) -> bool:
     if isinstance(module, (nn.Softmax, nn.LogSoftmax)):
         return module.dim in (None, -1)
     return False
+
+
+def dim_error(module: nn.Module) -> str | None:
+    """Why the ``dim`` of a Softmax or LogSoftmax does not fit its input, or None. A layer's
+    input is one vector (an observation's features: the population's and the envs' batches
+    are added around it), so only dim -1 or 0 (or None, the last) exists; another failed as
+    the first observation came ("the run failed: IndexError")."""
+    if not isinstance(module, (nn.Softmax, nn.LogSoftmax)) or module.dim in (None, 0, -1):
+        return None
+    return (f"dim={module.dim} is out of range: a layer's input is one vector (an "
+            "observation's features), so dim is -1 (or 0)")

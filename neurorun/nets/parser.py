@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from neurorun.nets.catalog import LAYERS, REFUSED
+from neurorun.nets.catalog import LAYERS, REFUSED, dim_error
 from neurorun.nets.chain import Chain
 from neurorun.nets.expression import BINARY, UNARY
 
@@ -120,7 +120,11 @@ class _Builder:
             if count > MAX_PARAMETERS:
                 raise self.error(f"{name}({shown}) would hold {count:,} parameters, more than "
                                  f"the limit of {MAX_PARAMETERS:,}; check the sizes", call)
-            return cls(*args, **kwargs)
+            module = cls(*args, **kwargs)
+            wrong_dim = dim_error(module)
+            if wrong_dim:
+                raise self.error(f"{name}({shown}): {wrong_dim}", call)
+            return module
         except NetworkParseError:
             raise
         except Exception as error:  # a layer may reject its arguments with any exception
