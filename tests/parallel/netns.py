@@ -48,7 +48,7 @@ class NetworkNamespace:
         if self.holder.stdout.readline().strip() != "ready":
             error = self.holder.communicate(timeout=30)[1].strip().splitlines()
             raise RuntimeError(
-                "cannot give the test cluster a network namespace of its own "
+                "cannot give the test's servers a network namespace of their own "
                 f"({error[-1] if error else 'unshare failed'}), and ray would listen on every "
                 "interface. Fix: run the tests as root, or allow unprivileged user namespaces")
         self.inode = os.readlink(f"/proc/{self.holder.pid}/ns/net")
@@ -59,7 +59,7 @@ class NetworkNamespace:
         return ["nsenter", f"--target={self.holder.pid}", "--net", *user, "--", *argv]
 
     def members(self) -> set[int]:
-        """The processes inside the namespace, but the holder."""
+        """The processes inside the namespace other than the holder."""
         found = set()
         for name in os.listdir("/proc"):
             if name.isdigit():
