@@ -48,6 +48,7 @@ class ARS(SeparableSearch):
     def __init__(self, solution_length: int, **kwargs: Any):
         options = kwargs
         directions = options.get("num_directions")
+        require_count("num_directions", directions)  # before popsize follows it (-1: popsize -2)
         popsize = options.get("popsize")
         if directions is not None and popsize is not None and popsize != 2 * directions:
             raise ValueError(
@@ -76,7 +77,6 @@ class ARS(SeparableSearch):
 
     def _initial_stdev(self) -> torch.Tensor:
         options = self.options
-        require_count("num_directions", options.num_directions)
         require_count("top_directions", options.top_directions)
         require_positive("step_size", options.step_size)
         require_positive("noise", options.noise)
