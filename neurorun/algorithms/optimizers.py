@@ -131,6 +131,10 @@ def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: fl
             f"optimizer={name!r}; expected one of {sorted(OPTIMIZERS)} or null. "
             "Fix: pick one of those (null means plain steps of center_learning_rate)."
         )
+    for key, value in dict(config or {}).items():  # every setting is a number (or null)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError(f"optimizer_config.{key}={value!r}; expected a number. Fix: "
+                             f"algo.optimizer_config.{key}=<a number>, or leave it out.")
     try:
         return OPTIMIZERS[name](length, device, dtype, lr=lr, **dict(config or {}))
     except TypeError as error:

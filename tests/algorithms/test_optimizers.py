@@ -1,6 +1,7 @@
 """Optimizer steps against hand arithmetic and torch.optim."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -105,3 +106,14 @@ def test_make_optimizer_none_and_errors():
         make_optimizer("clipup", {"speed": 1}, lr=0.1, length=2, device=CPU, dtype=torch.float32)
     with pytest.raises(ValueError, match=r"momentum=1.5.*Fix"):
         make_optimizer("sgd", {"momentum": 1.5}, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+
+
+@pytest.mark.parametrize(("name", "config"), [("clipup", {"max_speed": "abc"}),
+                                              ("adam", {"beta1": True}),
+                                              ("sgd", {"momentum": [0.9]})])
+def test_a_setting_that_is_not_a_number_is_named(name, config):
+    """issue 51: `algo.optimizer_config.max_speed=abc` was "could not convert string to float"."""
+    (key, value), = config.items()
+    with pytest.raises(ValueError, match=rf"^optimizer_config.{key}={re.escape(repr(value))}; "
+                                         rf"expected a number. Fix: algo.optimizer_config.{key}="):
+        make_optimizer(name, config, lr=0.1, length=2, device=CPU, dtype=torch.float32)
