@@ -91,14 +91,18 @@ PER_PARAMETER = ("center_init", "stdev_init", "stdev_min", "stdev_max", "stdev_m
 
 def _probe_options(cfg: DictConfig) -> dict[str, Any]:
     """`algo.*` for the probe algorithm, which does not know D yet: a list of numbers for a
-    per-parameter option stands in as its first number (its length is checked when the
-    algorithm is built for the sized problem)."""
+    per-parameter option stands in as its first number, and a noise table shorter than the
+    probe's length as one of that length (both are checked against D when the algorithm is
+    built for the sized problem: the probe's refusal named its own length as the solution's)."""
     options = algo_options(cfg)
     for key in PER_PARAMETER:
         value = options.get(key)
         if isinstance(value, list) and value and all(
                 isinstance(v, int | float) and not isinstance(v, bool) for v in value):
             options[key] = value[0]
+    size = options.get("noise_table_size")
+    if isinstance(size, int) and not isinstance(size, bool) and 0 < size < _PROBE_LENGTH:
+        options["noise_table_size"] = _PROBE_LENGTH
     return options
 
 

@@ -166,3 +166,13 @@ def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key
                                           rf"{key}=[1-9][\d,]* or less"):
         Runner(tiny(f"{key}=100000000000"), run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
+    """issue 51: the check before any env refused `noise_table_size=10` on CartPole's linear
+    policy (D = 4 x 2 + 2 = 10) as "smaller than the solution length 16", its probe's length."""
+    table = ("algo.noise_source=table", "generations=1")
+    Runner(tiny(*table, "algo.noise_table_size=10"), run_dir=tmp_path / "fits").run()
+    with pytest.raises(ConfigError, match=r"algo.noise_table_size=9; expected an integer >= "
+                                          r"the solution length 10\. Fix"):
+        Runner(tiny(*table, "algo.noise_table_size=9"), run_dir=tmp_path / "short")
