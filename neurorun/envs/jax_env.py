@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import stat
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -166,12 +167,43 @@ def config_key(config: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 def use_compilation_cache() -> None:
     """Keep jax's compiled programs on disk, so the next run of the same env and batch size
     loads them instead of compiling again (CartpoleBalance: 53 s -> 11 s here): in
-    ``$JAX_COMPILATION_CACHE_DIR`` when set, else ``~/.cache/neurorun/jax``."""
+    ``$JAX_COMPILATION_CACHE_DIR`` when set, else ``~/.cache/neurorun/jax``. A cached program
+    runs as native code in this process, so a folder that other users may write to, or one
+    this process cannot write, is not used: the run goes on without the cache and says so
+    once (``cache_problem``)."""
     import jax
 
     if not jax.config.jax_compilation_cache_dir:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         jax.config.update("jax_compilation_cache_dir", str(cache / "neurorun" / "jax"))
+    folder = Path(jax.config.jax_compilation_cache_dir)
+    problem = cache_problem(folder)
+    if problem is not None and jax.config.jax_enable_compilation_cache:
+        jax.config.update("jax_enable_compilation_cache", False)
+        log.warning("jax's compilation cache %s is not used: %s; every program compiles anew "
+                    "in each run. Fix: %s", folder, *problem)
+
+
+def cache_problem(folder: Path) -> tuple[str, str] | None:
+    """Why ``folder`` cannot serve as jax's compilation cache (made here, mode 0700, when
+    missing), and the fix; None: it can."""
+    fix = (f"chmod go-w {folder} (and own it), or JAX_COMPILATION_CACHE_DIR=<a folder of "
+           "yours>")
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.stat()
+    except OSError as error:
+        return (f"it cannot be made ({error.strerror or error})",
+                "JAX_COMPILATION_CACHE_DIR=<a writable folder of yours>")
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a folder", "JAX_COMPILATION_CACHE_DIR=<a folder of yours>"
+    if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return ("another user may write to it (its programs would run as native code in this "
+                "process)", fix)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return ("it cannot be written", f"chmod u+w {folder}, or JAX_COMPILATION_CACHE_DIR="
+                "<a writable folder of yours>")
+    return None
 
 
 def episode_keys(seeds: Any) -> np.ndarray:
@@ -194,8 +226,10 @@ def next_keys(keys: Any) -> Any:
 def next_step_autoreset(env: Any) -> Any:
     """step(state, action, pending, keys) -> (state, done, keys) with next-step autoreset:
     envs ``pending`` start a new episode from their row of ``keys`` (B, 2), which then moves
-    on (``next_keys``); actions are clipped to the action space [-1, 1]. The compiled
-    evaluation (:mod:`neurorun.problems.jax_rollout`) steps with this function too."""
+    on (``next_keys``); actions are clipped to the action space [-1, 1]. A batch whose every
+    env is pending is not stepped, only reset (the compiled evaluation's first step: its carry
+    starts with a state of zeros). The compiled evaluation (:mod:`neurorun.problems.
+    jax_rollout`) steps with this function too."""
     import jax
     import jax.numpy as jnp
 
@@ -208,14 +242,17 @@ def next_step_autoreset(env: Any) -> Any:
         return merged.replace(reward=jnp.where(pending, 0.0, stepped.reward),
                               done=jnp.where(pending, 0.0, stepped.done))
 
-    def step(state: Any, action: Any, pending: Any, keys: Any) -> Any:
-        stepped = env.step(state, jnp.clip(action, -1.0, 1.0))
-        stepped = jax.lax.cond(pending.any(), reset_pending, lambda s, st, p, k: st,
-                               state, stepped, pending, keys)
+    def physics(state: Any, action: Any) -> Any:
         # brax's step returns weakly typed floats where reset returns strong ones; strong
         # types everywhere give the state one jit cache key, so step compiles once
-        stepped = jax.tree_util.tree_map(lambda x: jax.lax.convert_element_type(x, x.dtype),
-                                         stepped)
+        stepped = env.step(state, jnp.clip(action, -1.0, 1.0))
+        return jax.tree_util.tree_map(lambda x, s: jax.lax.convert_element_type(x, s.dtype),
+                                      stepped, state)
+
+    def step(state: Any, action: Any, pending: Any, keys: Any) -> Any:
+        stepped = jax.lax.cond(pending.all(), lambda s, a: s, physics, state, action)
+        stepped = jax.lax.cond(pending.any(), reset_pending, lambda s, st, p, k: st,
+                               state, stepped, pending, keys)
         return stepped, stepped.done > 0, jnp.where(pending[:, None], next_keys(keys), keys)
 
     return step

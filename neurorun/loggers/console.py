@@ -127,6 +127,19 @@ def _grow(tree: Tree, config: Mapping[str, Any]) -> None:
             tree.add(f"{key}: [cyan]{escape(_leaf(value))}[/cyan]")
 
 
+class _Activity(logging.Handler):
+    """Passes the ``activity`` of neurorun's records (a program being compiled: its text;
+    done: None) to ``show``."""
+
+    def __init__(self, show: Callable[[str | None], None]):
+        super().__init__()
+        self.show = show
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(record, "activity"):
+            self.show(record.activity)
+
+
 class ConsoleLogger(Logger):
     """Progress on the terminal.
 
@@ -150,6 +163,8 @@ class ConsoleLogger(Logger):
         self.progress: Progress | None = None
         self.task: Any = None
         self.config: Mapping[str, Any] = {}
+        self.description = "starting"  # the progress bar's, between activities
+        self.activity = _Activity(self._show_activity)
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
@@ -171,8 +186,14 @@ class ConsoleLogger(Logger):
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
         )
-        self.task = self.progress.add_task("starting", total=1.0)
+        self.task = self.progress.add_task(self.description, total=1.0)
         self.progress.start()
+        logging.getLogger(LIBRARY_LOGGER).addHandler(self.activity)
+
+    def _show_activity(self, activity: str | None) -> None:
+        """What runs now (a compile) in place of the bar's description, until it is done."""
+        if self.progress is not None:
+            self.progress.update(self.task, description=activity or self.description)
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         if self.quiet:
@@ -187,10 +208,12 @@ class ConsoleLogger(Logger):
             center = status.get("center_eval")
             shown = "-" if center is None else f"{center:.1f}"
             description += f" | center {shown} / target {self.limits.target_score:g}"
+        self.description = description
         self.progress.update(self.task, completed=fraction, description=description)
 
     def close(self, summary: Mapping[str, Any]) -> None:
         progress, self.progress = self.progress, None
+        logging.getLogger(LIBRARY_LOGGER).removeHandler(self.activity)
         # a terminal that hung up (SIGHUP) fails every write: the other loggers still close
         with contextlib.suppress(OSError):
             if progress is not None:

@@ -1,18 +1,26 @@
-"""The traced part of the compiled evaluation: one device's stage of a rollout as a jax loop.
+"""The traced part of the compiled evaluation: one device's phase of a rollout as a jax loop.
 
 Each device runs its own share of the (solution, episode) pairs (``jax_rollout.split_pairs``)
 as a queue over its own env slots; the tables of its pairs (their solution, their reset key,
-their action-noise key) are its inputs, so a pair's episode does not depend on the slot or
-device that runs it. A stage steps the device's slots until every pair has run, or, when
-``limit >= 0``, until its queue is empty and at most ``limit`` slots are still busy (the host
-then moves those slots to a smaller batch: see :mod:`neurorun.problems.jax_rollout`). Each
-step does what ``rollout._run_steps`` does per step, on arrays: recurrent state reset,
-non-finite observations retire their slot's solution, observation statistics from counted
-steps, the policy on normalized observations, action noise, the env step with next-step
-autoreset, per-pair returns and lengths, and the next pending pairs for slots whose episode
-ended. The queue's rules (which pair a slot runs, which steps count, what a non-finite
-observation retires) are :mod:`neurorun.problems.schedule`'s, the host loop's own, on jax
-arrays. Nothing here communicates across devices: each device's loop ends on its own.
+their action-noise key) are its inputs, so a pair's episode does not depend on the device that
+runs it. A phase steps the device's slots until every pair has run, or, when ``limit >= 0``,
+until its queue is empty and at most ``limit`` slots are still busy (the host then moves those
+slots into the next phase's smaller batch: see :mod:`neurorun.problems.jax_rollout`).
+
+The slots are stepped in chunks of ``Static.chunk`` envs, one call of the env's step each,
+and only the chunks that hold a busy slot are stepped: once the queue is empty, the busy slots
+move to the first chunks (a stable reordering, ``_compact``), so a step costs in proportion to
+the busy slots, not to the batch, within one compiled program. A rollout's first step resets
+every slot (its carry starts with every slot's env pending a reset, ``first_carry``), so no
+program of its own makes the first env states.
+
+Each later step does what ``rollout._run_steps`` does per step, on arrays: recurrent state
+reset, non-finite observations retire their slot's solution, observation statistics from
+counted steps, the policy on normalized observations, action noise, the env step with
+next-step autoreset, per-pair returns and lengths, and the next pending pairs for slots whose
+episode ended. The queue's rules (which pair a slot runs, which steps count, what a
+non-finite observation retires) are :mod:`neurorun.problems.schedule`'s, the host loop's own,
+on jax arrays. Nothing here communicates across devices: each device's loop ends on its own.
 """
 
 from __future__ import annotations
@@ -34,8 +42,9 @@ class Static:
     """What one compiled program is specialized to (jit's static arguments): one device's
     sizes and which optional steps it includes."""
 
-    slots: int  # the env batch of this stage
-    solutions: int  # n: solutions of the whole evaluation (row n of params: no solution)
+    slots: int  # the env slots of this phase: a whole number of chunks
+    chunk: int  # envs stepped by one call of the env's step
+    solutions: int  # n: parameter rows (row n: no solution, of padding pairs)
     pairs: int  # this device's (solution, episode) pairs, padding included
     following: int  # lock-step: a slot's next pair is its pair + this (0: streaming)
     normalize: bool  # observations normalized with frozen statistics
@@ -78,7 +87,8 @@ class Carry(NamedTuple):
     obs_squares: Any  # (B, O) compensated sums of (obs - center) ** 2
     obs_squares_error: Any
     obs_count: Any  # (B,) int32
-    steps: Any  # () int32 vector steps of this stage
+    steps: Any  # () int32 vector steps of this phase (-1 before the rollout's reset step)
+    simulated: Any  # () int32 env steps simulated in this phase (stepped chunks x chunk)
 
 
 BATCHED = ("env", "slot_keys", "done", "just_reset", "slot_params", "policy_state", "obs_sum",
@@ -92,54 +102,80 @@ def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
     return t, (t - total) - y
 
 
-def start(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs) -> tuple[Carry, Any]:
-    """The first carry of a device's rollout: slot b takes pair b (none past the pairs, a
-    padding pair or, lock-step, past the device's solutions), its env reset with that pair's
-    key; and the mean first observation of the busy slots (the statistics' center)."""
+def first_carry(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs,
+                usable: Any) -> Carry:
+    """A device's carry before its rollout: slot b takes pair b (none past the pairs, past
+    ``usable`` slots, on a padding pair or, lock-step, past the device's solutions), and every
+    slot's env pends a reset from its pair's key, so the rollout's first step makes the first
+    env states (its env state is zeros until then: no physics runs here)."""
     slots, pairs = static.slots, static.pairs
-    index = jnp.minimum(jnp.arange(slots), pairs - 1)
     queue = schedule.start(jax_ops(), inputs.pair_solution, static.solutions, slots,
-                           static.following)
+                           static.following, usable)
+    index = jnp.minimum(jnp.arange(slots), pairs - 1)
     slot_keys = inputs.pair_keys[index]
-    state = env.reset(slot_keys)
-    busy = queue.slot_pair >= 0
-    carry = Carry(
-        env=state, slot_keys=slot_keys, done=jnp.zeros(slots, bool),
+    shapes = jax.eval_shape(env.reset, slot_keys)
+    state = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    return Carry(
+        env=state, slot_keys=slot_keys, done=jnp.ones(slots, bool),
         just_reset=jnp.zeros(slots, bool), queue=queue,
         slot_params=inputs.params[inputs.pair_solution[index]],
         policy_state=policy.zero_state(jax_ops(), slots, jnp.float32),
         returns=jnp.zeros(pairs, jnp.float32), returns_error=jnp.zeros(pairs, jnp.float32),
-        lengths=jnp.zeros(pairs, jnp.int32), **_zero_statistics(slots, state.obs.shape[1]),
-        steps=jnp.int32(0))
-    first_obs = jnp.where(busy[:, None], state.obs, 0.0).sum(0)
-    return carry, (first_obs, jnp.count_nonzero(busy))
+        lengths=jnp.zeros(pairs, jnp.int32),
+        **_zero_statistics(jnp, slots, state.obs.shape[1]), steps=jnp.int32(-1),
+        simulated=jnp.int32(0))
 
 
-def _zero_statistics(slots: int, size: int) -> dict[str, Any]:
-    zeros = jnp.zeros((slots, size), jnp.float32)
+def _zero_statistics(xp: Any, slots: int, size: int) -> dict[str, Any]:
+    zeros = xp.zeros((slots, size), xp.float32)
     return {"obs_sum": zeros, "obs_sum_error": zeros, "obs_squares": zeros,
-            "obs_squares_error": zeros, "obs_count": jnp.zeros(slots, jnp.int32)}
+            "obs_squares_error": zeros, "obs_count": xp.zeros(slots, xp.int32)}
 
 
-def stage(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: Carry,
+def phase(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: Carry,
           limit: Any) -> Carry:
     """Steps until no slot is busy, or (``limit >= 0``) the queue is empty and at most
-    ``limit`` slots are busy."""
+    ``limit`` slots are busy; the phase's step counts and statistics start from zero."""
     step = next_step_autoreset(env)
 
     def going(c: Carry) -> Any:
-        busy = jnp.count_nonzero(c.queue.slot_pair >= 0)
-        pending = static.streaming and (c.queue.next_pair < static.pairs)
+        queue = c.queue
+        busy = jnp.count_nonzero(queue.slot_pair >= 0)
+        # an open pair waits (not padding, nor of a failed solution)
+        pending = static.streaming and (queue.open_before[-1] > queue.open_before[
+            queue.next_pair])
         return (busy > 0) & ((limit < 0) | pending | (busy > limit))
 
-    carry = carry._replace(steps=jnp.int32(0), **_zero_statistics(*carry.obs_sum.shape))
+    carry = carry._replace(steps=jnp.minimum(carry.steps, 0), simulated=jnp.int32(0),
+                           **_zero_statistics(jnp, *carry.obs_sum.shape))
     return jax.lax.while_loop(going, lambda c: _step(step, policy, static, inputs, c), carry)
 
 
-def shrink(carry: Carry, slots: int) -> Carry:
-    """The carry of ``slots`` env slots: the busy slots first (the queue is empty, so the
-    others stay idle)."""
-    order = jnp.argsort(carry.queue.slot_pair < 0, stable=True)[:slots]
+def hand_over(inputs: Inputs, carry: Carry, static: Static,
+              drain: Static) -> tuple[Inputs, Carry, Any]:
+    """The queue program's last busy slots (at most ``drain.slots``; no pair waits) as the
+    drain program's inputs and carry: drain slot k runs the k-th busy slot's pair on, as the
+    drain's own solution k, with its return, length and action-noise key so far. Returns
+    those and ``origin`` (drain.slots,), the pair each drain slot runs (-1: none)."""
+    c = _reordered(carry, jnp.argsort(carry.queue.slot_pair < 0, stable=True)[:drain.slots])
+    pair = c.queue.slot_pair
+    busy = pair >= 0
+    inside = jnp.maximum(pair, 0)
+    own = jnp.where(busy, jnp.arange(drain.slots), drain.solutions).astype(
+        inputs.pair_solution.dtype)
+    queue = schedule.start(jax_ops(), own, drain.solutions, drain.slots, 0)
+    zeros = jnp.zeros((1, c.slot_params.shape[1]), c.slot_params.dtype)
+    drained = inputs._replace(params=jnp.concatenate([c.slot_params, zeros]), pair_solution=own,
+                              pair_keys=c.slot_keys, noise_keys=inputs.noise_keys[inside])
+    c = c._replace(queue=queue._replace(dead=c.queue.dead),
+                   returns=jnp.where(busy, c.returns[inside], 0.0),
+                   returns_error=jnp.where(busy, c.returns_error[inside], 0.0),
+                   lengths=jnp.where(busy, c.lengths[inside], 0))
+    return drained, c, jnp.where(busy, pair, -1)
+
+
+def _reordered(carry: Carry, order: Any) -> Carry:
+    """``carry`` with its slots taken in ``order``."""
     fields = carry._asdict()
     for name in BATCHED:
         fields[name] = jax.tree_util.tree_map(lambda x: x[order], fields[name])
@@ -148,8 +184,31 @@ def shrink(carry: Carry, slots: int) -> Carry:
     return Carry(**fields)
 
 
+def _chunks_in_use(static: Static, slot_pair: Any) -> tuple[Any, Any]:
+    """(chunks holding a busy slot from the first to the last, fewest chunks the busy slots
+    need)."""
+    busy = slot_pair >= 0
+    last = jnp.max(jnp.where(busy, jnp.arange(static.slots), -1))
+    chunk = static.chunk
+    return (last + chunk) // chunk, (jnp.count_nonzero(busy) + chunk - 1) // chunk
+
+
+def _compact(static: Static, c: Carry) -> Carry:
+    """Busy slots into the first chunks when they would fill fewer chunks than they span
+    (idle ones stay idle: a slot goes idle only once the queue is empty, or retires)."""
+    if static.slots == static.chunk:
+        return c
+    spanned, needed = _chunks_in_use(static, c.queue.slot_pair)
+    return jax.lax.cond(
+        needed < spanned,
+        lambda c: _reordered(c, jnp.argsort(c.queue.slot_pair < 0, stable=True)),
+        lambda c: c, c)
+
+
 def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry) -> Carry:
-    """One vector step: what ``rollout._run_steps`` does per step, on arrays."""
+    """One vector step: what ``rollout._run_steps`` does per step, on arrays, the policy and
+    the env step chunk by chunk."""
+    c = _compact(static, c)
     pairs, ops = static.pairs, jax_ops()
     policy_state = _zero_rows(c.policy_state, c.just_reset)
     obs = c.env.obs
@@ -164,27 +223,57 @@ def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Car
         squares, squares_error = kahan(c.obs_squares, c.obs_squares_error, centered * centered)
         statistics = {"obs_sum": total, "obs_sum_error": error, "obs_squares": squares,
                       "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
-    x = obs * inputs.scale + inputs.shift if static.normalize else obs
-    actions, policy_state = policy(ops, policy.rows(c.slot_params), x, policy_state)
     inside = jnp.minimum(jnp.maximum(queue.slot_pair, 0), pairs - 1)
-    if static.noisy:  # the pair's key and its step: the same noise on any slot or device
-        keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[inside], c.lengths[inside])
-        drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
-        actions = actions + inputs.stdev * drawn
-    env, done, _ = step(c.env, actions, c.done, c.slot_keys)  # taken pairs set the keys
+    chunks, _ = _chunks_in_use(static, queue.slot_pair)
+    moved = jax.lax.fori_loop(0, chunks, lambda k, m: _chunk_step(
+        step, policy, static, inputs, c, obs, inside, k, m),
+        (c.env, c.slot_keys, c.done, policy_state, jnp.zeros(static.slots, jnp.float32)))
+    env, slot_keys, done, policy_state, reward = moved
     index = jnp.where(counts, queue.slot_pair, pairs)  # not counted: out of range, dropped
     inside = jnp.minimum(index, pairs - 1)
-    total, error = kahan(c.returns[inside], c.returns_error[inside], env.reward)
+    total, error = kahan(c.returns[inside], c.returns_error[inside], reward)
     ends = done & counts
     queue, slot_params, slot_keys = jax.lax.cond(
         ends.any(), lambda a: _take_next(static, inputs, ends, *a), lambda a: a,
-        (queue, c.slot_params, c.slot_keys))
+        (queue, c.slot_params, slot_keys))
+    counting = c.steps >= 0  # the rollout's first step only resets
     return c._replace(
         env=env, slot_keys=slot_keys, done=done, just_reset=c.done, queue=queue,
         slot_params=slot_params, policy_state=policy_state,
         returns=c.returns.at[index].set(total, mode="drop"),
         returns_error=c.returns_error.at[index].set(error, mode="drop"),
-        lengths=c.lengths.at[index].add(1, mode="drop"), steps=c.steps + 1, **statistics)
+        lengths=c.lengths.at[index].add(1, mode="drop"), steps=c.steps + 1,
+        simulated=c.simulated + jnp.where(counting, chunks * static.chunk, 0), **statistics)
+
+
+def _chunk_step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry,
+                obs: Any, inside: Any, k: Any, moved: tuple) -> tuple:
+    """Chunk ``k``'s slots act and step: their policy rows on their (normalized)
+    observations, action noise, the env step with next-step autoreset."""
+    env, slot_keys, done, policy_state, reward = moved
+    first, size, ops = k * static.chunk, static.chunk, jax_ops()
+
+    def take(x: Any) -> Any:
+        return jax.lax.dynamic_slice_in_dim(x, first, size)
+
+    def put(x: Any, part: Any) -> Any:
+        return jax.lax.dynamic_update_slice_in_dim(x, part.astype(x.dtype), first, 0)
+
+    x = take(obs)
+    if static.normalize:
+        x = x * inputs.scale + inputs.shift
+    actions, state = policy(ops, policy.rows(take(c.slot_params)), x,
+                            tuple(take(s) for s in policy_state))
+    if static.noisy:  # the pair's key and its step: the same noise on any slot or device
+        pair = take(inside)
+        keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[pair], c.lengths[pair])
+        drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
+        actions = actions + inputs.stdev * drawn
+    stepped, ended, keys = step(jax.tree_util.tree_map(take, env), actions, take(c.done),
+                                take(slot_keys))  # taken pairs set the keys
+    return (jax.tree_util.tree_map(put, env, stepped), put(slot_keys, keys), put(done, ended),
+            tuple(put(s, part) for s, part in zip(policy_state, state, strict=True)),
+            put(reward, stepped.reward))
 
 
 def _zero_rows(state: tuple, mask: Any) -> tuple:

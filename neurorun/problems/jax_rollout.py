@@ -10,31 +10,30 @@ with the step-by-step rollout's own code (``pair_results``), so both paths give 
 fitness, counts and statistics for the same seed, to float rounding (sums over steps are
 compensated float32 sums).
 
-Stages: a jax batch steps every env, busy or not, so once the queue is empty the slots whose
-episodes ended would idle until the longest episode ends (brax ant early in training: a few
-1000-step episodes among many of tens of steps; at popsize 1,024 on 256 slots only 13-49 % of
-the simulated steps counted). On jax's CPU, where a step costs in proportion to the batch, the
-rollout then moves the busy slots into a batch half the size (``STAGE_FACTOR``) once at most
-that many are busy, and again, down to one env (90-92 % counted). Every stage is the same
-program at another batch size, compiled at its first use. Slots move only once no pair is
-pending, so no pair's seed, start or schedule changes; but a simulator may round differently
-at another batch size (brax ant: 1e-6 on the first step), which a chaotic env amplifies over
-the rest of an episode. Same seed, same results; against the step-by-step path, equal up to
-that rounding (``shrinks = False`` keeps one batch). Programs are kept per batch shape in this
-process and by jax's persistent compilation cache for later runs.
+Compiling a physics program takes seconds to minutes on a CPU, so a run compiles as few as it
+can, each once per shape (and keeps them in jax's persistent cache for later runs):
 
-The first env states come from a program of their own: traced into the stage's program, the
-reset made XLA lay out the loop's env states so that every step ran at half speed
-(Playground CheetahRun, 256 envs).
+- a **queue** program per population shape steps the pairs over the env slots, in chunks
+  that cost only while they hold a busy slot (a jax batch steps every env, busy or not: brax
+  ant early in training runs a few 1000-step episodes among many of tens of steps);
+- one **drain** program finishes every rollout's last ``DRAIN_SLOTS`` busy slots per device in
+  smaller chunks, and runs every rollout whose pairs all fit in it at once whole: the center's
+  test episodes, ``neurorun-eval``'s and a small population's. Its shape depends on nothing
+  but the slots, the chunk and whether observations are normalized, so the run's own test
+  episodes and ``neurorun-eval``'s are one program and give the same returns.
+
+Every rollout of a given shape runs the same programs in the same order, moving slots only at
+points the episodes' ends decide, so the same seed gives the same results. A physics program
+rounds differently at another chunk size or slot (brax ant: 1e-6 on the first step, which a
+chaotic env amplifies over an episode), so against the step-by-step path the results are
+equal up to that rounding (``one_batch`` steps every slot in one call, as that path does).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -43,16 +42,20 @@ import torch
 from torch import Tensor
 
 from neurorun.nets.arrays import ArrayPolicy
-from neurorun.problems.inline_lapack import InlineLapack
+from neurorun.problems.compiling import Program, watched
 from neurorun.problems.options import RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
 log = logging.getLogger(__name__)
-STAGE_FACTOR = 2  # each stage's batch is this many times smaller than the last (CPU only)
-MIN_STAGE_SLOTS = 8  # no stage is smaller (a step of 8 envs costs a few of 1 on the CPU)
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): larger calls cost less per
+# env, smaller ones waste less on idle slots
+DRAIN_SLOTS = 32  # slots of the drain program a device (CPU)
+DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
+ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
+LAPACK_INLINE_WORK = 200_000  # below this many flops a call, jax's LAPACK kernels run inline
 
 
 class JaxRollout:
@@ -64,10 +67,12 @@ class JaxRollout:
         policy: the array form of the network.
         device: torch device of the results (a CUDA device: jax's GPU runs the programs).
         devices: the jax devices that share each evaluation (None: jax's first device).
+        label: what makes the programs of this env and network what they are (the env's
+            config and the network), for the record of compile times.
     """
 
     def __init__(self, make_batch: Any, spec: str, policy: ArrayPolicy, device: torch.device,
-                 devices: Sequence[Any] | None = None):
+                 devices: Sequence[Any] | None = None, label: str | None = None):
         import jax
         from jax.sharding import Mesh
 
@@ -75,16 +80,18 @@ class JaxRollout:
 
         use_compilation_cache()
         self.spec, self.policy, self.device = spec, policy, device
+        self.label = label or spec
         self.env = make_batch()
         self.devices = list(devices or jax.devices()[:1])
-        if len(self.devices) > 1 and self.devices[0].platform == "cpu":
-            self.env = InlineLapack(self.env)
+        self.cpu = self.devices[0].platform == "cpu"
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
+        # several CPU devices: chunks small enough that jax's LAPACK kernels run inline
+        self.largest_chunk = (_inline_chunk(self.env) if self.cpu and len(self.devices) > 1
+                              else None)
         self._size: int | None = None
-        self._compiled: dict[tuple[str, Any], Any] = {}
+        self._compiled: dict[tuple[str, Any], Program] = {}
         self._said: set[tuple[int, int]] = set()  # splits said to leave a device idle
-        self.shrinks = True  # move the last busy slots into smaller batches (stages; CPU)
-        self.compile_seconds = 0.0  # spent compiling (or loading from jax's cache) so far
+        self.one_batch = False  # every slot in one step call, one program (as step by step)
         self.last_seconds = 0.0  # the last evaluation's (a stall warning waits 10x as long)
 
     def _observation_size(self) -> int:
@@ -117,11 +124,6 @@ class JaxRollout:
         """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``slots``
         env slots in all (the arguments of :func:`neurorun.problems.rollout.rollout`);
         ``population``: a generation's (not a center's test episodes: their split is no news)."""
-        import jax
-        import jax.numpy as jnp
-
-        from neurorun.problems.jax_program import Static
-
         started = time.perf_counter()
         n, episodes = params.shape[0], options.num_episodes
         if not streaming and slots < n:
@@ -130,49 +132,115 @@ class JaxRollout:
         split = split_pairs(n, episodes, len(self.devices), streaming)
         if population:
             self._say_split(n, episodes, split)
-        stdev = options.action_noise_stdev or 0.0
-        static = Static(slots=split.slots(slots), solutions=n, pairs=split.pairs,
-                      following=split.following, normalize=normalizer is not None,
-                      collect=collect is not None, noisy=stdev > 0)
         size = self._observation_size()
         scale, shift = (normalizer.affine("cpu", torch.float32) if normalizer is not None
                         else (torch.ones(size), torch.zeros(size)))
-        tables = self._put(split.tables(seed, noise_seed), sharded=True)
-        shared = self._put(SharedInputs(_padded(params), np.zeros(size, np.float32),
-                                        scale.numpy(), shift.numpy(), np.float32(stdev)))
-        carry, (first_obs, busy) = self._program("start", static)(shared, tables)
-        center = jnp.asarray(np.asarray(first_obs).sum(0) / max(int(np.asarray(busy).sum()), 1),
-                             jnp.float32)
-        shared = shared._replace(center=self._put(center))
+        center = (normalizer.mean.float().cpu().numpy() if normalizer is not None
+                  else np.zeros(size, np.float32))
+        common = Common(np.asarray(center, np.float32), scale.numpy(), shift.numpy(),
+                        np.float32(options.action_noise_stdev or 0.0))
+        tables = split.tables(seed, noise_seed)
+        usable = split.slots(slots)
         totals = _Totals(size)
         with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
                      max(STALL_SECONDS, 10 * self.last_seconds)):
-            carry = self._stages(static, shared, tables, carry, totals)
-        out = jax.device_get({"returns": carry.returns, "lengths": carry.lengths,
-                              "finished": carry.queue.finished,
-                              "failed": carry.queue.failed})
-        out = split.gather({name: np.asarray(value) for name, value in out.items()})
-        out["center"] = np.asarray(center)
+            if self._drains_whole(split, usable, streaming):
+                out = self._drain_run(_padded(params), tables, common, normalizer, totals)
+            else:
+                out = self._queue_run(_padded(params), tables, common, split, usable,
+                                      normalizer, collect, totals)
+        out = split.gather(out)
         self.last_seconds = time.perf_counter() - started
-        return self._result(n, out, totals, options, collect)
+        return self._result(n, out, totals, options, collect, center)
 
-    def _stages(self, static: Any, shared: SharedInputs, tables: Any, carry: Any,
-                totals: _Totals) -> Any:
-        """Run the stages (smaller batches once few slots are busy) until no pair is left."""
-        import dataclasses
+    # ----- plans -----
+    def _drain_static(self, normalize: bool) -> Any:
+        """The drain program's shape: the same for every rollout of this env and network."""
+        from neurorun.problems.jax_program import Static
 
+        slots, chunk = ((DRAIN_SLOTS, DRAIN_CHUNK) if self.cpu
+                        else (ACCELERATOR_DRAIN_SLOTS, ACCELERATOR_DRAIN_SLOTS))
+        chunk = self._chunk(min(chunk, slots))
+        slots = -(-slots // chunk) * chunk
+        return Static(slots=slots, chunk=chunk, solutions=slots, pairs=slots, following=0,
+                      normalize=normalize, collect=True, noisy=True)
+
+    def _chunk(self, chunk: int) -> int:
+        return chunk if self.largest_chunk is None else max(1, min(chunk, self.largest_chunk))
+
+    def _drains_whole(self, split: PairSplit, usable: int, streaming: bool) -> bool:
+        """Whether the drain program runs this rollout whole: every device's pairs start at
+        once on its slots."""
+        return (streaming and not self.one_batch and split.pairs <= usable
+                and split.pairs <= self._drain_static(False).slots)
+
+    def _queue_static(self, split: PairSplit, usable: int, normalize: bool,
+                      collect: bool, noisy: bool) -> Any:
+        from neurorun.problems.jax_program import Static
+
+        chunk = usable if self.one_batch or not self.cpu else self._chunk(
+            min(usable, QUEUE_CHUNK))
+        return Static(slots=-(-usable // chunk) * chunk, chunk=chunk, solutions=split.n,
+                      pairs=split.pairs, following=split.following, normalize=normalize,
+                      collect=collect, noisy=noisy)
+
+    # ----- running the programs -----
+    def _queue_run(self, params: np.ndarray, tables: Tables, common: Common, split: PairSplit,
+                   usable: int, normalizer: Any, collect: Any, totals: _Totals) -> dict:
+        """The queue program until at most the drain's slots are busy and no pair waits (or
+        to the end: lock-step, one batch, an accelerator), then the drain program."""
         import jax.numpy as jnp
 
-        while True:
-            smaller = self._smaller(static.slots)
-            carry = self._program("stage", static)(shared, tables, carry,
-                                                  jnp.int32(smaller or -1))
-            totals.add(static.slots, carry)
-            if not smaller or not bool((carry.queue.slot_pair >= 0).any()):
-                break
-            carry = self._program("shrink", (static, smaller))(carry)
-            static = dataclasses.replace(static, slots=smaller)
-        return carry
+        static = self._queue_static(split, usable, normalizer is not None,
+                                    collect is not None, float(common.stdev) > 0)
+        drain = self._drain_static(static.normalize)
+        devices = len(self.devices)
+        inputs = self._put(_stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
+                                           *tables, *(np.broadcast_to(x, (devices, *x.shape))
+                                                      for x in common)))
+        carry = self._program("first", (static, usable))(inputs)
+        hands_over = (self.cpu and split.streaming and not self.one_batch
+                      and static.slots > drain.slots)
+        carry = self._program("queue", static)(inputs, carry,
+                                               jnp.int32(drain.slots if hands_over else -1))
+        totals.add(carry)
+        out = _pair_arrays(carry)
+        if hands_over and bool((carry.queue.slot_pair >= 0).any()):
+            drain_inputs, drain_carry, origin = self._program("hand over", (static, drain))(
+                inputs, carry)
+            drain_carry = self._program("drain", drain)(drain_inputs, drain_carry,
+                                                        jnp.int32(-1))
+            totals.add(drain_carry)
+            _merge(out, _pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
+        return out
+
+    def _drain_run(self, params: np.ndarray, tables: Tables, common: Common, normalizer: Any,
+                   totals: _Totals) -> dict:
+        """A rollout whose pairs all start at once, on the drain program: slot k of a device
+        runs its pair k as the drain's own solution k."""
+        import jax.numpy as jnp
+
+        static = self._drain_static(normalizer is not None)
+        devices, pairs = tables.pair_solution.shape
+        real = tables.pair_solution < params.shape[0] - 1  # (devices, T): not padding
+        own = np.zeros((devices, static.pairs + 1, params.shape[1]), np.float32)
+        own[:, :pairs] = params[tables.pair_solution]
+        solution = np.where(_widened(real, static.pairs, False),
+                            np.arange(static.pairs), static.solutions).astype(np.int32)
+        inputs = self._put(_stacked_inputs(
+            own, solution, _widened(tables.pair_keys, static.pairs, 0),
+            _widened(tables.noise_keys, static.pairs, 0),
+            *(np.broadcast_to(x, (devices, *x.shape)) for x in common)))
+        carry = self._program("first", (static, static.slots))(inputs)
+        carry = self._program("drain", static)(inputs, carry, jnp.int32(-1))
+        totals.add(carry)
+        drained = _pair_arrays(carry)
+        out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
+        failed = np.zeros((devices, params.shape[0]), bool)
+        for d in range(devices):
+            failed[d, tables.pair_solution[d][drained["failed"][d, :pairs]]] = True
+        out["failed"] = failed
+        return out
 
     def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
         """Say once per population size when some device has no pair (or fewer than the
@@ -184,29 +252,36 @@ class JaxRollout:
                      "%d keeps every device busy)", n, episodes, len(counts),
                      ", ".join(map(str, counts)), len(counts))
 
-    def _put(self, tree: Any, sharded: bool = False) -> Any:
-        """``tree`` on the devices: each leaf's first axis split over them, or replicated."""
+    def _put(self, tree: Any) -> Any:
+        """``tree`` on the devices, each leaf's first axis split over them."""
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS) if sharded else P()))
+        return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS)))
 
-    def _smaller(self, slots: int) -> int:
-        """The next stage's batch per device (0: none; accelerators keep one batch: there a
-        smaller one costs about the same per step)."""
-        smaller = slots // STAGE_FACTOR
-        if not self.shrinks or self.devices[0].platform != "cpu" or smaller < MIN_STAGE_SLOTS:
-            return 0
-        return smaller
-
-    def _program(self, kind: str, static: Any) -> Any:
-        """The jitted program ``kind`` (start, stage or shrink) of ``static``, each device
-        running its share (``shard_map`` over the devices), compiled at its first call."""
+    def _program(self, kind: str, static: Any) -> Program:
+        """The jitted program ``kind`` of ``static``, each device running its share
+        (``shard_map`` over the devices), compiled at its first call; the physics programs
+        (queue, drain) say what they compile."""
         key = (kind, static)
         if key not in self._compiled:
-            self._compiled[key] = _Compiled(self._traced(kind, static), self, kind, static)
+            label = description = None
+            if kind in ("queue", "drain"):
+                import jax
+
+                devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
+                description = (f"the {kind} program of {self.spec} for {static.slots} env slots "
+                               f"x {devices} ({static.pairs} pairs each, {static.chunk} envs a "
+                               "step call)")
+                label = f"{self.label} | {kind} {static} | {devices} | jax {jax.__version__}"
+            self._compiled[key] = Program(self._traced(kind, static), label, description or "")
         return self._compiled[key]
+
+    @property
+    def compile_seconds(self) -> float:
+        """Spent compiling (or loading from jax's cache) so far."""
+        return sum(program.seconds for program in self._compiled.values())
 
     def _traced(self, kind: str, static: Any) -> Any:
         import jax
@@ -215,36 +290,33 @@ class JaxRollout:
         from neurorun.problems import jax_program
 
         env, policy = self.env, self.policy
-
-        def inputs(shared: SharedInputs, tables: Tables) -> jax_program.Inputs:
-            return jax_program.Inputs(shared.params, *_local(tables), shared.center,
-                                      shared.scale, shared.shift, shared.stdev)
-
-        if kind == "start":
-            def body(shared: Any, tables: Any) -> Any:
-                return _stacked(jax_program.start(env, policy, static, inputs(shared, tables)))
-            specs = (P(), P(AXIS))
-        elif kind == "stage":
-            def body(shared: Any, tables: Any, carry: Any, limit: Any) -> Any:
-                return _stacked(jax_program.stage(env, policy, static, inputs(shared, tables),
+        if kind == "first":
+            def body(inputs: Any) -> Any:
+                return _stacked(jax_program.first_carry(env, policy, static[0], _local(inputs),
+                                                        static[1]))
+            specs: tuple = (P(AXIS),)
+        elif kind in ("queue", "drain"):
+            def body(inputs: Any, carry: Any, limit: Any) -> Any:
+                return _stacked(jax_program.phase(env, policy, static, _local(inputs),
                                                   _local(carry), limit))
-            specs = (P(), P(AXIS), P(AXIS), P())
+            specs = (P(AXIS), P(AXIS), P())
         else:
-            def body(carry: Any) -> Any:
-                return _stacked(jax_program.shrink(_local(carry), static[1]))
-            specs = (P(AXIS),)
+            def body(inputs: Any, carry: Any) -> Any:
+                return _stacked(jax_program.hand_over(_local(inputs), _local(carry), *static))
+            specs = (P(AXIS), P(AXIS))
         return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
                                      out_specs=P(AXIS), check_vma=False))
 
     def _result(self, n: int, out: dict[str, np.ndarray], totals: _Totals,
-                options: RolloutOptions, collect: RunningNorm | None) -> RolloutResult:
+                options: RolloutOptions, collect: RunningNorm | None,
+                center: np.ndarray) -> RolloutResult:
         device = self.device
         returns = torch.from_numpy(out["returns"].astype(np.float64)).to(device)
         lengths = torch.from_numpy(out["lengths"].astype(np.int64)).to(device)
         fitness, nonfinite, kept = pair_results(returns, lengths, out["finished"],
                                                 out["failed"], n, options)
         if collect is not None:
-            collect.update(totals.statistics(out["center"], collect))
+            collect.update(totals.statistics(center, collect))
         return RolloutResult(
             fitness=fitness, nonfinite=nonfinite, episode_returns=returns[kept],
             episode_lengths=lengths[kept], lengths=lengths, interactions=int(out["lengths"].sum()),
@@ -255,14 +327,13 @@ class JaxRollout:
 AXIS = "devices"  # the mesh axis the pairs are split over
 
 
-class SharedInputs(NamedTuple):
-    """What every device reads whole (replicated)."""
+class Common(NamedTuple):
+    """What every pair of a rollout reads alike (the tail of ``jax_program.Inputs``)."""
 
-    params: Any  # (n + 1, D): every solution's parameters, then a zero row (padding pairs)
-    center: Any  # (O,)
-    scale: Any  # (O,)
-    shift: Any  # (O,)
-    stdev: Any  # ()
+    center: np.ndarray  # (O,)
+    scale: np.ndarray  # (O,)
+    shift: np.ndarray  # (O,)
+    stdev: np.floating  # ()
 
 
 class Tables(NamedTuple):
@@ -271,6 +342,17 @@ class Tables(NamedTuple):
     pair_solution: Any  # (devices, T) int32, n for padding
     pair_keys: Any  # (devices, T, 2) uint32 reset keys
     noise_keys: Any  # (devices, T, 2) uint32 action-noise keys
+
+
+def _stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any, center: Any,
+           scale: Any, shift: Any, stdev: Any) -> Any:
+    """``jax_program.Inputs`` of every device, stacked on a leading device axis."""
+    from neurorun.problems import jax_program
+
+    return jax_program.Inputs(np.ascontiguousarray(params), pair_solution, pair_keys,
+                              noise_keys, np.ascontiguousarray(center),
+                              np.ascontiguousarray(scale), np.ascontiguousarray(shift),
+                              np.ascontiguousarray(stdev))
 
 
 @dataclass(frozen=True)
@@ -292,6 +374,10 @@ class PairSplit:
     @property
     def pairs(self) -> int:
         return self.pair_index.shape[1]
+
+    @property
+    def streaming(self) -> bool:
+        return self.following == 0
 
     def counts(self) -> list[int]:
         return (self.pair_index >= 0).sum(1).tolist()
@@ -352,6 +438,35 @@ def _padded(params: Tensor) -> np.ndarray:
     return np.concatenate([rows, np.zeros((1, rows.shape[1]), np.float32)])
 
 
+def _widened(table: np.ndarray, width: int, fill: Any) -> np.ndarray:
+    """``table (devices, T, ...)`` as (devices, width, ...), filled with ``fill`` past T."""
+    out = np.full((table.shape[0], width, *table.shape[2:]), fill, table.dtype)
+    out[:, :table.shape[1]] = table
+    return out
+
+
+def _pair_arrays(carry: Any) -> dict[str, np.ndarray]:
+    """A phase's per-device pair results on the host: (devices, T) arrays and ``failed``
+    (devices, n + 1)."""
+    import jax
+
+    out = jax.device_get({"returns": carry.returns, "lengths": carry.lengths,
+                          "finished": carry.queue.finished, "failed": carry.queue.failed})
+    return {name: np.array(value) for name, value in out.items()}  # writable: merged into
+
+
+def _merge(out: dict[str, np.ndarray], drained: dict[str, np.ndarray], origin: np.ndarray,
+           pair_solution: np.ndarray) -> None:
+    """The drain's results into the queue program's: drain slot k of device d ran pair
+    ``origin[d, k]`` (-1: none) of that device, as the drain's solution k."""
+    for d in range(origin.shape[0]):
+        ran = origin[d] >= 0
+        pairs = origin[d][ran]
+        for name in ("returns", "lengths", "finished"):
+            out[name][d, pairs] = drained[name][d, :len(ran)][ran]
+        out["failed"][d, pair_solution[d][pairs[drained["failed"][d, :len(ran)][ran]]]] = True
+
+
 def _local(tree: Any) -> Any:
     """A device's block of per-device arrays (leading axis 1 under shard_map) without it."""
     import jax
@@ -366,60 +481,36 @@ def _stacked(tree: Any) -> Any:
     return jax.tree_util.tree_map(lambda x: x[None], tree)
 
 
-@contextlib.contextmanager
-def watched(what: str, after: float) -> Iterator[None]:
-    """Say every ``after`` seconds that ``what`` still runs: a compile or an evaluation that
-    stalls is visible, not silent."""
-    done = threading.Event()
-    started = time.perf_counter()
+def _inline_chunk(env: Any) -> int | None:
+    """The most envs a step call may hold so that each LAPACK kernel in ``env``'s reset and
+    step stays below ``LAPACK_INLINE_WORK`` flops (n**3 for an n x n matrix, the most any of
+    the kernels counts); None: no LAPACK kernel.
 
-    def watch() -> None:
-        while not done.wait(after):
-            log.warning("%s: still running after %.0f s (jax's CPU compiles big physics "
-                        "programs for minutes; with no CPU in use, it is stuck: stop it with "
-                        "Ctrl-C and report the env, batch and device count)", what,
-                        time.perf_counter() - started)
+    jax's CPU LAPACK kernels (the Cholesky factor and triangular solves of brax's generalized
+    backend and of MuJoCo MJX) split a batch whose work passes ``LAPACK_INLINE_WORK`` flops
+    over XLA's intra-op thread pool, one thread per core, and block their own pool thread until
+    the parts are done. When as many devices as pool threads run such a kernel at once, every
+    thread waits and none is left to do the parts: brax ant (generalized) with 128 envs a
+    device on 2 host devices stalled forever in its first reset."""
+    import re
 
-    thread = threading.Thread(target=watch, name="neurorun-watch", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
+    import jax
 
-
-class _Compiled:
-    """A jitted program, compiled at its first call; env programs report their compilation,
-    which takes from seconds to minutes on a CPU."""
-
-    def __init__(self, function: Any, owner: JaxRollout, kind: str, static: Any):
-        self.function, self.owner, self.kind, self.static = function, owner, kind, static
-        self.ready = False
-
-    def __call__(self, *args: Any) -> Any:
-        if self.ready:
-            return self.function(*args)
-
-        static, reported = self.static, self.kind != "shrink"
-        what = ("the first env states" if self.kind == "start" else "the evaluation")
-        devices = self.owner.devices
-        if reported:
-            log.info("compiling %s of %s for %d env slots x %d %s device(s) (%d pairs each), "
-                     "once per batch shape...", what, self.owner.spec, static.slots,
-                     len(devices), devices[0].platform, static.pairs)
-        started = time.perf_counter()
-        with watched(f"compiling {what} of {self.owner.spec}", STALL_SECONDS):
-            self.function = self.function.lower(*args).compile()
-        seconds = time.perf_counter() - started
-        self.owner.compile_seconds += seconds
-        if reported:
-            log.info("compiled %s of %s in %.0f s", what, self.owner.spec, seconds)
-        self.ready = True
-        return self.function(*args)
+    keys = jax.ShapeDtypeStruct((1, 2), np.uint32)
+    state = jax.eval_shape(env.reset, keys)
+    actions = jax.ShapeDtypeStruct((1, env.action_size), np.float32)
+    text = (jax.jit(env.reset).lower(keys).as_text()
+            + jax.jit(env.step).lower(state, actions).as_text())
+    sizes = [max(int(n) for n in dims.split("x")[-3:-1])  # a matrix's rows and columns
+             for call in re.findall(r"@lapack_\w+.*", text)
+             for dims in re.findall(r"tensor<((?:\d+x){3,})f", call)]
+    if not sizes:
+        return None
+    return max(1, (LAPACK_INLINE_WORK - 1) // max(sizes) ** 3)
 
 
 class _Totals:
-    """Step counts and observation sums over the stages of one rollout (float64, host)."""
+    """Step counts and observation sums over the phases of one rollout (float64, host)."""
 
     def __init__(self, size: int):
         self.steps = self.simulated = 0
@@ -427,14 +518,14 @@ class _Totals:
         self.shifted = np.zeros(size)
         self.squares = np.zeros(size)
 
-    def add(self, slots: int, carry: Any) -> None:
+    def add(self, carry: Any) -> None:
         import jax
 
-        steps, count, shifted, squares = jax.device_get(
-            (carry.steps, carry.obs_count.sum(), carry.obs_sum, carry.obs_squares))
-        steps = np.asarray(steps)  # (devices,): each device's vector steps, side by side
-        self.steps += int(steps.max())
-        self.simulated += int(steps.sum()) * slots
+        steps, simulated, count, shifted, squares = jax.device_get(
+            (carry.steps, carry.simulated, carry.obs_count.sum(), carry.obs_sum,
+             carry.obs_squares))
+        self.steps += int(np.asarray(steps).max())  # each device's vector steps, side by side
+        self.simulated += int(np.asarray(simulated).sum())
         self.count += float(count)
         self.shifted += np.asarray(shifted, np.float64).sum((0, 1))
         self.squares += np.asarray(squares, np.float64).sum((0, 1))

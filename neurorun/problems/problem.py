@@ -152,7 +152,9 @@ class Problem:
         make_batch = functools.partial(batched_jax_env, self.env_options.spec,
                                        episode_length=self.env_options.episode_length,
                                        **self.env_options.config)
-        return JaxRollout(make_batch, self.env_options.spec, form, self.device, devices)
+        label = (f"{self.env_options.spec} {dict(sorted(self.env_options.config.items()))} "
+                 f"episode_length={self.env_options.episode_length} {self.architecture}")
+        return JaxRollout(make_batch, self.env_options.spec, form, self.device, devices, label)
 
     def _slots(self, total: int) -> int:
         """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every

@@ -47,16 +47,16 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
     env = VmapWrapper(EpisodeWrapper(traced, 3, 1))
     policy = ArrayPolicy(nn.Linear(1, 1))  # parameters: weight, then bias
     returns = {}
-    for slots in (1, 2):  # two batch sizes: the start and stage programs of each
+    for slots in (1, 2):  # two batch sizes: the first carry and the phase of each
         inputs = jax_program.Inputs(
             params=jnp.asarray([[0.0, 0.5], [0.0, -0.25]], jnp.float32),
             pair_solution=jnp.arange(2, dtype=jnp.int32), pair_keys=jnp.zeros((2, 2), jnp.uint32),
             noise_keys=jnp.zeros((2, 2), jnp.uint32), center=jnp.zeros(1), scale=jnp.ones(1),
             shift=jnp.zeros(1), stdev=jnp.float32(0))
-        static = jax_program.Static(slots=slots, solutions=2, pairs=2, following=0,
-                                    normalize=False, collect=False, noisy=False)
-        carry, _ = jax_program.start(env, policy, static, inputs)
-        carry = jax_program.stage(env, policy, static, inputs, carry, jnp.int32(-1))
+        static = jax_program.Static(slots=slots, chunk=slots, solutions=2, pairs=2,
+                                    following=0, normalize=False, collect=False, noisy=False)
+        carry = jax_program.first_carry(env, policy, static, inputs, slots)
+        carry = jax_program.phase(env, policy, static, inputs, carry, jnp.int32(-1))
         returns[slots] = np.asarray(carry.returns).tolist()
     # three steps of a constant action each: 3 x 0.5 and 3 x -0.25, on one slot or two
     assert returns == {1: [1.5, -0.75], 2: [1.5, -0.75]}

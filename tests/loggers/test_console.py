@@ -70,6 +70,31 @@ def test_live_view_prints_rows_above_the_progress_bar():
     assert format_row({**STATUS, "center_eval": 100.0}) in stream.getvalue()
 
 
+def test_the_progress_bar_shows_a_compile_while_it_runs_then_the_generations_again(caplog):
+    """neurorun's records that carry an ``activity`` (a program compiling: what; done: None)
+    take the bar's description while it runs, from the start of the run on."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="neurorun")  # as a run sets it
+    console = ConsoleLogger(StopLimits(generations=5), plain=False, show_config=False,
+                            stream=io.StringIO())
+    console.start({})
+    console.begin()
+    said = logging.getLogger("neurorun.problems.compiling")
+    said.info("compiling ...", extra={"activity": "compiling the queue program of X"})
+    assert console.progress.tasks[0].description == "compiling the queue program of X"
+    said.info("compiled", extra={"activity": None})
+    assert console.progress.tasks[0].description == "starting"
+    console.log(1, STATUS)
+    generations = console.progress.tasks[0].description
+    said.info("compiling ...", extra={"activity": "compiling the drain program of X"})
+    said.info("compiled", extra={"activity": None})
+    assert console.progress.tasks[0].description == generations
+    console.close({})
+    said.info("compiling ...", extra={"activity": "after the run"})  # no bar: nothing to show
+    assert console.activity not in logging.getLogger("neurorun").handlers
+
+
 def test_config_tree_has_one_branch_per_group():
     tree = config_tree({"algo": {"name": "pgpe", "stdev_init": None}, "seed": 0})
     assert [str(child.label) for child in tree.children] == ["[bold]algo[/bold]",

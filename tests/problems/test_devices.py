@@ -156,23 +156,23 @@ def test_a_popsize_that_leaves_devices_idle_says_how_it_was_split(caplog):
                     "of 4 keeps every device busy)"]  # once
 
 
-def test_chunks_that_keep_lapack_inline_give_the_batched_envs_results():
+def test_several_cpu_devices_step_in_chunks_that_keep_lapack_inline():
     """Several CPU devices step jax envs in chunks small enough that jax's LAPACK kernels run
     inline (a kernel that splits its batch over the thread pool stalls when every device
-    does it at once); chunked or not, the same states."""
-    from neurorun.envs import batched_jax_env
-    from neurorun.problems.inline_lapack import InlineLapack
+    does it at once): MJX's constraint solve (a Cholesky factor) of CartpoleBalance sets a
+    limit on two devices, none on one. Chunked or not, the same fitness to rounding."""
+    from neurorun.problems.jax_rollout import LAPACK_INLINE_WORK, _inline_chunk
 
-    env = batched_jax_env("playground::CartpoleBalance", 30)
-    chunked = InlineLapack(env)
-    assert chunked.chunk is not None  # MJX's constraint solve: a Cholesky factor
-    assert chunked.action_size == env.action_size
-    chunked.chunk = 2  # 5 envs: chunks of 2, 2 and a padded 1
-    keys = jax.random.split(jax.random.PRNGKey(3), 5)
-    actions = jax.numpy.linspace(-1, 1, 5)[:, None]
-    expected = jax.jit(env.step)(jax.jit(env.reset)(keys), actions)
-    got = jax.jit(chunked.step)(jax.jit(chunked.reset)(keys), actions)
-    np.testing.assert_allclose(np.asarray(got.obs), np.asarray(expected.obs), rtol=1e-5,
-                               atol=1e-6)
-    np.testing.assert_allclose(np.asarray(got.reward), np.asarray(expected.reward),
-                               rtol=1e-5, atol=1e-6)
+    problem = make_problem("playground::CartpoleBalance", episode_length=20, devices=2,
+                           max_num_envs=12, seed=0)
+    rollout = problem._compiled
+    assert rollout.largest_chunk is not None
+    assert 1 <= rollout.largest_chunk <= LAPACK_INLINE_WORK
+    assert rollout.largest_chunk == _inline_chunk(rollout.env)
+    assert make_problem("playground::CartpoleBalance", episode_length=20,
+                        devices=1)._compiled.largest_chunk is None
+    params = torch.randn(12, problem.solution_length, generator=torch.Generator().manual_seed(1))
+    rollout.largest_chunk = 2  # 6 slots a device: 3 chunks of 2
+    chunked = problem.evaluate(params, seed=5)
+    rollout.one_batch = True  # one call of 6 envs a device
+    torch.testing.assert_close(problem.evaluate(params, seed=5), chunked, rtol=1e-4, atol=1e-3)

@@ -29,24 +29,43 @@ class Counter:
                              info={"t": t, "length": state.info["length"]})
 
 
-def run(lengths, nan_pairs=(), slots=2):
+def inputs_of(lengths, nan_pairs=()):
     """Solutions 0, 1, 2 act 0.5, -0.25 and 2 (clipped to 1) at every step; pairs are
     episode-major (pair k runs solution k % 3) with the given episode lengths."""
-    from neurorun.nets.arrays import ArrayPolicy
     from neurorun.problems import jax_program
 
     pairs = len(lengths)
-    policy = ArrayPolicy(nn.Linear(1, 1))  # parameters: weight, then bias
     params = jnp.asarray([[0.0, 0.5], [0.0, -0.25], [0.0, 2.0], [0.0, 0.0]], jnp.float32)
     keys = np.array([[1 if k in nan_pairs else 0, n] for k, n in enumerate(lengths)], np.uint32)
     inputs = jax_program.Inputs(
         params=params, pair_solution=jnp.arange(pairs, dtype=jnp.int32) % 3,
         pair_keys=jnp.asarray(keys), noise_keys=jnp.zeros((pairs, 2), jnp.uint32),
         center=jnp.zeros(1), scale=jnp.ones(1), shift=jnp.zeros(1), stdev=jnp.float32(0))
-    static = jax_program.Static(slots=slots, solutions=3, pairs=pairs, following=0,
-                                normalize=False, collect=False, noisy=False)
-    carry, _ = jax_program.start(Counter(), policy, static, inputs)
-    return jax_program.stage(Counter(), policy, static, inputs, carry, jnp.int32(-1))
+    return inputs
+
+
+def policy():
+    from neurorun.nets.arrays import ArrayPolicy
+
+    return ArrayPolicy(nn.Linear(1, 1))  # parameters: weight, then bias
+
+
+def static_of(slots, pairs, chunk=None, solutions=3):
+    from neurorun.problems import jax_program
+
+    return jax_program.Static(slots=slots, chunk=chunk or slots, solutions=solutions,
+                              pairs=pairs, following=0, normalize=False, collect=False,
+                              noisy=False)
+
+
+def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1):
+    """One phase of the lengths' pairs on ``slots`` env slots in chunks of ``chunk``."""
+    from neurorun.problems import jax_program
+
+    inputs = inputs_of(lengths, nan_pairs)
+    static = static_of(slots, len(lengths), chunk)
+    carry = jax_program.first_carry(Counter(), policy(), static, inputs, slots)
+    return jax_program.phase(Counter(), policy(), static, inputs, carry, jnp.int32(limit))
 
 
 def test_pairs_stream_over_two_slots_with_an_autoreset_step_between_episodes():
@@ -70,3 +89,47 @@ def test_a_nan_observation_fails_its_solution_and_skips_its_other_pairs():
     assert np.asarray(c.queue.finished).tolist() == [True, True, False, True, True, False]
     assert np.asarray(c.queue.failed).tolist() == [False, False, True, True]
     assert np.asarray(c.queue.dead).tolist() == [True, False]
+
+
+def test_only_chunks_holding_a_busy_slot_step_and_busy_slots_move_to_the_first_chunk():
+    # 4 pairs on 4 slots in chunks of 2: at step 1 every slot steps (4 simulated), then only
+    # slot 3's pair runs on (length 5): it moves to slot 0, and one chunk of 2 steps 4 more
+    # times (8); in one chunk of 4 the same returns cost 4 x 5 = 20 simulated steps
+    chunked, whole = run([1, 1, 1, 5], slots=4, chunk=2), run([1, 1, 1, 5], slots=4)
+    for c in (chunked, whole):
+        assert np.asarray(c.lengths).tolist() == [1, 1, 1, 5]
+        np.testing.assert_allclose(np.asarray(c.returns), [0.5, -0.25, 1.0, 2.5])
+        assert int(c.steps) == 5
+    assert (int(chunked.simulated), int(whole.simulated)) == (4 + 4 * 2, 4 * 5)
+    assert np.asarray(chunked.queue.slot_pair).tolist() == [-1, -1, -1, -1]
+
+
+def test_the_last_busy_slots_hand_over_to_a_drain_that_finishes_their_pairs():
+    """A queue phase stops once no pair waits and at most 2 slots are busy; the drain runs
+    those slots' pairs on as its own solutions 0 and 1: the pairs' returns and lengths are
+    the ones of one phase to the end."""
+    from neurorun.problems import jax_program
+
+    lengths = [2, 3, 1, 2, 6, 4]
+    inputs = inputs_of(lengths)
+    queue = static_of(4, len(lengths), chunk=2)
+    carry = jax_program.first_carry(Counter(), policy(), queue, inputs, 4)
+    carry = jax_program.phase(Counter(), policy(), queue, inputs, carry, jnp.int32(2))
+    # slots 0-3 take pairs 0-3; pair 2 ends at step 1 (slot 2 takes pair 4), pairs 0 and 3
+    # at step 2 (slot 0 takes pair 5, slot 3 goes idle), pair 1 at step 3: 2 slots are busy
+    assert int(carry.steps) == 3
+    drain = static_of(2, 2, chunk=1, solutions=2)
+    drain_inputs, drain_carry, origin = jax_program.hand_over(inputs, carry, queue, drain)
+    assert sorted(np.asarray(origin).tolist()) == [4, 5]
+    drain_carry = jax_program.phase(Counter(), policy(), drain, drain_inputs, drain_carry,
+                                    jnp.int32(-1))
+    returns, lengths_run = np.array(carry.returns), np.array(carry.lengths)
+    for slot, pair in enumerate(np.asarray(origin).tolist()):
+        returns[pair] = np.asarray(drain_carry.returns)[slot]
+        lengths_run[pair] = np.asarray(drain_carry.lengths)[slot]
+    whole = run(lengths, slots=4)
+    assert lengths_run.tolist() == lengths == np.asarray(whole.lengths).tolist()
+    np.testing.assert_allclose(returns, np.asarray(whole.returns))
+    np.testing.assert_allclose(returns, [1.0, -0.75, 1.0, 1.0, -1.5, 4.0])
+    # pair 4 started at step 2 (6 steps: to step 7), pair 5 at step 3 (4 steps: to step 6)
+    assert int(carry.steps) + int(drain_carry.steps) == int(whole.steps) == 8

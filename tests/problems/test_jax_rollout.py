@@ -84,7 +84,7 @@ def test_brax_inverted_pendulum_equals_the_step_by_step_path(network):
 
 def test_brax_ant_equals_the_step_by_step_path_with_a_recurrent_policy():
     stepwise, compiled = _problems("brax::ant", f"{LSTM} >> Bin(-1, 1)", 60)
-    compiled._compiled.shrinks = False
+    compiled._compiled.one_batch = True
     # its 3 test episodes run as a batch of their own, whose physics rounds apart on the two
     # paths: on an AMD EPYC (AVX2) host a 60-step return differed by 6e-4 relative while the
     # training batch agreed to 1e-7; a wrong seed, norm or policy state is off by far more
@@ -104,16 +104,21 @@ def test_lock_step_sub_batches_equal_the_step_by_step_path():
     _assert_same_evaluations(stepwise, compiled, generations=1)
 
 
-def test_stages_leave_counts_and_returns_as_they_are():
-    """Moving the last busy slots into smaller batches: the same episodes (inverted_pendulum
-    pays 1 per step, so returns are lengths), fewer simulated steps."""
+def test_chunks_and_the_drain_leave_counts_and_returns_as_they_are():
+    """Slots stepped in chunks that cost only while busy, the last busy ones finished by the
+    drain program: the same episodes as one batch to the end (inverted_pendulum pays 1 per
+    step, so returns are lengths), fewer simulated steps."""
+    from neurorun.problems.jax_rollout import DRAIN_SLOTS, QUEUE_CHUNK
+
+    slots = 2 * max(QUEUE_CHUNK, DRAIN_SLOTS)  # two chunks, then the drain
     problem = make_problem("brax::inverted_pendulum", MLP, episode_length=60, seed=0,
-                           max_num_envs=16, devices=1)
-    params = 2 * _population(problem, 0).repeat(4, 1)  # 24 solutions on 16 slots
-    one_batch = problem.evaluate(params, seed=4)
+                           max_num_envs=slots, devices=1)
+    params = 2 * torch.randn(3 * slots // 2, problem.solution_length,
+                             generator=torch.Generator().manual_seed(0))
+    chunked = problem.evaluate(params, seed=4)
     simulated = problem.last_stats.num_simulated_steps
-    problem._compiled.shrinks = False
-    torch.testing.assert_close(problem.evaluate(params, seed=4), one_batch)
+    problem._compiled.one_batch = True
+    torch.testing.assert_close(problem.evaluate(params, seed=4), chunked)
     assert problem.last_stats.num_simulated_steps > simulated
 
 

@@ -1,0 +1,160 @@
+"""What a compiling program says (tests/problems/test_jax_rollout.py runs the real ones): the
+shape it compiles, how long it took last time (the record beside jax's cache), whether jax's
+cache had it; and the watch that tells a running compile from a stuck one."""
+
+import json
+import logging
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.extras("jax")
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """jax's persistent cache in a folder of this test's, writing every program (jax keeps
+    the cache it opened first for the process: reset before and after)."""
+    import jax
+    from jax._src.compilation_cache import reset_cache
+
+    settings = {"jax_compilation_cache_dir": str(tmp_path),
+                "jax_persistent_cache_min_compile_time_secs": 0.0,
+                "jax_persistent_cache_min_entry_size_bytes": 0}
+    before = {name: getattr(jax.config, name) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
+    reset_cache()
+    yield tmp_path
+    for name, value in before.items():
+        jax.config.update(name, value)
+    reset_cache()
+
+
+def _program(label, scale):
+    import jax
+    import jax.numpy as jnp
+
+    from neurorun.problems.compiling import Program
+
+    return Program(jax.jit(lambda x: jnp.sin(x) * scale), label, f"the test program {scale}")
+
+
+def test_a_program_says_what_it_compiles_and_records_how_long_it_took(cache, caplog):
+
+    from neurorun.problems.compiling import RECORD
+
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        program = _program("label A", 3.0)
+        assert float(program(np.float32(0.5))) == pytest.approx(3.0 * 0.479425538604203)
+        assert float(program(np.float32(0.0))) == 0.0  # compiled once
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "compiling the test program 3.0, once per shape..."
+    assert said[1].startswith("compiled the test program 3.0 in ")
+    assert len(said) == 2
+    assert caplog.records[0].activity == "compiling the test program 3.0"
+    assert caplog.records[1].activity is None
+    record = json.loads((cache / RECORD).read_text())
+    assert list(record) == ["label A"]
+    assert record["label A"]["seconds"] == pytest.approx(program.seconds, abs=0.06)
+
+
+def test_a_recorded_program_says_its_last_time_and_a_cached_one_that_it_was_loaded(cache,
+                                                                                 caplog):
+    import jax
+
+    from neurorun.problems.compiling import RECORD
+
+    _program("label B", 2.0)(np.float32(1.0))  # compiled and written to jax's cache
+    jax.clear_caches()  # this process forgets it: the next one is read from the cache
+    (cache / RECORD).write_text(json.dumps({"label B": {"seconds": 42.0, "date": "x"}}))
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        assert float(_program("label B", 2.0)(np.float32(1.0))) == pytest.approx(
+            2.0 * 0.8414709848078965)
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "compiling the test program 2.0 (it took 42 s last time), once per shape..."
+    assert said[1].startswith("loaded the test program 2.0 from jax's compilation cache in ")
+    assert said[1].endswith(" s)") and "(compiling it took " in said[1]
+
+
+def test_a_record_that_is_not_json_is_ignored_and_replaced(cache, caplog):
+
+    from neurorun.problems.compiling import RECORD
+
+    (cache / RECORD).write_text("[not, json")
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        _program("label C", 5.0)(np.float32(1.0))
+    assert caplog.records[0].getMessage() == "compiling the test program 5.0, once per shape..."
+    assert list(json.loads((cache / RECORD).read_text())) == ["label C"]
+
+
+def test_the_watch_tells_a_busy_process_from_a_stuck_one(caplog):
+    from neurorun.problems.compiling import watched
+
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        with watched("sleeping", 0.3, heartbeat=""):
+            time.sleep(0.7)  # no CPU: stuck
+        with watched("spinning", 0.3, heartbeat=" (it took 9 s last time)"):
+            end = time.perf_counter() + 0.7
+            while time.perf_counter() < end:  # CPU in use: going
+                pass
+    sleeping = [r for r in caplog.records if r.getMessage().startswith("sleeping")]
+    spinning = [r for r in caplog.records if r.getMessage().startswith("spinning")]
+    assert sleeping and all(r.levelno == logging.WARNING and "looks stuck" in r.getMessage()
+                            for r in sleeping)
+    assert spinning and all(r.levelno == logging.INFO for r in spinning)
+    assert spinning[0].getMessage().endswith("s so far (it took 9 s last time)")
+
+
+def test_a_corrupt_cache_entry_is_said_once_and_the_program_compiles(cache, caplog,
+                                                                    monkeypatch):
+    import jax
+
+    from neurorun.problems import compiling
+
+    monkeypatch.setattr(compiling, "_SAID", set())  # said once per process: this test's own
+    _program("label D", 7.0)(np.float32(1.0))
+    entries = list(cache.glob("*-cache"))
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b"not an executable")
+    jax.clear_caches()
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        assert float(_program("label D", 7.0)(np.float32(1.0))) == pytest.approx(
+            7.0 * 0.8414709848078965)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1 and said[0].startswith(
+        "jax's compilation cache: an error reading an entry (")
+    assert caplog.records[-1].getMessage().startswith("compiled the test program 7.0 in ")
+
+
+@pytest.mark.parametrize("make", ["shared", "under a file"])
+def test_a_cache_folder_others_may_write_or_none_can_make_is_not_used_and_said_once(
+        tmp_path, caplog, make):
+    import jax
+
+    from neurorun.envs.jax_env import use_compilation_cache
+
+    folder = tmp_path / "cache"
+    if make == "shared":
+        folder.mkdir()
+        folder.chmod(0o777)
+        why = "another user may write to it"
+    else:
+        (tmp_path / "file").write_text("")
+        folder = tmp_path / "file" / "cache"
+        why = "it cannot be made"
+    before = (jax.config.jax_compilation_cache_dir, jax.config.jax_enable_compilation_cache)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    try:
+        with caplog.at_level(logging.INFO, logger="neurorun"):
+            use_compilation_cache()
+            use_compilation_cache()
+        assert jax.config.jax_enable_compilation_cache is False
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before[0])
+        jax.config.update("jax_enable_compilation_cache", before[1])
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith(f"jax's compilation cache {folder} is not used: {why}")
+    assert "every program compiles anew in each run. Fix: " in said
