@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -31,7 +33,11 @@ import torch
 from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
 
+log = logging.getLogger(__name__)
+
 OBJECTIVE_SENSES = ("max", "min")
+ROUNDS_MAX = 1000  # rounds of popsize an adaptive generation takes at most, popsize_max null
+PROGRESS_S = 120.0  # an adaptive generation still sampling says how far it got this often
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
 Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
 
@@ -81,6 +87,7 @@ class SearchAlgorithm:
         self.generation = 0
         self._draw = 0  # the noise draw of the current generation
         self._pending: list[torch.Tensor] = []  # noise of the samples asked this generation
+        self._said_capped = False  # that adaptive generations end at samples_max (said once)
         self._last: dict[str, float] = {}
 
     # -- what subclasses provide ------------------------------------------------------
@@ -134,19 +141,43 @@ class SearchAlgorithm:
     def popsize_max(self) -> int | None:
         return self.options.adaptive.popsize_max
 
+    @property
+    def samples_max(self) -> int:
+        """The most samples an adaptive generation takes: popsize_max, else ROUNDS_MAX rounds."""
+        return self.popsize_max or ROUNDS_MAX * self.popsize
+
     def run_rounds(self, evaluate_round: Callable[[int], tuple[int, int]]) -> None:
         """Sample one generation in rounds: ``evaluate_round(first)`` samples ``popsize``
         solutions from sample index ``first``, evaluates them and returns ``(samples, env
         steps)``. One round; with adaptive popsize, rounds until the generation made
-        ``num_interactions`` env steps or reached ``popsize_max`` samples. (The local runner
-        and distributed mode both sample through this.)"""
+        ``num_interactions`` env steps or reached ``samples_max`` samples, said every
+        PROGRESS_S meanwhile (`num_interactions=1e9` took rounds for ever, without a word, its
+        noise and fitness kept). (The local runner and distributed mode both sample here.)"""
         asked = steps = 0
+        said_at = time.monotonic()
         while True:
             count, taken = evaluate_round(asked)
             asked, steps = asked + count, steps + taken
-            if self.num_interactions is None or steps >= self.num_interactions or (
-                    self.popsize_max is not None and asked >= self.popsize_max):
+            wanted = self.num_interactions
+            if wanted is None or steps >= wanted:
                 return
+            if asked >= self.samples_max:
+                if self.popsize_max is None and not self._said_capped:
+                    self._said_capped = True
+                    log.warning("generation %d ends after %d rounds of popsize %d (%s samples) "
+                                "with %s of algo.num_interactions=%s interactions, as every "
+                                "generation will: without algo.popsize_max a generation takes "
+                                "at most %d rounds. Fix: a smaller algo.num_interactions, or "
+                                "algo.popsize_max=<the most samples a generation may take>",
+                                self.generation + 1, asked // self.popsize, self.popsize,
+                                f"{asked:,}", f"{steps:,}", f"{wanted:,}", ROUNDS_MAX)
+                return
+            if time.monotonic() - said_at >= PROGRESS_S:
+                said_at = time.monotonic()
+                log.info("generation %d, adaptive popsize: %s samples so far, %s of "
+                         "algo.num_interactions=%s interactions (at most %s samples)",
+                         self.generation + 1, f"{asked:,}", f"{steps:,}", f"{wanted:,}",
+                         f"{self.samples_max:,}")
 
     # -- ask / tell ---------------------------------------------------------------------
     @property

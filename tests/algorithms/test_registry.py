@@ -186,3 +186,36 @@ def test_unknown_algorithm_suggests_a_name():
 def test_tell_before_ask_is_refused(build):
     with pytest.raises(ValueError, match="call ask"):
         build("snes").tell(torch.zeros(3))
+
+
+def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_so(
+        build, caplog, monkeypatch):
+    """issue 51: `algo.num_interactions=1e9` without popsize_max took rounds for ever, its
+    noise and fitness kept, with no word. Now at most ROUNDS_MAX rounds (said once), and a
+    generation still sampling says how far it got."""
+    from neurorun.algorithms import base
+
+    algo = build("pgpe", popsize=4, num_interactions=10**9)
+    monkeypatch.setattr(base, "PROGRESS_S", 0.0)  # every round says how far it got
+    rounds = []
+
+    def evaluate_round(first):
+        rounds.append(first)
+        assert len(rounds) <= 5000, "the rounds went on"
+        return 4, 10  # 4 samples, 10 steps: 10**9 steps are never made
+
+    with caplog.at_level("INFO", logger="neurorun"):
+        algo.run_rounds(evaluate_round)
+        algo.run_rounds(evaluate_round)  # capped again, unsaid
+    assert rounds == [4 * k for k in range(base.ROUNDS_MAX)] * 2
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert said == ["generation 1 ends after 1000 rounds of popsize 4 (4,000 samples) with "
+                    "10,000 of algo.num_interactions=1,000,000,000 interactions, as every "
+                    "generation will: without algo.popsize_max a generation takes at most 1000 "
+                    "rounds. Fix: a smaller algo.num_interactions, or algo.popsize_max=<the most "
+                    "samples a generation may take>"]
+    progress = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    assert progress[0] == ("generation 1, adaptive popsize: 4 samples so far, 10 of "
+                           "algo.num_interactions=1,000,000,000 interactions (at most 4,000 "
+                           "samples)")
+    assert len(progress) == 2 * (base.ROUNDS_MAX - 1)  # each round but the last, each time
