@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP)
 GRACE_S = 5.0  # how long a signal waits for the main thread before it ends the process
@@ -142,7 +143,7 @@ def interrupts_on_signals(*, patient: bool = False) -> Iterator[None]:
         ours.append(signal.SIGINT)
     global _depth, _stopping_since
     previous = {number: signal.signal(number, _raise) for number in ours}
-    unwatch = watch(ours, patient=patient)
+    unwatch = watch(ours, _raise, patient=patient)
     _depth += 1
     exiting = False
     try:
@@ -162,7 +163,7 @@ def interrupts_on_signals(*, patient: bool = False) -> Iterator[None]:
 # ----- signals the main thread does not answer -----
 _answered = -float("inf")  # when the main thread last ran a handler of ours (time.monotonic)
 _SLACK_S = 1.0  # a handler this long before the watcher read a signal may have answered it
-_watching: list[tuple[frozenset[int], bool]] = []  # watch()'s (signals, patient), innermost last
+_watching: list[tuple[frozenset[int], Any, bool]] = []  # watch()'s arguments, innermost last
 _pipe: list[int] = []  # the wakeup fd's pipe (read end, write end), made once per process
 
 
@@ -172,17 +173,19 @@ def answered() -> None:
     _answered = time.monotonic()
 
 
-def watch(signums: Collection[int], *, patient: bool = False) -> Callable[[], None]:
+def watch(signums: Collection[int], handler: Any, *,
+          patient: bool = False) -> Callable[[], None]:
     """End the process when one of ``signums`` is not answered within GRACE_S (a patient
-    watch: a second one), until the function returned is called (main thread only; the
-    handlers of ``signums`` call `answered()`)."""
+    watch: a second one), until the function returned is called (main thread only).
+    ``handler``, which calls `answered()`, is theirs: a signal whose handler another library
+    replaced (ray's driver sets its own for SIGTERM) is not watched, since it cannot answer."""
     if not _pipe:
         _pipe.extend(os.pipe())
         os.set_blocking(_pipe[1], False)  # set_wakeup_fd's rule: a signal never blocks
         threading.Thread(target=_watcher, args=(_pipe[0],), name="neurorun-signals",
                          daemon=True).start()
     previous = signal.set_wakeup_fd(_pipe[1], warn_on_full_buffer=False)
-    _watching.append((frozenset(signums), patient))
+    _watching.append((frozenset(signums), handler, patient))
 
     def unwatch() -> None:
         if _watching:  # a forked child forgot them
@@ -197,12 +200,12 @@ def _watcher(read_end: int) -> None:
     timeout = None
     while True:
         ready = select.select([read_end], [], [], timeout)[0]
-        signums, patient = _watching[-1] if _watching else (frozenset(), False)
+        signums, handler, patient = _watching[-1] if _watching else (frozenset(), None, False)
         if ready:
             now = time.monotonic()
             waiting += [(now, signum) for signum in os.read(read_end, 512) if signum in signums]
         waiting = [(when, signum) for when, signum in waiting if when - _SLACK_S > _answered
-                   and signum in signums]
+                   and signum in signums and signal.getsignal(signum) is handler]
         due = waiting[1:] if patient else waiting
         timeout = due[0][0] + GRACE_S - time.monotonic() if due else None
         if timeout is not None and timeout <= 0:

@@ -30,7 +30,7 @@ _GUARDED = ([number for number, default in _DEFAULTS.items()
             if threading.current_thread() is threading.main_thread() else [])
 for _number in _GUARDED:
     signal.signal(_number, _interrupted)
-_unwatch = watch(_GUARDED) if _GUARDED else None
+_unwatch = watch(_GUARDED, _interrupted) if _GUARDED else None
 
 
 def loaded() -> None:

@@ -82,16 +82,18 @@ mutex = ctypes.create_string_buffer(64)  # zeroed: a default (non-recursive) pth
 libc = ctypes.CDLL(None)
 libc.pthread_mutex_lock(mutex)
 with signals.interrupts_on_signals(patient={patient}):
+    {inside}
     print("stuck", flush=True)
     libc.pthread_mutex_lock(mutex)  # locked already: waits for ever, signals or not
 """
 
 
-def _stuck(grace: float, patient: bool) -> subprocess.Popen:
+def _stuck(grace: float, patient: bool, inside: str = "pass") -> subprocess.Popen:
     """A Python process whose main thread waits for ever in C (as jax making a million devices
-    did), where Python never runs a signal handler."""
+    did), where Python never runs a signal handler; ``inside``: a line it runs first."""
     process = subprocess.Popen([sys.executable, "-c", STUCK.format(grace=grace,
-                                                                   patient=patient)],
+                                                                   patient=patient,
+                                                                   inside=inside)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout.readline() == "stuck\n"
     time.sleep(0.5)  # into the C call
@@ -124,6 +126,20 @@ def test_a_patient_block_waits_for_the_first_signal_and_ends_on_the_second():
         process.kill()
     assert process.returncode == 128 + signal.SIGTERM
     assert err.startswith("neurorun: stopped by SIGTERM; the run did not answer it within 1 s")
+
+
+def test_a_signal_whose_handler_another_library_replaced_is_not_watched():
+    """ray's driver sets its own SIGTERM handler, which cannot say it answered: the process
+    is left to it."""
+    process = _stuck(grace=1, patient=False,
+                     inside="signals.signal.signal(signals.signal.SIGTERM, lambda *_: None)")
+    try:
+        process.send_signal(signal.SIGTERM)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=4)  # 4 x the grace: not ended by the watcher
+    finally:
+        process.kill()
+        process.communicate()
 
 
 def test_an_answered_signal_is_raised_as_before_and_a_forked_child_is_not_watched():
