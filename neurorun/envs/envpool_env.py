@@ -177,6 +177,7 @@ class EnvPoolVecEnv(TorchVecEnv):
         self._adapt = ActionAdapter(self.env_action_space)
         dtype = getattr(self.env_action_space, "dtype", None)
         self._action_dtype = np.dtype(dtype) if dtype is not None else None
+        # the last observations, replaced at every step (never written into: callers keep them)
         self._obs = np.zeros((self.num_envs, int(np.prod(self.single_observation_space.shape))),
                              dtype=np.float32)
         self._all = np.arange(self.num_envs, dtype=np.int32)
@@ -192,32 +193,40 @@ class EnvPoolVecEnv(TorchVecEnv):
                 self._pool = _make_pool(self.env_id, self._seeds, self.num_threads,
                                         self._config)
             obs, _ = self._pool.reset()
-        self._obs[:] = obs.reshape(self.num_envs, -1)
-        return self._obs.copy()
+        self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
+        return self._obs
 
     def step_arrays(
         self, actions: np.ndarray, active: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        ids = self._all if active is None else self._all[active]
-        reward = np.zeros(self.num_envs, dtype=np.float64)
-        done = np.zeros(self.num_envs, dtype=bool)
-        if len(ids) == 0:
-            return self._obs.copy(), reward, done
+        """``step`` on numpy arrays. The env never writes into an observation array it returned
+        (it replaces its record of the last observations): a caller may keep them."""
+        everyone = active is None or np.count_nonzero(active) == self.num_envs
+        if not everyone and not np.count_nonzero(active):
+            return self._obs, np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
         if self._pool is None:
             self.reset_arrays()
-        env_actions = self._adapt(actions[ids])
+        # every env stepped (the common case): EnvPool's arrays are used as they come; its
+        # sync mode returns the envs in the order of the ids sent
+        ids = None if everyone else self._all[active]
+        env_actions = self._adapt(actions if everyone else actions[ids])
         if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
             env_actions = env_actions.astype(self._action_dtype)
         try:
-            obs, rew, terminated, truncated, info = self._pool.step(env_actions, ids)
+            obs, rew, terminated, truncated, _ = self._pool.step(env_actions, ids)
         except Exception as error:  # a C++ exception surfaces as RuntimeError
             raise EnvStepError(f"env {self.spec!r}: EnvPool raised {type(error).__name__}: "
                                f"{error}", None) from error
-        order = info["env_id"]
-        self._obs[order] = obs.reshape(len(order), -1)
-        reward[order] = rew
-        done[order] = np.logical_or(terminated, truncated)
-        return self._obs.copy(), reward, done
+        if everyone:
+            self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
+            return self._obs, rew.astype(np.float64), terminated | truncated
+        self._obs = self._obs.copy()
+        self._obs[ids] = obs.reshape(len(ids), -1)
+        reward = np.zeros(self.num_envs)
+        reward[ids] = rew
+        done = np.zeros(self.num_envs, dtype=bool)
+        done[ids] = terminated | truncated
+        return self._obs, reward, done
 
     def reset(self, seed: int | Sequence[int] | None = None) -> Tensor:
         return torch.from_numpy(self.reset_arrays(seed)).to(self.device)

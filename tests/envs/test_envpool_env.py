@@ -63,6 +63,21 @@ def test_envs_left_out_are_not_stepped():
     np.testing.assert_array_equal(obs[0], ref_obs[0].astype(np.float32))
 
 
+def test_observations_returned_are_never_written_into_later():
+    """The rollout keeps each step's observation array (for the statistics): later steps,
+    of every env or of some, leave the arrays returned before as they were."""
+    env = make_env("envpool::Hopper-v5", 2, seed=0)
+    kept = [env.reset_arrays()]
+    copies = [kept[0].copy()]
+    zeros = np.zeros((2, 3), dtype=np.float32)
+    for active in (None, np.array([True, False]), np.array([False, True]), None):
+        kept.append(env.step_arrays(zeros, active)[0])
+        copies.append(kept[-1].copy())
+    for array, copy in zip(kept, copies, strict=True):
+        np.testing.assert_array_equal(array, copy)
+    assert not np.array_equal(kept[1], kept[2])
+
+
 def test_next_step_autoreset_and_episode_length():
     env = make_env("envpool::Hopper-v5", 2, seed=0, episode_length=3)
     env.reset_arrays()
