@@ -46,9 +46,13 @@ class RunningNorm:
     def device(self) -> torch.device:
         return self.sum.device
 
-    def update(self, data: Tensor | RunningNorm, mask: Tensor | None = None) -> None:
+    def update(self, data: Tensor | RunningNorm, mask: Tensor | None = None, *,
+               scratch: bool = False) -> None:
         """Add a batch of observations ``(..., size)`` (rows where ``mask`` is True), or the
-        statistics of another RunningNorm."""
+        statistics of another RunningNorm.
+
+        ``scratch``: ``data`` (float64, on this device) is a buffer of the caller's that the
+        update may overwrite (with the squares: no temporary of its size is made)."""
         if isinstance(data, RunningNorm):
             if data.size != self.size:
                 raise ValueError(f"cannot merge a RunningNorm of size {data.size} into one of "
@@ -57,11 +61,13 @@ class RunningNorm:
             self.sum += data.sum.to(self.device)
             self.sum_of_squares += data.sum_of_squares.to(self.device)
             return
-        x = torch.as_tensor(data, device=self.device).reshape(-1, self.size).to(torch.float64)
+        x = torch.as_tensor(data, device=self.device).reshape(-1, self.size)
+        owned = scratch or x.dtype != torch.float64  # else .to below returns the caller's data
+        x = x.to(torch.float64)
         if mask is None:
             self.count += x.shape[0]
             self.sum += x.sum(0)
-            self.sum_of_squares += (x * x).sum(0)
+            self.sum_of_squares += (x.mul_(x) if owned else x * x).sum(0)
             return
         weight = torch.as_tensor(mask, device=self.device).reshape(-1).to(torch.float64)
         self.count += weight.sum()

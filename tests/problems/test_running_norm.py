@@ -65,3 +65,21 @@ def test_state_dict_round_trip_and_size_checks():
     torch.testing.assert_close(loaded.sum_of_squares, norm.sum_of_squares)
     with pytest.raises(ValueError, match="size 2"):
         RunningNorm(2).update(norm)
+
+
+def test_an_update_leaves_the_callers_float64_rows_as_they_were():
+    x = data(7)
+    rows = torch.from_numpy(x.copy())
+    norm = RunningNorm(3)
+    norm.update(rows)
+    np.testing.assert_array_equal(rows.numpy(), x)
+    np.testing.assert_allclose(norm.sum_of_squares.numpy(), (x**2).sum(0), rtol=1e-12)
+
+
+def test_a_scratch_update_adds_the_rows_it_overwrites():
+    x = data(8)
+    norm = RunningNorm(3)
+    norm.update(torch.from_numpy(x.copy()), scratch=True)
+    assert float(norm.count) == 40
+    np.testing.assert_allclose(norm.sum.numpy(), x.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(norm.sum_of_squares.numpy(), (x**2).sum(0), rtol=1e-12)
