@@ -16,7 +16,6 @@ import json
 import logging
 import threading
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,8 @@ RECORD = "neurorun-compiles.json"  # in jax's cache folder (jax reads only its *
 RECORD_ENTRIES = 200  # the most recent programs the record keeps
 HEARTBEAT_SECONDS = 30  # a compile says it is still going this often
 IDLE_SHARE = 0.05  # less CPU than this share of a heartbeat's wall time: nothing runs
-_COMPILING = threading.Event()  # a program compiles (its own watch speaks, not the caller's)
+_COMPILING = threading.Semaphore(0)  # released once per program compiling now: its own
+# watch speaks, not its caller's
 
 
 @contextlib.contextmanager
@@ -51,7 +51,7 @@ def watched(what: str, every: float, *, heartbeat: str | None = None) -> Iterato
                             "batch and device count", what, seconds, every)
             elif heartbeat is not None:
                 log.info("%s: %.0f s so far%s", what, seconds, heartbeat)
-            elif not _COMPILING.is_set():
+            elif not _compiling():
                 log.warning("%s: still running after %.0f s", what, seconds)
 
     thread = threading.Thread(target=watch, name="neurorun-watch", daemon=True)
@@ -60,6 +60,14 @@ def watched(what: str, every: float, *, heartbeat: str | None = None) -> Iterato
         yield
     finally:
         done.set()
+
+
+def _compiling() -> bool:
+    """Whether some program compiles now."""
+    if _COMPILING.acquire(blocking=False):
+        _COMPILING.release()
+        return True
+    return False
 
 
 class _CacheHits:
@@ -95,19 +103,43 @@ _HITS = _CacheHits()
 
 
 class Program:
-    """A jitted program, lowered and compiled at its first call. A ``label``led one (the
-    physics programs) says so: what it compiles (``description``), how long it took last
-    time, and how long it took now or that jax's cache had it."""
+    """A jitted program, lowered and compiled at its first call, or ahead of it on a thread
+    of its own (``compile_ahead``: jax's compiler leaves the other core to this one). A
+    ``label``led one (the physics programs) says so: what it compiles (``description``), how
+    long it took last time, and how long it took now or that jax's cache had it."""
 
     def __init__(self, function: Any, label: str | None = None, description: str = ""):
         self.function, self.label, self.description = function, label, description
         self.ready = False
         self.seconds = 0.0  # compiling or loading it took
+        self._ahead: threading.Thread | None = None
+        self._failed: BaseException | None = None
 
     def __call__(self, *args: Any) -> Any:
+        if self._ahead is not None:
+            self._ahead.join()
+            self._ahead = None
+            if self._failed is not None:
+                raise self._failed
         if not self.ready:
             self._compile(args)
         return self.function(*args)
+
+    def compile_ahead(self, *shapes: Any) -> None:
+        """Start compiling for arguments of these shapes (``jax.ShapeDtypeStruct``s with their
+        shardings) on a thread; a call waits for it."""
+        if self.ready or self._ahead is not None:
+            return
+
+        def compile_now() -> None:
+            try:
+                self._compile(shapes)
+            except BaseException as error:  # said where the program is called
+                self._failed = error
+
+        self._ahead = threading.Thread(target=compile_now, name="neurorun-compile",
+                                       daemon=True)
+        self._ahead.start()
 
     def _compile(self, args: tuple) -> None:
         started = time.perf_counter()
@@ -120,13 +152,12 @@ class Program:
         last = "" if before is None else f" (it took {before:.0f} s last time)"
         log.info("compiling %s%s, once per shape...", self.description, last,
                  extra={"activity": f"compiling {self.description}"})
-        _COMPILING.set()
+        _COMPILING.release()
         try:
-            with watched(f"compiling {self.description}", HEARTBEAT_SECONDS, heartbeat=last), \
-                    _cache_errors_said():
+            with watched(f"compiling {self.description}", HEARTBEAT_SECONDS, heartbeat=last):
                 self.function = self.function.lower(*args).compile()
         finally:
-            _COMPILING.clear()
+            _COMPILING.acquire()
         self.seconds, self.ready = time.perf_counter() - started, True
         original = _HITS.take()
         if original is None:
@@ -142,26 +173,25 @@ class Program:
 _SAID: set[str] = set()  # the cache errors said in this process (once each kind)
 
 
-@contextlib.contextmanager
-def _cache_errors_said() -> Iterator[None]:
+class _CacheErrors(logging.Handler):
     """jax's warnings about its persistent cache (an entry it could not read, e.g. corrupt, or
-    not write, e.g. a full disk) as one neurorun line per kind and process (jax goes on:
-    compiling what it cannot load); every other warning as it would be shown."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for warning in caught:
-        text = str(warning.message)
-        kind = next((k for k in ("reading", "writing")
-                     if text.startswith(f"Error {k} persistent compilation cache entry")), None)
-        if kind is None:
-            warnings.showwarning(warning.message, warning.category, warning.filename,
-                                 warning.lineno)
-        elif kind not in _SAID:
-            _SAID.add(kind)
-            log.warning("jax's compilation cache: an error %s an entry (%s); the run goes on, "
-                        "compiling what it cannot load. Fix: remove the cache folder's "
-                        "entries (jax makes them again)", kind, " ".join(text.split())[:300])
+    not write, e.g. a full disk), which a run routes to its log as ``py.warnings`` records
+    (``loggers.console.route_warning``), as one neurorun line per kind and process: jax goes
+    on, compiling what it cannot load."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        for kind in ("reading", "writing"):
+            start = text.find(f"Error {kind} persistent compilation cache entry")
+            if start >= 0 and kind not in _SAID:
+                _SAID.add(kind)
+                log.warning("jax's compilation cache: an error %s an entry (%s); the run goes "
+                            "on, compiling what it cannot load. Fix: remove the cache folder's "
+                            "entries (jax makes them again)", kind,
+                            " ".join(text[start:].split())[:300])
+
+
+logging.getLogger("py.warnings").addHandler(_CacheErrors())
 
 
 def _record_path() -> Path | None:

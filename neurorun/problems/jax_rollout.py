@@ -194,6 +194,8 @@ class JaxRollout:
         static = self._queue_static(split, usable, normalizer is not None,
                                     collect is not None, float(common.stdev) > 0)
         drain = self._drain_static(static.normalize)
+        if not self.one_batch:  # the drain compiles beside the queue program: both are needed
+            self._program("drain", drain).compile_ahead(*self._drain_shapes(drain, params))
         devices = len(self.devices)
         inputs = self._put(_stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
                                            *tables, *(np.broadcast_to(x, (devices, *x.shape))
@@ -241,6 +243,30 @@ class JaxRollout:
             failed[d, tables.pair_solution[d][drained["failed"][d, :pairs]]] = True
         out["failed"] = failed
         return out
+
+    def _drain_shapes(self, drain: Any, params: np.ndarray) -> tuple:
+        """The drain program's arguments as shapes on the devices (nothing is computed)."""
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        sharding = NamedSharding(self.mesh, P(AXIS))
+        devices, size = len(self.devices), self._observation_size()
+
+        def shape(*dims: int, dtype: Any = np.float32) -> Any:
+            return jax.ShapeDtypeStruct((devices, *dims), dtype, sharding=sharding)
+
+        from neurorun.problems.jax_program import Inputs
+
+        inputs = Inputs(
+            shape(drain.solutions + 1, params.shape[1]), shape(drain.pairs, dtype=np.int32),
+            shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
+            shape(size), shape(size), shape(size), shape())
+        carry = jax.eval_shape(self._program("first", (drain, drain.slots)).function, inputs)
+        carry = jax.tree_util.tree_map(
+            lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding), carry)
+        return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
 
     def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
         """Say once per population size when some device has no pair (or fewer than the
@@ -344,8 +370,8 @@ class Tables(NamedTuple):
     noise_keys: Any  # (devices, T, 2) uint32 action-noise keys
 
 
-def _stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any, center: Any,
-           scale: Any, shift: Any, stdev: Any) -> Any:
+def _stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any,
+                    center: Any, scale: Any, shift: Any, stdev: Any) -> Any:
     """``jax_program.Inputs`` of every device, stacked on a leading device axis."""
     from neurorun.problems import jax_program
 
