@@ -7,8 +7,9 @@ depend on thread timing. Its autoreset is gymnasium's next-step autoreset: the s
 
 Seeds: EnvPool fixes each env's seed when the pool is created (``env_seed``) and ignores
 ``reset(seed=...)``. ``reset(seeds)`` therefore builds a new pool whose env ``i`` is seeded
-``seeds[i]`` (about 2 ms per MuJoCo env, 0.02 ms per classic-control env); an env's later
-episodes continue its own generator. The same seeds give the same episodes. The first
+``seeds[i]`` (0.4-0.7 ms per gymnasium MuJoCo env on 2 cores, on models without what only
+rendering uses: ``envpool_models``; 0.02 ms per classic-control env); an env's later episodes
+continue its own generator. The same seeds give the same episodes. The first
 ``reset`` builds the first pool; spaces and options come from EnvPool's spec (no env built).
 """
 
@@ -33,6 +34,7 @@ from neurorun.envs.base import (
     check_observation_space,
     policy_action_space,
 )
+from neurorun.envs.envpool_models import lean_model_options
 from neurorun.extras import require
 
 # EnvPool options that neurorun sets itself, not through env_config
@@ -163,7 +165,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         self.device = torch.device(device)
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
         spec = envpool_spec(env_id, dict(env_config))
-        self._config = dict(env_config)
+        # the options of every pool: env_config, the episode length, a lean model
+        self._config = {**env_config, **lean_model_options(spec, env_config)}
         limit = spec.config.max_episode_steps
         if episode_length is not None:  # the earlier of the env's limit and neurorun's
             self._config["max_episode_steps"] = int(

@@ -1,0 +1,67 @@
+"""EnvPool pools on models without textures and materials simulate what EnvPool's own do."""
+
+from pathlib import Path
+from xml.etree import ElementTree
+
+import envpool
+import numpy as np
+import pytest
+
+from neurorun.envs import envpool_models
+from neurorun.envs.envpool_models import ASSETS, lean_model_options
+
+pytestmark = pytest.mark.extras("envpool")
+
+
+def pool(env_id, seeds, **options):
+    return envpool.make_gymnasium(env_id, num_envs=len(seeds), batch_size=len(seeds),
+                                  num_threads=1, seed=seeds[0], env_seed=list(seeds), **options)
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Humanoid-v5", "Walker2d-v5"])
+def test_a_lean_pool_steps_exactly_as_envpools_own(env_id):
+    options = lean_model_options(envpool.make_spec(env_id), {})
+    assert set(options) == {"base_path"}
+    seeds = [3, 90, 1234]
+    own, lean = pool(env_id, seeds), pool(env_id, seeds, **options)
+    np.testing.assert_array_equal(own.reset()[0], lean.reset()[0])
+    rng = np.random.default_rng(0)
+    for _ in range(40):  # Humanoid's and Walker2d's random episodes end (and reset) in these
+        actions = rng.uniform(-1, 1, size=(len(seeds), *own.action_space.shape))
+        ours, theirs = own.step(actions.astype(np.float32)), lean.step(actions.astype(np.float32))
+        for a, b in zip(ours[:4], theirs[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_the_lean_models_have_no_textures_or_materials_and_the_same_bodies():
+    folder = Path(lean_model_options(envpool.make_spec("Humanoid-v5"), {})["base_path"])
+    original = Path(envpool.make_spec("Humanoid-v5").config.base_path)
+    names = sorted(p.name for p in (original / ASSETS).iterdir())
+    assert sorted(p.name for p in (folder / ASSETS).iterdir()) == names
+    lean = ElementTree.parse(folder / ASSETS / "humanoid_envpool.xml").getroot()
+    own = ElementTree.parse(original / ASSETS / "humanoid_envpool.xml").getroot()
+    assert own.find(".//texture") is not None and own.find(".//*[@material]") is not None
+    assert lean.find(".//texture") is None and lean.find(".//material") is None
+    assert lean.find(".//*[@material]") is None
+    assert len(lean.findall(".//body")) == len(own.findall(".//body")) > 10
+
+
+@pytest.mark.parametrize("env_id, env_config", [
+    ("HalfCheetah-v5", {"xml_file": "half_cheetah.xml"}),  # the user's model: theirs
+    ("CartPole-v1", {}),  # no MuJoCo model
+    ("CheetahRun-v1", {}),  # dm_control's models read other files
+])
+def test_other_envs_keep_their_own_model(env_id, env_config):
+    assert lean_model_options(envpool.make_spec(env_id), env_config) == {}
+
+
+def test_without_a_writable_temporary_folder_the_envs_keep_their_own_model(monkeypatch):
+    def refuse(**kwargs):
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr(envpool_models.tempfile, "mkdtemp", refuse)
+    envpool_models._lean_assets.cache_clear()
+    try:
+        assert lean_model_options(envpool.make_spec("Hopper-v5"), {}) == {}
+    finally:
+        envpool_models._lean_assets.cache_clear()
