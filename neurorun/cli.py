@@ -41,8 +41,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun import command_line, hydra_errors
-from neurorun.atomic import atomic_write, is_disk_full
+from neurorun import claims, command_line, hydra_errors
+from neurorun.atomic import is_disk_full
 from neurorun.config_checks import (
     CONFIG_ERROR_EXIT,
     ConfigError,
@@ -52,7 +52,7 @@ from neurorun.config_checks import (
 from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
 from neurorun.layout import LOG_FILE
-from neurorun.resume import load_run_config
+from neurorun.resume import ResumeRecord, load_run_config
 from neurorun.run_folder import discard_unstarted
 from neurorun.runner import run
 from neurorun.signals import exit_status, held, hold, interrupts_on_signals, release
@@ -96,13 +96,6 @@ def _resumed_config(cfg: DictConfig) -> DictConfig:
         return load_run_config(cfg.resume, overrides)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(str(error)) from error
-
-
-def _record_resumed_config(cfg: DictConfig, run_dir: Path, subdir: str | None) -> None:
-    """Hydra saved the config it composed (the bare defaults, resume= and the overrides) in
-    .hydra/resumed_<date>/: record there the config this resumed run runs with."""
-    if subdir:
-        atomic_write(run_dir / subdir / "config.yaml", lambda path: OmegaConf.save(cfg, path))
 
 
 def _one_line(error: BaseException) -> str:
@@ -157,7 +150,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
     """The config that runs (a resumed run's saved one, this command's overrides on top) and
     what its run returned."""
     check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
-    pace = None
+    hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
@@ -165,13 +158,13 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
         # waits for the end of it: inside Hydra's compose one became a composition error,
         # or was lost and the run went on (`_main` turned signals into interrupts)
         with held():
-            pace = preset_hint(cfg.env.id, lambda name: compose(
+            hooks = preset_hint(cfg.env.id, lambda name: compose(
                 "config", overrides=[f"experiment={name}"]))
     if cfg.resume:
         cfg = _resumed_config(cfg)
-        _record_resumed_config(cfg, run_dir, hydra_cfg.output_subdir)
+        hooks = ResumeRecord(task_overrides(hydra_cfg))
     _use_host_devices(cfg)
-    return cfg, run(cfg, run_dir=run_dir, callbacks=pace)
+    return cfg, run(cfg, run_dir=run_dir, callbacks=hooks)
 
 
 def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -> str:
@@ -307,6 +300,7 @@ def _main() -> None:
         print(f"neurorun: config error: {line}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     finally:
+        claims.remove_unused()  # the folders made for a run that never started: none stays
         if full_error is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
     failed_jobs.report()

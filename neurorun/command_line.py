@@ -1,18 +1,28 @@
 """The command line as given, before Hydra reads it: the overrides that Hydra's grammar or
 struct mode would misread are rewritten (a network string's parentheses, a new key under an
-open mapping), and the folders it names are checked before Hydra writes into them."""
+open mapping), and the folders it names are checked before Hydra writes into them; then, in
+Hydra's hook before it writes (``FolderClaim``), the run or sweep folder is claimed, and a
+run's is locked."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
 
-from neurorun.config_checks import OPEN_MAPPINGS
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from neurorun.claims import claiming
+from neurorun.config_checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
 from neurorun.resume import require_saved_config
 from neurorun.run_folder import (
-    refuse_existing_run,
+    hold_for_run,
     refuse_existing_sweep,
+    refuse_misplaced,
     require_creatable,
-    require_free,
 )
 
 NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
@@ -77,29 +87,121 @@ def folder_interpolations(argv: Sequence[str]) -> list[str]:
     return [arg for arg in argv if "${" in arg and override_key(arg) in FOLDER_KEYS]
 
 
-def folder_error(argv: Sequence[str]) -> str | None:
-    """What is wrong with the folders named on the command line, checked before Hydra writes
-    its files into them: `resume=` must name an earlier run; `hydra.run.dir=` of a new run
-    must not hold one, nor `hydra.sweep.dir=` of a sweep a sweep; the run or sweep folder must
-    be one that can be made."""
+def given_values(argv: Sequence[str]) -> dict[str, Any]:
+    """``key -> value`` of the overrides as Hydra reads them (its quotes and escapes
+    undone); a sweep (`a,b`) and what Hydra cannot parse (it says why) are left out."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
     given = {}
     for arg in argv:
-        key, _, value = arg.lstrip("+").partition("=")
-        value = value.strip("'\"")  # Hydra's quoting: resume='runs/my run'
-        if value not in ("", "null") and "," not in value:
-            given[key] = value
+        try:
+            override = parser.parse_override(arg)
+        except HydraException:
+            continue
+        if not override.is_sweep_override() and not override.is_delete():
+            given[override.key_or_group] = override.value()
+    return given
+
+
+def folder_error(argv: Sequence[str]) -> str | None:
+    """What is wrong with the folders named on the command line, checked before Hydra writes
+    its files into them: `resume=` must name an earlier run (and no other folder be named
+    with hydra.run.dir=), `hydra.sweep.dir=` of a sweep must not hold a sweep, and the run or
+    sweep folder must be one that can be made, its jobs' folders hold no FIFO or device where
+    a run opens a file. (A single run's folder is checked under its lock: ``FolderClaim``.)"""
+    given = {key: str(value) for key, value in given_values(argv).items() if value is not None}
     try:
+        if given.get("resume") == "":
+            raise ValueError("resume= names no folder. Fix: resume=<the run folder> to continue "
+                             "a run, or leave resume= out to start a new one.")
         for key in ("hydra.run.dir", "hydra.sweep.dir"):
             if key in given and "${" not in given[key]:  # interpolated: known once composed
                 require_creatable(given[key], key)
         if "resume" in given:
+            _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
+            refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
             require_saved_config(given["resume"])
-            require_free(given["resume"])
-        elif "hydra.run.dir" in given:
-            require_free(given["hydra.run.dir"])
-            refuse_existing_run(given["hydra.run.dir"], "hydra.run.dir")
         if "hydra.sweep.dir" in given and asks_for_sweep(argv):
             refuse_existing_sweep(given["hydra.sweep.dir"])
+            for job in Path(given["hydra.sweep.dir"]).glob("*/"):  # Hydra logs into each
+                refuse_misplaced(job)
     except (FileNotFoundError, ValueError) as error:
         return str(error)
     return None
+
+
+def _refuse_other_folder(resume: str, run_dir: str | None) -> None:
+    """ValueError when hydra.run.dir names another folder than the one resumed: the run
+    continues in its own folder, and every path said would be wrong."""
+    if run_dir is not None and Path(run_dir).resolve() != Path(resume).resolve():
+        raise ValueError(f"resume={resume!r} continues that run in its own folder, but "
+                         f"hydra.run.dir={run_dir!r} names another. Fix: leave hydra.run.dir= "
+                         "out (copy the folder first to continue a copy).")
+
+
+def check_hydra_names(config: DictConfig) -> None:
+    """ValueError when ``hydra.job.name`` (the log's name: <name>.log in the run folder) is
+    not a plain file name, or ``hydra.output_subdir`` (Hydra's saved configs) is not a path
+    inside the run folder: Hydra would write outside it."""
+    name = OmegaConf.select(config, "hydra.job.name")
+    if name is not None and (not str(name).strip(".") or "/" in str(name)):
+        raise ValueError(f"hydra.job.name={name!r} names the run's log file ({name}.log in "
+                         "the run folder): it must be a plain file name. Fix: a name without "
+                         "'/', such as hydra.job.name=neurorun.")
+    subdir = OmegaConf.select(config, "hydra.output_subdir")
+    if subdir is not None and (PurePosixPath(str(subdir)).is_absolute()
+                               or ".." in PurePosixPath(str(subdir)).parts):
+        raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
+                         "config: it must lie inside the run folder. Fix: a relative path "
+                         "without '..', such as hydra.output_subdir=.hydra.")
+
+
+class FolderClaim(Callback):
+    """Hydra's hook before it writes a run's or sweep's folder: a new one is claimed (made
+    now, never shared with a command started in the same second: ``claims``), the Hydra keys
+    that name files in it are checked, and a single run's folder is locked and checked under
+    the lock, so that nothing is written into a folder before its lock is held."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = _claim(config, "hydra.run.dir")
+        if folder is not None:
+            resume = OmegaConf.select(config, "resume") not in (None, "")
+            _refuse_on_error(lambda: (check_hydra_names(config),
+                                      hold_for_run(folder, resume=resume)))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if _claim(config, "hydra.sweep.dir") is not None:
+            _refuse_on_error(lambda: check_hydra_names(config))
+
+
+def _claim(config: DictConfig, key: str) -> str | None:
+    """The folder ``key`` names, a new one claimed (made) as it is resolved; None when it
+    cannot be resolved (Hydra meets the error again, and the command says it in one line)."""
+    try:
+        with claiming():
+            return str(OmegaConf.select(config, key))
+    except OmegaConfBaseException as error:
+        cause: BaseException | None = error  # OmegaConf chains the resolver's error
+        while cause is not None and not isinstance(cause, OSError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:  # e.g. a file named runs
+            _refuse_on_error(lambda: _no_folder(key, cause))
+        return None
+
+
+def _no_folder(key: str, error: OSError) -> None:
+    raise ValueError(f"a new {key.split('.')[1]} folder cannot be made here ({error.strerror}: "
+                     f"{error.filename}). Fix: run where it can be made, or name one with "
+                     f"{key}=<folder>.")
+
+
+def _refuse_on_error(check: Any) -> None:
+    """Run ``check``; a ValueError (a FolderInUseError too) is one line and exit status 2
+    (Hydra turns an exception raised in its hooks into a warning, and goes on)."""
+    try:
+        check()
+    except ValueError as error:
+        print(f"neurorun: config error: {error}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)

@@ -33,8 +33,8 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
-from neurorun.envs.backends import canonical_env_id, env_slug, preset_slug
-from neurorun.layout import output_subdir, run_dir_name
+from neurorun.envs.backends import canonical_env_id, preset_slug
+from neurorun.layout import folder_slug, output_subdir, run_dir_name, sweep_dir_name
 
 GROUP = "env"
 TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml
@@ -141,10 +141,12 @@ def register_hydra_extensions() -> None:
     Plugins.instance()  # Hydra's own sources first: it rebuilds the registry when it starts
     SourcesRegistry.instance().register(NeurorunEnvSource)
     for name, func in (
-        ("neurorun.slug", env_slug),
+        ("neurorun.slug", folder_slug),
         ("neurorun.run_dir", run_dir_name),
+        ("neurorun.sweep_dir", sweep_dir_name),
         ("neurorun.output_subdir", output_subdir),
     ):
-        # cached: a resumed run's subfolder is named once, however often Hydra reads it
+        # the sweep folder cached in the config: Hydra copies a config's cache into each job's
+        # (a launcher may run jobs in other processes, which did not claim the folder)
         OmegaConf.register_new_resolver(name, func, replace=True,
-                                        use_cache=name == "neurorun.output_subdir")
+                                        use_cache=name == "neurorun.sweep_dir")

@@ -2,19 +2,24 @@
 neurorun.loggers.files).
 
     runs/<env>/<algo>/<date>_<time>_s<seed>/   a run's folder (run_dir_name)
+    runs/multirun/<date>_<time>/               a sweep's folder (sweep_dir_name)
 
     <run>/.hydra/config.yaml        the composed config (what resume= starts from)
     <run>/.hydra/overrides.yaml     the command line's overrides
+    <run>/.hydra/resumed_<date>/    a resume's config.yaml and overrides.yaml
     <run>/checkpoints/              best.* and last.* policies, state.pt (the resume state)
     <run>/.neurorun.lock            held (flock) by the process running in the folder
 """
 
 from __future__ import annotations
 
+import hashlib
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from neurorun.claims import folder_name
 from neurorun.envs.backends import env_slug
 
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
@@ -32,6 +37,12 @@ MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default sto
 WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",
            f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", TENSORBOARD_DIR, WANDB_DIR,
            MLFLOW_DB, MLFLOW_ARTIFACTS)
+FOLDERS = (CHECKPOINT_DIR, HYDRA_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_ARTIFACTS)  # of WRITTEN
+# what a run or the tools read in a run folder besides WRITTEN and the metric files
+READ = tuple(f"{CHECKPOINT_DIR}/{name}" for name in (
+    STATE_FILE, *(f"{stem}{suffix}" for stem in (BEST_POLICY, LAST_POLICY)
+                  for suffix in (".pt", ".json", ".pkl"))))
+MAX_SLUG = 64  # characters of an env's slug in a folder name (a name holds at most 255 bytes)
 
 
 def saved_config_path(run_dir: str | Path) -> Path:
@@ -53,26 +64,76 @@ def linked_names(run_dir: str | Path) -> list[str]:
     return [name for name in (*WRITTEN, *METRIC_FILES) if (folder / name).is_symlink()]
 
 
+def misplaced_names(run_dir: str | Path) -> list[tuple[str, str]]:
+    """``(name, what it is)`` for each name of ``run_dir`` that a run or the tools open (WRITTEN,
+    the metric files, READ) and that holds neither a symbolic link (:func:`linked_names`) nor
+    what they expect there: a regular file, or a folder for FOLDERS. A FIFO blocks whoever
+    opens it, a device takes what is written to it, and a folder cannot be opened as a file."""
+    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
+
+    found = []
+    for name in (*WRITTEN, *METRIC_FILES, *READ):
+        try:
+            mode = (Path(run_dir) / name).lstat().st_mode
+        except OSError:  # not there (or its folder is not): a run makes it
+            continue
+        expected = stat.S_ISDIR if name in FOLDERS else stat.S_ISREG
+        if not (expected(mode) or stat.S_ISLNK(mode)):
+            found.append((name, entry_kind(mode)))
+    return found
+
+
+def entry_kind(mode: int) -> str:
+    """What a folder entry of ``mode`` (``st_mode``) is, in words: "a FIFO", "a folder", ..."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def overrides_path(run_dir: str | Path) -> Path:
     """Where a run folder keeps the command line's overrides."""
     return Path(run_dir) / HYDRA_DIR / "overrides.yaml"
 
 
+def _stamp() -> str:
+    return datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+
+
+def folder_slug(env_id: Any) -> str:
+    """``env_slug`` as one folder name: at most MAX_SLUG characters (a longer one keeps its
+    start and a hash of the whole id: two ids never share a folder), never `.` or `..`."""
+    slug = env_slug(env_id)
+    if len(slug) > MAX_SLUG:
+        digest = hashlib.sha256(str(env_id).encode()).hexdigest()[:12]
+        slug = f"{slug[:MAX_SLUG - 13]}-{digest}"
+    return "env" if set(slug) == {"."} else slug
+
+
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
-    """`runs/<env>/<algo>/<date>_<time>_s<seed>` (`_2`, `_3`, ... when that folder exists), or
-    the folder being resumed."""
+    """The folder being resumed, or a new run's `runs/<env>/<algo>/<date>_<time>_s<seed>`
+    (`_2`, `_3`, ... when that folder exists; the command claims it: ``claims.folder_name``)."""
     if resume not in (None, ""):
         return str(resume)
-    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    name = f"runs/{env_slug(env_id)}/{algo}/{stamp}_s{seed}"
-    count = 1
-    while Path(name if count == 1 else f"{name}_{count}").exists():  # started in the same second
-        count += 1
-    return name if count == 1 else f"{name}_{count}"
+    return folder_name("run", f"runs/{folder_slug(env_id)}/{algo}/{_stamp()}_s{seed}")
 
 
-def output_subdir(resume: Any) -> str:
-    """Hydra's files: `.hydra`, or a fresh subfolder of it when resuming (keeps the original)."""
-    if resume in (None, ""):
-        return HYDRA_DIR
-    return f"{HYDRA_DIR}/resumed_" + datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+def sweep_dir_name() -> str:
+    """A new sweep's `runs/multirun/<date>_<time>` (`_2`, ... when that folder exists; the
+    command claims it)."""
+    return folder_name("sweep", f"runs/multirun/{_stamp()}")
+
+
+def output_subdir(resume: Any) -> str | None:
+    """Where Hydra saves its files: `.hydra`; none for a resumed run, which keeps the original
+    and records itself in :func:`resume_record` once it starts."""
+    return HYDRA_DIR if resume in (None, "") else None
+
+
+def resume_record(run_dir: str | Path) -> Path:
+    """``<run>/.hydra/resumed_<date>``: where a resume that starts now records itself (the
+    name of a new folder: ``claims.new_folder`` adds `_2` after another in the same second)."""
+    return Path(run_dir) / HYDRA_DIR / f"resumed_{_stamp()}"
+

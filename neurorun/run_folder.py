@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shlex
 import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
 from neurorun.checkpoint import load_state
+from neurorun.claims import made_here, make_folders
 from neurorun.config_checks import FolderInUseError
 from neurorun.layout import (
     CHECKPOINT_DIR,
@@ -23,8 +26,14 @@ from neurorun.layout import (
     LOCK_FILE,
     LOG_FILE,
     SWEEP_RECORD,
+    entry_kind,
     linked_names,
+    misplaced_names,
 )
+
+# the locks the command took for the run it starts, before Hydra wrote there: the run's
+# RunFolder takes its folder's over (a second flock of this process's would be refused)
+_handed: dict[Path, int] = {}
 
 
 def holds_run(folder: str | Path) -> bool:
@@ -85,19 +94,31 @@ def require_creatable(folder: str | Path, source: str) -> None:
 def lock_run(run_dir: str | Path) -> int:
     """Take the run folder's lock (creating the folder); returns the lock's file descriptor,
     held until it is closed (``os.close``) or the process ends, however it ends: the kernel
-    releases a ``flock`` with its process, so a killed run leaves no stale lock.
+    releases a ``flock`` with its process, so a killed run leaves no stale lock. A lock the
+    command took for this run (:func:`hold_for_run`) is handed over instead.
 
     Raises:
         FolderInUseError: another process holds it (the message names its pid and host).
-        ValueError: the folder cannot be written (a read-only mount, no write permission).
+        ValueError: the folder cannot be written (a read-only mount, no write permission), or
+            has a symbolic link, FIFO, device or socket where a run writes or reads.
     """
     folder = Path(run_dir)
+    handed = _handed.pop(folder.resolve(), None)
+    if handed is not None:
+        return handed
     refuse_links(folder)
+    refuse_misplaced(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        make_folders(folder)
+        # not blocking: a FIFO put there after the check above is refused below, not waited on
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                     0o644)
     except OSError as error:
         raise _unwritable(folder, error) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # made after the check above
+        os.close(fd)
+        refuse_misplaced(folder, [(LOCK_FILE, entry_kind(mode))])
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -110,6 +131,40 @@ def lock_run(run_dir: str | Path) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, f"neurorun pid {os.getpid()} on host {socket.gethostname()}\n".encode())
     return fd
+
+
+def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
+    """Take ``run_dir``'s lock for the run this process starts next, before anything is
+    written there (Hydra's log and saved configs): a second command on the folder is refused
+    before it writes, and a new run is refused (under the lock) where one already is. The
+    run's RunFolder takes the lock over; it stays held until this process ends otherwise.
+
+    Raises: as :func:`lock_run`; ValueError for a new run into a folder that holds one.
+    """
+    fd = lock_run(run_dir)
+    if not resume:
+        try:
+            refuse_existing_run(run_dir, "hydra.run.dir")
+        except ValueError:
+            os.close(fd)
+            raise
+    _handed[Path(run_dir).resolve()] = fd
+
+
+def refuse_misplaced(run_dir: str | Path, found: list[tuple[str, str]] | None = None) -> None:
+    """ValueError (one line) when a name that a run or the tools open in ``run_dir`` is a
+    FIFO, a socket, a device, or a folder where a file belongs (or the reverse): opening a FIFO
+    blocks for good, with signals held while the run is set up. ``found``: what was found
+    already (``layout.misplaced_names``' pairs)."""
+    found = misplaced_names(run_dir) if found is None else found
+    if found:
+        shown = ", ".join(f"{kind} at {name}" for name, kind in found)
+        name = shlex.quote(str(Path(run_dir) / found[0][0]))
+        raise ValueError(
+            f"run folder {str(run_dir)!r} has {shown}, where a run or the tools open "
+            f"{'a folder' if found[0][1] == 'a file' else 'a regular file'}: opening it "
+            f"would block, fail or write into a device. Fix: remove it (rm -r {name}), or use "
+            "another folder.")
 
 
 def refuse_links(run_dir: str | Path) -> None:
@@ -147,22 +202,6 @@ def _unwritable(folder: Path, error: OSError) -> ValueError:
         f"run folder {str(folder)!r} cannot be written ({error.strerror or error}): a run writes "
         "its lock, metrics and checkpoints there. Fix: make it writable (chmod u+w), or copy it "
         "to a writable place (cp -r) and resume the copy, or use another folder.")
-
-
-def require_free(run_dir: str | Path) -> None:
-    """FolderInUseError when another process holds ``run_dir``, ValueError when it has links
-    where a run writes or cannot be written (checked before Hydra writes its files into a
-    folder; the run takes the lock itself when it starts)."""
-    refuse_links(run_dir)
-    folder = Path(run_dir)
-    if (folder / LOCK_FILE).is_file():
-        os.close(lock_run(folder))
-    elif folder.is_dir():  # no lock to take, but Hydra's writes there would fail: try one
-        try:
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError as error:
-            raise _unwritable(folder, error) from None
 
 
 def remove_partial_writes(run_dir: str | Path) -> list[Path]:
@@ -207,7 +246,7 @@ class RunFolder:
 
     def __init__(self, path: str | Path, *, resume: bool):
         self.path = Path(path)
-        self._created = not self.path.exists()
+        self._created = not self.path.exists() or made_here(self.path)
         self._lock: int | None = lock_run(self.path)
         try:
             if not resume:

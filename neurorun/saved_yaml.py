@@ -6,8 +6,9 @@ environment variables (which a message or a metric could then print). neurorun w
 aliases nor (unless a user typed one) an environment read into a run folder, so its files are
 read here with bounds, before OmegaConf builds or resolves anything:
 
-- :func:`read_yaml` refuses a file over ``MAX_BYTES``, text that is not UTF-8, aliases and
-  nesting deeper than ``MAX_DEPTH`` (checked on the parser's events, which expand nothing);
+- :func:`read_yaml` refuses what is not a regular file (a FIFO would block the reader for
+  good), a file over ``MAX_BYTES``, text that is not UTF-8, aliases and nesting deeper than
+  ``MAX_DEPTH`` (checked on the parser's events, which expand nothing);
 - :func:`env_reads` lists the keys whose value reads the environment: ``resume=`` refuses them
   unless the command line says ``trust_code=true`` (``resume.load_run_config``), and the
   tools blank them (:func:`without_env_reads`) so that nothing they resolve reaches it.
@@ -15,7 +16,9 @@ read here with bounds, before OmegaConf builds or resolves anything:
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +40,19 @@ def read_yaml(path: str | Path) -> Any:
     """The DictConfig or ListConfig in the YAML file ``path``, or None when it holds nothing.
 
     Raises:
-        SavedFileError: too large, not UTF-8, not YAML, aliases, or nested too deeply.
+        SavedFileError: not a regular file, too large, not UTF-8, not YAML, aliases, or
+            nested too deeply.
+        OSError: it cannot be opened (missing, no permission).
     """
     path = Path(path)
-    with open(path, "rb") as file:
+    # not blocking: opening a FIFO for reading would wait for a writer, for good
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+        mode = os.fstat(file.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            from neurorun.layout import entry_kind  # layout loads torch (the envs)
+
+            raise SavedFileError(f"{str(path)!r} is {entry_kind(mode)}, not a regular file; a "
+                                 f"saved config is a file neurorun wrote. {FIX}")
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise SavedFileError(f"{str(path)!r} is larger than {MAX_BYTES} bytes; a saved config "

@@ -1,0 +1,244 @@
+"""A run folder under faults (issue 51): FIFOs and other non-regular files where a run opens a
+file, a run that never checkpointed, two commands on one folder, two sweeps in one second,
+Hydra keys that would write outside the run folder, and the printed resume command."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from neurorun.claims import new_folder
+from tests.cli.test_signals import NEURORUN, data_rows
+
+BIN = Path(sys.executable).parent  # the venv's console scripts: neurorun, neurorun-eval
+TIMEOUT = 120  # a run that hangs fails the test instead of hanging it
+
+
+def neurorun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*NEURORUN, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+
+def config_error(result: subprocess.CompletedProcess) -> str:
+    """The one line of a refused command (exit status 2, no traceback)."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines()
+               if line.startswith("neurorun: config error: ")]
+    return line
+
+
+def generations(run_dir: Path) -> tuple[list[int], list[int]]:
+    """The generation column of metrics.csv and of metrics.jsonl."""
+    with open(run_dir / "metrics.csv", newline="") as file:
+        rows = [int(row["generation"]) for row in csv.DictReader(file)]
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return rows, [json.loads(line)["generation"] for line in lines]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished 2-generation run (debug=default: a checkpoint every generation)."""
+    run_dir = tmp_path_factory.mktemp("finished") / "run"
+    result = neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=run_dir.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(finished, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+# ----- item 2: FIFOs, sockets, devices where a run opens a file -----
+def test_a_fifo_as_a_new_runs_log_is_refused_instead_of_blocking(tmp_path):
+    """Hydra's log handler opened the FIFO in its set-up, before any neurorun code, with
+    signals held: the run blocked for good."""
+    run_dir = tmp_path / "d"
+    run_dir.mkdir()
+    os.mkfifo(run_dir / "neurorun.log")
+    line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=tmp_path))
+    assert "a FIFO at neurorun.log" in line
+    assert sorted(p.name for p in run_dir.iterdir()) == ["neurorun.log"]  # nothing written
+
+
+@pytest.mark.parametrize("name", ["neurorun.log", ".neurorun.lock", "metrics.csv",
+                                  ".hydra/config.yaml", "checkpoints/state.pt"])
+def test_a_fifo_in_a_resumed_run_is_refused(run_copy, tmp_path, name):
+    """A resumed run's log blocked as a new run's did; a FIFO lock file ended as 'the run
+    failed: OSError: [Errno 22]'."""
+    (run_copy / name).unlink()
+    os.mkfifo(run_copy / name)
+    line = config_error(neurorun(f"resume={run_copy}", "generations=3", cwd=tmp_path))
+    assert f"a FIFO at {name}" in line
+    if name != "metrics.csv":
+        assert generations(run_copy) == ([1, 2], [1, 2])  # nothing run, nothing cut
+
+
+def test_a_unix_socket_as_the_lock_file_is_refused(run_copy, tmp_path):
+    import socket
+
+    (run_copy / ".neurorun.lock").unlink()
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(run_copy / ".neurorun.lock"))
+        line = config_error(neurorun(f"resume={run_copy}", "generations=3", cwd=tmp_path))
+    assert "a socket at .neurorun.lock" in line
+
+
+def test_the_saved_config_reader_refuses_a_fifo_without_blocking(tmp_path):
+    """`neurorun-eval <run>` read a FIFO .hydra/config.yaml (its center evaluation's settings)
+    and hung; the reader is saved_yaml.read_config. In a subprocess: a hang fails here."""
+    os.mkfifo(tmp_path / "config.yaml")
+    code = ("from neurorun.saved_yaml import SavedFileError, read_config\n"
+            "try:\n    read_config('config.yaml')\n"
+            "except SavedFileError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'config.yaml' is a FIFO, not a regular file" in done.stdout
+
+
+def test_neurorun_eval_of_a_run_with_a_fifo_config_ends(run_copy, tmp_path):
+    (run_copy / ".hydra" / "config.yaml").unlink()
+    os.mkfifo(run_copy / ".hydra" / "config.yaml")
+    done = subprocess.run([str(BIN / "neurorun-eval"), str(run_copy), "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+# ----- item 5: nothing is written into a folder before its lock is held -----
+def test_a_refused_concurrent_resume_writes_nothing(run_copy, tmp_path):
+    """Two resumes of one folder at once: the one refused as 'in use' had passed the check
+    before the other took the lock, and Hydra wrote its overrides and config there."""
+    args = {"A": ["generations=100000", "eval_episodes=1"], "B": ["generations=90",
+                                                                  "eval_episodes=3"]}
+    processes = {name: subprocess.Popen(
+        [*NEURORUN, f"resume={run_copy}", *given], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for name, given in args.items()}
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while all(p.poll() is None for p in processes.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (loser,) = [name for name, p in processes.items() if p.poll() is not None]
+        err = processes[loser].communicate(timeout=60)[1]
+        assert processes[loser].returncode == 2 and "is in use by neurorun pid" in err, err
+        winner = next(name for name in processes if name != loser)
+        while data_rows(run_copy) < 4 and time.monotonic() < deadline:  # the winner runs
+            time.sleep(0.05)
+    finally:
+        for p in processes.values():
+            if p.returncode is None:
+                p.send_signal(signal.SIGINT)
+                p.communicate(timeout=60)
+    saved = OmegaConf.load(run_copy / ".hydra" / "config.yaml")
+    assert [f"generations={saved.generations}", f"eval_episodes={saved.eval_episodes}"] == \
+        args[winner]
+    (record,) = (run_copy / ".hydra").glob("resumed_*")  # the winner's record only
+    assert OmegaConf.to_container(OmegaConf.load(record / "overrides.yaml")) == \
+        [f"resume={run_copy}", *args[winner]]
+
+
+def test_a_refused_resume_leaves_no_record(run_copy, tmp_path):
+    """A resume refused (here: another seed) left .hydra/resumed_<date>/ with Hydra's files; a
+    SIGTERM in its first second an empty one. Its record is written when its run starts."""
+    before = sorted(p.relative_to(run_copy) for p in run_copy.rglob("*"))
+    line = config_error(neurorun(f"resume={run_copy}", "seed=5", cwd=tmp_path))
+    assert "seed=5" in line
+    assert sorted(p.relative_to(run_copy) for p in run_copy.rglob("*")) == before
+
+
+# ----- item 6: a sweep's folder, and a run's, is its own -----
+def test_a_sweep_never_writes_into_another_sweeps_folder(tmp_path):
+    """Two sweeps started in the same second shared runs/multirun/<second>/: each lost a job
+    ('in use') and multirun.yaml recorded one. Here every name of the next two minutes is
+    taken by an earlier sweep."""
+    now = datetime.datetime.now()
+    taken = [tmp_path / "runs" / "multirun" / (now + datetime.timedelta(seconds=s)).strftime(
+        "%Y-%m-%d_%H-%M-%S") for s in range(120)]
+    for folder in taken:
+        folder.mkdir(parents=True)
+        (folder / "multirun.yaml").write_text("earlier sweep\n")
+    result = neurorun("-m", "debug=default", "generations=1", "seed=0", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert all((f / "multirun.yaml").read_text() == "earlier sweep\n" and
+               sorted(p.name for p in f.iterdir()) == ["multirun.yaml"] for f in taken)
+    (sweep,) = set((tmp_path / "runs" / "multirun").iterdir()) - set(taken)
+    assert sweep.name.endswith("_2") and sweep.name.removesuffix("_2") in {f.name for f in taken}
+    assert (sweep / "multirun.yaml").is_file() and (sweep / "0_CartPole-v1_pgpe_s0").is_dir()
+
+
+def test_a_new_folder_is_never_one_that_exists(tmp_path):
+    """The claim is one os.mkdir: a name another process made first is skipped."""
+    base = tmp_path / "runs" / "x" / "2026-01-01_00-00-00_s0"
+    first, second = new_folder(base), new_folder(base)
+    base.with_name(base.name + "_4").mkdir()  # another process's, made meanwhile
+    third, fourth = new_folder(base), new_folder(base)
+    assert [first, second, third, fourth] == [str(base), f"{base}_2", f"{base}_3", f"{base}_5"]
+
+
+# ----- item 8: Hydra keys that name files -----
+@pytest.mark.parametrize("override, outside", [
+    ("hydra.job.name=../../x", "x.log"), ("hydra.job.name=/tmp/../x", "x.log"),
+    ("hydra.output_subdir=../../x", "x"), ("hydra.output_subdir=/tmp", None)])
+def test_hydra_keys_that_would_write_outside_the_run_folder_are_refused(tmp_path, override,
+                                                                         outside):
+    run_dir = tmp_path / "a" / "b" / "run"
+    line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", override,
+                                 cwd=tmp_path))
+    assert override.split("=")[0] in line
+    assert not run_dir.exists() and not (tmp_path / "a").exists()
+    assert outside is None or not (tmp_path / outside).exists()
+
+
+# ----- item 11 and small items -----
+def test_a_very_long_env_id_is_one_line_and_leaves_no_folder(tmp_path):
+    """The run folder was named after the id: 'File name too long' as a traceback."""
+    line = config_error(neurorun("debug=default", "env.id=" + "A" * 300 + "-v0", cwd=tmp_path))
+    assert "env.id='AAAA" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_run_leaves_only_the_folders_that_were_there(tmp_path):
+    """Every config error left the empty parents of its run folder (runs/Bogus-v0/pgpe/)."""
+    (tmp_path / "runs" / "kept").mkdir(parents=True)
+    line = config_error(neurorun("debug=default", "env=Bogus-v0", cwd=tmp_path))
+    assert "Bogus-v0" in line
+    assert [p.relative_to(tmp_path) for p in tmp_path.rglob("*")] == [Path("runs"),
+                                                                       Path("runs/kept")]
+
+
+@pytest.mark.parametrize("sweep", [[], ["-m"]])
+def test_a_folder_that_cannot_be_made_is_one_line(tmp_path, sweep):
+    """A file named `runs` where the new run's (or sweep's) folder goes: Hydra's mkdir raised
+    NotADirectoryError as a traceback."""
+    (tmp_path / "runs").write_text("")
+    line = config_error(neurorun(*sweep, "debug=default", cwd=tmp_path))
+    assert "cannot be made here (Not a directory: runs/" in line
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+
+
+def test_an_empty_resume_is_refused(tmp_path):
+    """`resume=` started a new run."""
+    line = config_error(neurorun("debug=default", "resume=", cwd=tmp_path))
+    assert "resume= names no folder" in line and list(tmp_path.iterdir()) == []
+
+
+def test_resume_with_another_run_dir_is_refused(run_copy, tmp_path):
+    """`resume=X hydra.run.dir=Y` resumed into Y, and named Y in what it printed."""
+    line = config_error(neurorun(f"resume={run_copy}", f"hydra.run.dir={tmp_path / 'y'}",
+                                 "generations=3", cwd=tmp_path))
+    assert "names another" in line and not (tmp_path / "y").exists()
+    assert generations(run_copy)[0] == [1, 2]
