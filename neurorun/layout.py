@@ -14,6 +14,8 @@ neurorun.loggers.files).
 from __future__ import annotations
 
 import hashlib
+import re
+import shlex
 import stat
 from datetime import datetime
 from pathlib import Path
@@ -137,3 +139,14 @@ def resume_record(run_dir: str | Path) -> Path:
     name of a new folder: ``claims.new_folder`` adds `_2` after another in the same second)."""
     return Path(run_dir) / HYDRA_DIR / f"resumed_{_stamp()}"
 
+
+def resume_command(run_dir: str | Path) -> str:
+    """``neurorun resume=<run_dir>`` as a shell and Hydra's override parser both read it: a
+    path of other characters than letters, digits and `_./-` is quoted for Hydra (its quote
+    and the backslashes before one escaped, `${` kept from resolving), then for the shell."""
+    path = str(run_dir)
+    if re.fullmatch(r"[A-Za-z0-9_./-]+", path):
+        return f"neurorun resume={path}"
+    escaped = re.sub(r'(\\*)("|$)', lambda m: m[1] * 2 + ("\\" + m[2] if m[2] else ""), path)
+    escaped = escaped.replace("${", "\\${")  # OmegaConf's escape: the path, not a lookup
+    return "neurorun " + shlex.quote(f'resume="{escaped}"')

@@ -13,7 +13,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from neurorun.atomic import atomic_write
 from neurorun.claims import new_folder
 from neurorun.imports import code_in_config, refuse_untrusted
-from neurorun.layout import resume_record, saved_config_path
+from neurorun.layout import resume_command, resume_record, saved_config_path
 from neurorun.runner import Callbacks, Runner
 from neurorun.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
 
@@ -48,7 +48,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     source = require_saved_config(run_dir)
     config = read_config(source)  # bounded: no aliases, UTF-8, a mapping
     parsed = OverridesParser.create().parse_overrides(overrides)
-    opt_in = f"resume with trust_code=true: neurorun resume={str(run_dir)!r} trust_code=true"
+    opt_in = f"resume with trust_code=true: {resume_command(run_dir)} trust_code=true"
     if not any(o.key_or_group == "trust_code" and o.value() is True for o in parsed):
         # nothing below may resolve the file's ${oc.env:...}: the keys given here replace them
         refuse_env_reads({key: value for key, value in env_reads(config).items()

@@ -29,6 +29,7 @@ from neurorun.layout import (
     entry_kind,
     linked_names,
     misplaced_names,
+    resume_command,
 )
 
 # the locks the command took for the run it starts, before Hydra wrote there: the run's
@@ -51,8 +52,8 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
     if holds_run(folder):
         raise ValueError(
             f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
-            f"there would overwrite it. Fix: resume={str(folder)!r} to continue it, or another "
-            "folder.")
+            f"there would overwrite it. Fix: `{resume_command(folder)}` to continue it, or "
+            "another folder.")
 
 
 def refuse_existing_sweep(folder: str | Path) -> None:

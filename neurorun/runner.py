@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shlex
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -34,6 +33,7 @@ from neurorun.layout import (
     LAST_POLICY,
     STATE_FILE,
     policy_path,
+    resume_command,
     run_dir_name,
     saved_config_path,
 )
@@ -372,9 +372,8 @@ class Runner:
                 except OSError as saving:  # a full disk: the last state written stays
                     if not (atomic.is_disk_full(saving) and atomic.is_disk_full(error)):
                         raise
-                log.warning("run stopped in generation %d; continue it with `neurorun "
-                            "resume=%s`", snapshot.generation + 1,
-                            shlex.quote(str(self.run_dir)))
+                log.warning("run stopped in generation %d; continue it with `%s`",
+                            snapshot.generation + 1, resume_command(self.run_dir))
             raise
         finally:
             self.summary = result

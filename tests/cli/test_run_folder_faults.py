@@ -8,6 +8,7 @@ import csv
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,10 +17,13 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from neurorun.claims import new_folder
-from tests.cli.test_signals import NEURORUN, data_rows
+from neurorun.layout import resume_command
+from tests.cli.test_signals import NEURORUN, RUN, data_rows
 
 BIN = Path(sys.executable).parent  # the venv's console scripts: neurorun, neurorun-eval
 TIMEOUT = 120  # a run that hangs fails the test instead of hanging it
@@ -201,6 +205,41 @@ def test_hydra_keys_that_would_write_outside_the_run_folder_are_refused(tmp_path
     assert override.split("=")[0] in line
     assert not run_dir.exists() and not (tmp_path / "a").exists()
     assert outside is None or not (tmp_path / outside).exists()
+
+
+# ----- item 9: the printed resume command -----
+@pytest.mark.parametrize("path", ["runs/a/b", "runs/ünï cødé/r2", "it's \"q\"", "a\\",
+                                  "a\\\"b c", "x${y}z", "a,b=c"])
+def test_the_resume_command_reads_back_as_the_path(path):
+    """What the shell passes on is an override whose value, as Hydra and OmegaConf read it,
+    is the path."""
+    import shlex
+
+    program, override = shlex.split(resume_command(path))
+    parsed = OverridesParser.create().parse_override(override)
+    assert (program, parsed.key_or_group) == ("neurorun", "resume")
+    assert OmegaConf.create({"resume": parsed.value()}).resume == path
+
+
+def test_the_printed_resume_command_runs_from_a_shell(tmp_path):
+    """`neurorun resume='runs/ünï cødé/r2'` was printed, which Hydra cannot parse."""
+    home = tmp_path / "it's \"ünï cødé\" $HOME \\x"
+    home.mkdir()
+    process = subprocess.Popen([*RUN, "generations=100000", "hydra.run.dir=r 2"], cwd=home,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + TIMEOUT
+    while data_rows(home / "r 2") < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    err = process.communicate(timeout=60)[1]
+    assert process.returncode == 128 + signal.SIGTERM, err[-3000:]
+    command = re.search(r"continue it with `(.+)`", err)[1]
+    done = torch.load(home / "r 2" / "checkpoints" / "state.pt", weights_only=True)["generation"]
+    resumed = subprocess.run(["bash", "-c", f"{command} generations={done + 2}"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=TIMEOUT,
+                             env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert generations(home / "r 2")[0] == list(range(1, done + 3))
 
 
 # ----- item 11 and small items -----
