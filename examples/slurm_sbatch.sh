@@ -28,8 +28,10 @@ RUN_DIR="runs/slurm/${SLURM_ARRAY_JOB_ID:-local}_${SEED}"
 # the task is then requeued and the next start resumes. SIGTERM (scancel, preemption) saves
 # the same way and exits with 143.
 status=0
-if [[ -f "${RUN_DIR}/checkpoints/state.pt" ]]; then
-  # resume continues in place; overrides still apply on top of the saved config.
+if [[ -f "${RUN_DIR}/.hydra/config.yaml" ]]; then
+  # A requeue: the earlier start saved its config. resume continues in place from its last
+  # checkpoint, or from generation 0 if it was killed before its first one (checkpoint_every);
+  # the saved config holds the overrides below.
   srun neurorun resume="${RUN_DIR}" logger.console.plain=true || status=$?
 else
   # Cluster logs are not terminals: plain mode prints one line per generation.

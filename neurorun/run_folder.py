@@ -9,6 +9,7 @@ and the clean-up of what a killed write or a run that never started left.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shlex
 import shutil
@@ -25,6 +26,7 @@ from neurorun.layout import (
     HYDRA_DIR,
     LOCK_FILE,
     LOG_FILE,
+    STATE_FILE,
     SWEEP_RECORD,
     entry_kind,
     linked_names,
@@ -32,6 +34,7 @@ from neurorun.layout import (
     resume_command,
 )
 
+log = logging.getLogger(__name__)
 # the locks the command took for the run it starts, before Hydra wrote there: the run's
 # RunFolder takes its folder's over (a second flock of this process's would be refused)
 _handed: dict[Path, int] = {}
@@ -241,8 +244,9 @@ class RunFolder:
 
     Raises (construction):
         FolderInUseError: another process holds it.
-        ValueError: a new run into a folder holding one; resume of a folder without a state,
-            or with a corrupt one (one line each, with the fix).
+        ValueError: a new run into a folder holding one; resume of a folder with a corrupt
+            state (one line each, with the fix). A resumed folder without a state (its run
+            never checkpointed) starts again from generation 0, saying so.
     """
 
     def __init__(self, path: str | Path, *, resume: bool):
@@ -255,10 +259,10 @@ class RunFolder:
             remove_partial_writes(self.path)
             _check_writable(self.path / CHECKPOINT_DIR)
             self.state = load_state(self.path) if resume else None
-            if resume and self.state is None:
-                raise ValueError(
-                    f"resume={str(self.path)!r}: no checkpoints/state.pt there yet; expected a "
-                    "run that wrote at least one checkpoint. Fix: start it again without resume.")
+            if resume and self.state is None:  # killed, or a full disk, before its first one
+                log.warning("resume=%s: no %s/%s (the run stopped before its first "
+                            "checkpoint): it starts again from generation 0, and its metric "
+                            "rows so far are replaced", self.path, CHECKPOINT_DIR, STATE_FILE)
         except BaseException:
             self.release(discard_if_empty=True)
             raise

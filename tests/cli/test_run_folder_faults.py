@@ -123,6 +123,63 @@ def test_neurorun_eval_of_a_run_with_a_fifo_config_ends(run_copy, tmp_path):
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
+# ----- item 4: a run that never checkpointed -----
+def test_a_run_that_never_checkpointed_resumes_from_generation_0(run_copy, tmp_path):
+    """What SIGKILL before the first periodic checkpoint (or a full disk at the first one)
+    leaves: a saved config and metric rows, no checkpoints/. resume= said there was nothing
+    to resume and to start again; starting again said the folder already held a run."""
+    shutil.rmtree(run_copy / "checkpoints")
+    again = config_error(neurorun(f"hydra.run.dir={run_copy}", cwd=tmp_path))
+    assert "already holds a run" in again
+    command = re.search(r"`(neurorun resume=[^`]*)`", again)[1]  # the fix it gives
+    assert command == f"neurorun resume={run_copy}"
+    resumed = neurorun(f"resume={run_copy}", "generations=3", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "starts again from generation 0" in resumed.stderr
+    assert generations(run_copy) == ([1, 2, 3], [1, 2, 3])  # the lost rows replaced, not kept
+    assert (run_copy / "checkpoints" / "state.pt").is_file()
+
+
+def _fake_slurm(tmp_path: Path) -> dict[str, str]:
+    """A submit folder whose .venv/bin/activate puts this venv on PATH, and `srun` (runs its
+    command) and `scontrol` (records its arguments) on PATH, as on a SLURM node."""
+    fake = tmp_path / "fake_bin"
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "activate").write_text(f'export PATH="{BIN}:$PATH"\n')
+    fake.mkdir()
+    (fake / "srun").write_text('#!/bin/sh\nexec "$@"\n')
+    (fake / "scontrol").write_text(f'#!/bin/sh\necho "$@" >> "{tmp_path}/scontrol.log"\n')
+    for script in fake.iterdir():
+        script.chmod(0o755)
+    return {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}",
+            "SLURM_SUBMIT_DIR": str(tmp_path), "SLURM_ARRAY_JOB_ID": "77",
+            "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_ID": "78"}
+
+
+def test_the_slurm_example_resumes_a_task_killed_before_its_first_checkpoint(tmp_path):
+    """A requeued task whose first start was killed before checkpoint_every: the script saw
+    no state.pt and started a new run into the folder, which was refused (exit 2) on every
+    requeue."""
+    script = Path(__file__).resolve().parents[2] / "examples" / "slurm_sbatch.sh"
+    env = _fake_slurm(tmp_path)
+    run_dir = tmp_path / "runs" / "slurm" / "77_0"
+    overrides = [*RUN[len(NEURORUN):], "problem.episode_length=200", "generations=40"]
+    first = subprocess.Popen(["bash", str(script), *overrides], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+    while data_rows(run_dir) < 2 and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.02)
+    os.killpg(first.pid, signal.SIGKILL)  # the node went away: no handler runs
+    first.communicate(timeout=60)
+    assert data_rows(run_dir) >= 2 and not (run_dir / "checkpoints" / "state.pt").exists()
+    requeued = subprocess.run(["bash", str(script)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+    assert requeued.returncode == 0, requeued.stderr[-3000:]
+    assert generations(run_dir) == (list(range(1, 41)), list(range(1, 41)))
+    assert not (tmp_path / "scontrol.log").exists()  # requeued only after SIGUSR1 (138)
+
+
 # ----- item 5: nothing is written into a folder before its lock is held -----
 def test_a_refused_concurrent_resume_writes_nothing(run_copy, tmp_path):
     """Two resumes of one folder at once: the one refused as 'in use' had passed the check
