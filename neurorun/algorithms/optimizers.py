@@ -9,6 +9,7 @@ Each keeps its state (tensors, step counts) so `state_dict()` makes a resumed ru
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,8 +132,11 @@ def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: fl
             f"optimizer={name!r}; expected one of {sorted(OPTIMIZERS)} or null. "
             "Fix: pick one of those (null means plain steps of center_learning_rate)."
         )
-    for key, value in dict(config or {}).items():  # every setting is a number (or null)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+    settings = inspect.signature(OPTIMIZERS[name]).parameters
+    for key, value in dict(config or {}).items():  # a number (or null where that is a default)
+        if key not in settings or (value is None and settings[key].default is None):
+            continue  # another optimizer's setting is said below
+        if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"optimizer_config.{key}={value!r}; expected a number. Fix: "
                              f"algo.optimizer_config.{key}=<a number>, or leave it out.")
     try:

@@ -109,6 +109,7 @@ def test_make_optimizer_none_and_errors():
 
 
 @pytest.mark.parametrize(("name", "config"), [("clipup", {"max_speed": "abc"}),
+                                              ("clipup", {"momentum": None}),
                                               ("adam", {"beta1": True}),
                                               ("sgd", {"momentum": [0.9]})])
 def test_a_setting_that_is_not_a_number_is_named(name, config):
@@ -117,3 +118,9 @@ def test_a_setting_that_is_not_a_number_is_named(name, config):
     with pytest.raises(ValueError, match=rf"^optimizer_config.{key}={re.escape(repr(value))}; "
                                          rf"expected a number. Fix: algo.optimizer_config.{key}="):
         make_optimizer(name, config, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+
+
+def test_null_stays_where_it_is_the_default():
+    clipup = make_optimizer("clipup", {"max_speed": None}, lr=0.1, length=2, device=CPU,
+                            dtype=torch.float32)
+    assert clipup.max_speed == pytest.approx(0.2)  # 2 x lr
