@@ -145,8 +145,11 @@ def _make_act(
         host_scale, host_shift = (scale.numpy(), shift.numpy()) if host else (None, None)
 
     def act(obs: Array) -> Array:
-        if normalizer is not None:
-            obs = obs * host_scale + host_shift if host else torch.addcmul(shift, obs, scale)
+        if normalizer is not None and host:  # the same two float32 operations, one temporary
+            obs = obs * host_scale
+            obs += host_shift
+        elif normalizer is not None:
+            obs = torch.addcmul(shift, obs, scale)
         actions = policy(obs)
         if stdev > 0:
             drawn = torch.randn(actions.shape, generator=noise, device=params.device,

@@ -130,3 +130,12 @@ def test_an_end_with_no_ending_slot_changes_nothing(ops):
     q = schedule.start(o, table, 2, 1, 0)
     after, taken = schedule.end(o, table, 0, q, mask(ops, False))
     assert lists(after) == lists(q) and np.asarray(taken).tolist() == [False]
+
+
+def test_the_host_schedule_counts_an_all_finite_step_without_changing_the_queue():
+    schedule = Schedule(4, 1, 3, streaming=True, seed=0, usable=2)  # slot 2 stays idle
+    before = lists(schedule.queue)
+    # slot 0 just ended (its autoreset step does not count), slot 1 runs, slot 2 has no pair
+    assert schedule.observe(np.array([True, False, False]), None).tolist() == [False, True,
+                                                                               False]
+    assert lists(schedule.queue) == before
