@@ -34,7 +34,7 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from omegaconf import OmegaConf
 
 from neurorun.envs.backends import canonical_env_id, preset_slug
-from neurorun.layout import folder_slug, output_subdir, run_dir_name, sweep_dir_name
+from neurorun.layout import job_dir_name, output_subdir, run_dir_name, sweep_dir_name
 
 GROUP = "env"
 TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml
@@ -141,8 +141,8 @@ def register_hydra_extensions() -> None:
     Plugins.instance()  # Hydra's own sources first: it rebuilds the registry when it starts
     SourcesRegistry.instance().register(NeurorunEnvSource)
     for name, func in (
-        ("neurorun.slug", folder_slug),
         ("neurorun.run_dir", run_dir_name),
+        ("neurorun.job_dir", job_dir_name),
         ("neurorun.sweep_dir", sweep_dir_name),
         ("neurorun.output_subdir", output_subdir),
     ):

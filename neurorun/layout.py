@@ -44,7 +44,7 @@ FOLDERS = (CHECKPOINT_DIR, HYDRA_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_ARTIFAC
 READ = tuple(f"{CHECKPOINT_DIR}/{name}" for name in (
     STATE_FILE, *(f"{stem}{suffix}" for stem in (BEST_POLICY, LAST_POLICY)
                   for suffix in (".pt", ".json", ".pkl"))))
-MAX_SLUG = 64  # characters of an env's slug in a folder name (a name holds at most 255 bytes)
+MAX_NAME = 64  # characters of a part of a new folder's name (a file system's limit: 255 bytes)
 
 
 def saved_config_path(run_dir: str | Path) -> Path:
@@ -104,14 +104,14 @@ def _stamp() -> str:
     return datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
 
 
-def folder_slug(env_id: Any) -> str:
-    """``env_slug`` as one folder name: at most MAX_SLUG characters (a longer one keeps its
-    start and a hash of the whole id: two ids never share a folder), never `.` or `..`."""
-    slug = env_slug(env_id)
-    if len(slug) > MAX_SLUG:
-        digest = hashlib.sha256(str(env_id).encode()).hexdigest()[:12]
-        slug = f"{slug[:MAX_SLUG - 13]}-{digest}"
-    return "env" if set(slug) == {"."} else slug
+def name_part(text: Any) -> str:
+    """``text`` as one folder name: letters, digits and `._+-` (others become `_`), at most
+    MAX_NAME characters (a longer one keeps its start and ends with a hash of the whole, so two
+    differ), never `.` or `..`."""
+    name = re.sub(r"[^A-Za-z0-9._+-]+", "_", str(text)).strip("_") or "_"
+    if len(name) > MAX_NAME:
+        name = f"{name[:MAX_NAME - 13]}-{hashlib.sha256(str(text).encode()).hexdigest()[:12]}"
+    return "_" if set(name) == {"."} else name
 
 
 def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
@@ -119,7 +119,13 @@ def run_dir_name(resume: Any, env_id: Any, algo: Any, seed: Any) -> str:
     (`_2`, `_3`, ... when that folder exists; the command claims it: ``claims.folder_name``)."""
     if resume not in (None, ""):
         return str(resume)
-    return folder_name("run", f"runs/{folder_slug(env_id)}/{algo}/{_stamp()}_s{seed}")
+    parts = (env_slug(env_id), algo, f"{_stamp()}_s{seed}")
+    return folder_name("run", "runs/" + "/".join(name_part(part) for part in parts))
+
+
+def job_dir_name(number: Any, env_id: Any, algo: Any, seed: Any) -> str:
+    """A sweep's job's subfolder: `<number>_<env>_<algo>_s<seed>`."""
+    return name_part(f"{number}_{env_slug(env_id)}_{algo}_s{seed}")
 
 
 def sweep_dir_name() -> str:

@@ -300,10 +300,14 @@ def test_the_printed_resume_command_runs_from_a_shell(tmp_path):
 
 
 # ----- item 11 and small items -----
-def test_a_very_long_env_id_is_one_line_and_leaves_no_folder(tmp_path):
-    """The run folder was named after the id: 'File name too long' as a traceback."""
-    line = config_error(neurorun("debug=default", "env.id=" + "A" * 300 + "-v0", cwd=tmp_path))
-    assert "env.id='AAAA" in line
+@pytest.mark.parametrize("key, value", [("env.id", "A" * 300 + "-v0"), ("algo.name", "a" * 300),
+                                        ("seed", "9" * 300)])
+def test_a_very_long_name_part_is_one_line_and_leaves_no_folder(tmp_path, key, value):
+    """The run folder is named after them: 'File name too long' was a traceback; now the
+    value's own check says what is wrong with it."""
+    line = config_error(neurorun("debug=default", f"{key}={value}", cwd=tmp_path))
+    assert line.startswith(f"neurorun: config error: {key}={value[:1]}") or \
+        line.startswith(f"neurorun: config error: {key}='{value[:1]}")
     assert list(tmp_path.iterdir()) == []
 
 
