@@ -23,6 +23,7 @@ from neurorun.claims import made_here, make_folders
 from neurorun.config_checks import FolderInUseError
 from neurorun.layout import (
     CHECKPOINT_DIR,
+    FOLDERS,
     HYDRA_DIR,
     LOCK_FILE,
     LOG_FILE,
@@ -166,7 +167,7 @@ def refuse_misplaced(run_dir: str | Path, found: list[tuple[str, str]] | None = 
         name = shlex.quote(str(Path(run_dir) / found[0][0]))
         raise ValueError(
             f"run folder {str(run_dir)!r} has {shown}, where a run or the tools open "
-            f"{'a folder' if found[0][1] == 'a file' else 'a regular file'}: opening it "
+            f"{'a folder' if found[0][0] in FOLDERS else 'a regular file'}: opening it "
             f"would block, fail or write into a device. Fix: remove it (rm -r {name}), or use "
             "another folder.")
 

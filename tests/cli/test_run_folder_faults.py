@@ -68,15 +68,17 @@ def run_copy(finished, tmp_path) -> Path:
 
 
 # ----- item 2: FIFOs, sockets, devices where a run opens a file -----
-def test_a_fifo_as_a_new_runs_log_is_refused_instead_of_blocking(tmp_path):
-    """Hydra's log handler opened the FIFO in its set-up, before any neurorun code, with
-    signals held: the run blocked for good."""
+@pytest.mark.parametrize("name, expected", [("neurorun.log", "a regular file"),
+                                            (".hydra", "a folder")])
+def test_a_fifo_in_a_new_runs_folder_is_refused_instead_of_blocking(tmp_path, name, expected):
+    """Hydra's log handler opened a FIFO neurorun.log in its set-up, before any neurorun
+    code, with signals held: the run blocked for good."""
     run_dir = tmp_path / "d"
     run_dir.mkdir()
-    os.mkfifo(run_dir / "neurorun.log")
+    os.mkfifo(run_dir / name)
     line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=tmp_path))
-    assert "a FIFO at neurorun.log" in line
-    assert sorted(p.name for p in run_dir.iterdir()) == ["neurorun.log"]  # nothing written
+    assert f"a FIFO at {name}, where a run or the tools open {expected}" in line
+    assert [p.name for p in run_dir.iterdir()] == [name]  # nothing written
 
 
 @pytest.mark.parametrize("name", ["neurorun.log", ".neurorun.lock", "metrics.csv",
