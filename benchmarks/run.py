@@ -128,16 +128,21 @@ def envpool_table(report: dict) -> list[str]:
             return (f"{value['median']:,.{digits}f} ({value['min']:,.{digits}f}–"
                     f"{value['max']:,.{digits}f})")
 
+        cases = training if isinstance(training, list) else [training]  # older files: one
         lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
-                  "| counted ÷ raw (target ≥ 0.85) |", "|---|---|---|---|",
-                  f"| {training['env']}, 1,000-step episodes, popsize {training['popsize']}, "
-                  f"linear, {training['threads']} threads | {figure(training['neurorun'])} | "
-                  f"{figure(training['pool_raw'])} | {figure(training['ratio'], 2)} |",
-                  "", f"Measured {training['date'][:10]}, load average "
-                  f"{training['load_average'][0]}. Median (min–max) over {training['rounds']} "
-                  "rounds; each round one whole "
-                  "evaluate call (a new pool, obs normalization, random linear policies), then "
-                  "an EnvPool of as many envs stepped raw with random actions for as long."]
+                  "| counted ÷ raw (target) |", "|---|---|---|---|"]
+        for case in cases:
+            episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
+            lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}, "
+                         f"linear, {case['threads']} threads | {figure(case['neurorun'])} | "
+                         f"{figure(case['pool_raw'])} | {figure(case['ratio'], 2)} "
+                         f"(≥ {case.get('target', 0.85)}) |")
+        lines += ["", "Measured " + "; ".join(
+            f"{case['env']} {case['date'][:10]}, load average {case['load_average'][0]}"
+            for case in cases) + f". Median (min–max) over {cases[0]['rounds']} rounds; each "
+            "round one whole evaluate call (a new pool, obs normalization, random linear "
+            "policies), then an EnvPool of as many envs stepped raw with random actions for "
+            "as long."]
     if report.get("streaming"):
         lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
                   "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",

@@ -1,0 +1,125 @@
+"""Where a vector step of the host loop goes (``bench_envpool.py --profile``).
+
+One whole ``Problem.evaluate`` on ``envpool::<id>`` (as the training case runs it: the env's
+own episodes, popsize 64, linear policy, 2 threads, obs normalization on, after one warm-up
+call), with each part of the loop timed by a wrapper around it (a few tenths of a
+microsecond each): EnvPool's ``pool.step`` (the simulator, its threads and EnvPool's own
+Python), neurorun's EnvPool wrapper around it, normalization and policy, the statistics
+buffer, the queue's rules, the finiteness check, and per call the pool's build and the
+summary; what is left of the loop is its own bookkeeping (flags, appends, ends). Then the same
+pool stepped raw (every env, random actions), as the ratio's denominator does, and EnvPool's
+Python wrapper alone (``_from`` and ``_to`` on arrays of the same shapes).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import torch
+from harness import rate
+
+import neurorun.envs.envpool_env as envpool_env
+import neurorun.problems.rollout as rollout
+from neurorun.problems import make_problem
+
+LINEAR = "Linear(obs_length, act_length)"
+PARTS = {  # name: (owner, attribute) of the function timed
+    "pool build + reset (per call)": (envpool_env.EnvPoolVecEnv, "reset_arrays"),
+    "env.step_arrays": (envpool_env.EnvPoolVecEnv, "step_arrays"),
+    "normalization + policy": (rollout, "_make_act"),
+    "statistics buffer": (rollout._StatsBuffer, "add"),
+    "schedule.observe": (rollout.Schedule, "observe"),
+    "schedule.end": (rollout.Schedule, "end"),
+    "finiteness check": (rollout, "_all_finite"),
+    "summary (per call)": (rollout, "_summarize"),
+    "loop": (rollout, "_run_steps"),
+}
+
+
+@contextlib.contextmanager
+def timed_parts() -> Iterator[dict[str, float]]:
+    """Seconds spent in each of PARTS (and in ``pool.step``) while the block runs."""
+    spent: dict[str, float] = collections.defaultdict(float)
+
+    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - started
+        return call
+
+    def make_pool(*args: Any) -> Any:
+        pool = build(*args)
+        pool.step = timed("pool.step", pool.step)
+        return pool
+
+    def make_act(*args: Any) -> Any:  # the function it makes is timed
+        return timed("normalization + policy", act(*args))
+
+    build, act = envpool_env._make_pool, rollout._make_act
+    with contextlib.ExitStack() as stack:
+        for name, (owner, attribute) in PARTS.items():
+            function = make_act if attribute == "_make_act" else timed(
+                name, getattr(owner, attribute))
+            stack.enter_context(mock.patch.object(owner, attribute, function))
+        stack.enter_context(mock.patch.object(envpool_env, "_make_pool", make_pool))
+        yield spent
+
+
+def envpool_python(pool: Any, num_envs: int) -> float:
+    """Seconds per step of EnvPool's Python wrapper alone (``_from`` + ``_to``)."""
+    actions = np.zeros((num_envs, *pool.action_space.shape), np.float32)
+    ids = np.arange(num_envs, dtype=np.int32)
+    pool.send(actions, ids)
+    state = pool._recv()
+    return 1.0 / rate(lambda: (pool._from(actions, ids), pool._to(state, False, True), 1)[-1],
+                      0.5)
+
+
+def profile(env_id: str, popsize: int = 64, threads: int = 2) -> dict[str, Any]:
+    """Microseconds per vector step of each part of one evaluate call, and of raw steps."""
+    problem = make_problem(env=f"envpool::{env_id}", network=LINEAR,
+                           observation_normalization=True, num_threads=threads, seed=0)
+    generator = torch.Generator().manual_seed(0)
+    sample = lambda: 0.1 * torch.randn(popsize, problem.solution_length,  # noqa: E731
+                                       generator=generator)
+    problem.evaluate(sample())
+    with timed_parts() as spent:
+        started = time.perf_counter()
+        problem.evaluate(sample())
+        spent["Problem.evaluate"] = time.perf_counter() - started
+    stats = problem.last_stats
+    steps = stats.num_vector_steps
+    per_step = {name: round(seconds / steps * 1e6, 1) for name, seconds in spent.items()}
+    inside = ("env.step_arrays", "normalization + policy", "statistics buffer",
+              "schedule.observe", "schedule.end", "finiteness check")
+    per_step["loop bookkeeping (the rest of the loop)"] = round(
+        per_step["loop"] - sum(per_step.get(name, 0.0) for name in inside), 1)
+    per_step["env.step_arrays besides pool.step"] = round(
+        per_step["env.step_arrays"] - per_step["pool.step"], 1)
+    pool = problem._envs["eval"]._pool
+    per_step["EnvPool's Python in pool.step (alone)"] = round(
+        envpool_python(pool, popsize) * 1e6, 1)
+    problem.close()
+    raw = envpool_raw(env_id, popsize, threads)
+    return {"env": env_id, "popsize": popsize, "threads": threads, "vector_steps": steps,
+            "envs_stepped_per_vector_step": round(stats.num_simulated_steps / steps, 1),
+            "counted_steps_per_s": round(stats.num_interactions / spent["Problem.evaluate"]),
+            "us_per_vector_step": per_step,
+            "raw_us_per_vector_step_all_envs": round(popsize / raw * 1e6, 1),
+            "raw_steps_per_s": round(raw)}
+
+
+def envpool_raw(env_id: str, num_envs: int, threads: int) -> float:
+    """EnvPool's env steps/s, every env stepped with random actions (as bench_envpool's raw)."""
+    from bench_envpool import raw_pool
+
+    return raw_pool(env_id, num_envs, threads, 2.0, None)
