@@ -16,6 +16,7 @@ from neurorun.imports import code_in_config, refuse_untrusted
 from neurorun.layout import resume_command, resume_record, saved_config_path
 from neurorun.runner import Callbacks, Runner
 from neurorun.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
+from neurorun.signals import held
 
 
 def require_saved_config(run_dir: str | Path) -> Path:
@@ -108,7 +109,8 @@ class ResumeRecord(Callbacks):
         self.overrides = overrides
 
     def on_run_start(self, runner: Runner) -> None:
-        folder = Path(new_folder(resume_record(runner.run_dir)))
-        for name, config in (("config.yaml", runner.cfg),
-                             ("overrides.yaml", OmegaConf.create(self.overrides))):
-            atomic_write(folder / name, lambda path, c=config: OmegaConf.save(c, path))
+        with held():  # a signal now waits for the record's end: never an empty folder
+            folder = Path(new_folder(resume_record(runner.run_dir)))
+            for name, config in (("config.yaml", runner.cfg),
+                                 ("overrides.yaml", OmegaConf.create(self.overrides))):
+                atomic_write(folder / name, lambda path, c=config: OmegaConf.save(c, path))
