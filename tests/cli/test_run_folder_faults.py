@@ -252,6 +252,25 @@ def test_a_new_folder_is_never_one_that_exists(tmp_path):
     assert [first, second, third, fourth] == [str(base), f"{base}_2", f"{base}_3", f"{base}_5"]
 
 
+def test_every_job_of_a_sweep_names_the_claimed_folder(tmp_path, monkeypatch):
+    """A launcher may run jobs in other processes, which claimed nothing: the folder comes
+    with the config's cache, which Hydra copies into each job's config."""
+    from neurorun import claims
+    from neurorun.cli import compose_config
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(claims, "_claimed", {})
+    monkeypatch.setattr(claims, "_made", [])
+    master = compose_config(["seed=0"], hydra_config=True)
+    with claims.claiming():
+        folder = master.hydra.sweep.dir
+    monkeypatch.setattr(claims, "_claimed", {})  # as in another process
+    job = compose_config(["seed=1"], hydra_config=True)
+    OmegaConf.copy_cache(from_config=master, to_config=job)  # what Hydra's launchers do
+    assert job.hydra.sweep.dir == folder and (tmp_path / folder).is_dir()
+    assert [p.name for p in (tmp_path / "runs" / "multirun").iterdir()] == [Path(folder).name]
+
+
 # ----- item 8: Hydra keys that name files -----
 @pytest.mark.parametrize("override, outside", [
     ("hydra.job.name=../../x", "x.log"), ("hydra.job.name=/tmp/../x", "x.log"),
