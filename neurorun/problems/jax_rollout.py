@@ -264,8 +264,10 @@ class JaxRollout:
             shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
             shape(size), shape(size), shape(size), shape())
         carry = jax.eval_shape(self._program("first", (drain, drain.slots)).function, inputs)
-        carry = jax.tree_util.tree_map(
-            lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding), carry)
+        # an array without elements comes out replicated (MJX's empty fields)
+        carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
+            leaf.shape, leaf.dtype, sharding=sharding if leaf.size else
+            NamedSharding(self.mesh, P())), carry)
         return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
 
     def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
