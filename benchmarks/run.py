@@ -32,13 +32,13 @@ SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py",
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
            ("bench_ray.py", []), ("bench_envpool.py", ["--full"]),
            ("bench_restarts.py", []), ("bench_jax.py", []), ("bench_devices.py", []),
-           ("bench_humanoid.py", []),
+           ("bench_first_generation.py", ["--full"]), ("bench_humanoid.py", []),
            ("bench_locomotion.py", ["--full"])]
 # bench_jax, bench_devices: ~15 minutes of cold jax compiles each; bench_humanoid: ~45 minutes;
 # bench_restarts: ~15 minutes (its `same` case spends whole budgets); bench_locomotion: hours
 # (also `make bench-learning`)
 FULL_ONLY = {"bench_jax.py", "bench_devices.py", "bench_humanoid.py", "bench_locomotion.py",
-             "bench_restarts.py"}
+             "bench_restarts.py", "bench_first_generation.py"}
 
 
 def run_scripts(full: bool) -> None:
@@ -380,6 +380,35 @@ def devices_table(report: dict) -> list[str]:
     return lines
 
 
+def first_generation_table(report: dict) -> list[str]:
+    lines = ["| case (neurorun's overrides) | cache | neurorun s to generation 1 | bare program "
+             "s | neurorun ÷ bare (target) | physics programs neurorun compiled |",
+             "|---|---|---|---|---|---|"]
+    for name, case in report["cases"].items():
+        for warmth, target in (("cold", 2.0), ("warm", 1.2)):
+            r = case[warmth]
+            lines.append(f"| {name} (`{' '.join(case['neurorun_overrides'])}`) | {warmth} | "
+                         f"{_spread(r['neurorun_s'], 1)} | {_spread(r['bare_s'], 1)} | "
+                         f"{_spread(r['ratio'])} (≤ {target}) | "
+                         f"{int(r['programs']['median'])} ({', '.join(r['program_kinds'])}) |")
+    return lines + ["", f"Whole processes, median (min–max) over {report['rounds']} rounds, "
+                    "each cold round with empty compilation caches of its own; the bare "
+                    "program (`benchmarks/first_generation_bare.py`): jax and the simulator "
+                    "alone, one jitted reset + 1,000-step scan of the same envs on the same "
+                    "devices."]
+
+
+def old_new_table(report: dict) -> list[str]:
+    lines = ["| env | network | popsize | devices | old counted steps/s | new counted steps/s "
+             "| new ÷ old |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['env']} | {r['network']} | {r['popsize']:,} | {r['devices']} | "
+                     f"{_spread(r['old_steps_per_s'], 0, True)} | "
+                     f"{_spread(r['new_steps_per_s'], 0, True)} | {_spread(r['ratio'])} |")
+    return lines + ["", f"Old: commit {report['old']}; {report['rounds']} alternating rounds "
+                    f"of {report['calls']} evaluations each, every tree in its own process."]
+
+
 def humanoid_table(report: dict) -> list[str]:
     lines = ["`neurorun algo=pgpe env=brax::humanoid` with `env.env_config.backend=<backend>` "
              "(`envpool`: `env=Humanoid-v5`, MuJoCo's humanoid), seed 0, each alone; first "
@@ -465,6 +494,10 @@ def summary() -> str:
          "EnvPool", "jax_envs.json", jax_table),
         ("The compiled evaluation on several jax devices (CPU: one host device per core)",
          "jax_devices.json", devices_table),
+        ("Time to the first generation of jax runs against a bare jitted program "
+         "(`bench_first_generation.py`)", "first_generation.json", first_generation_table),
+        ("The compiled evaluation, old tree against new (`bench_old_new.py`)",
+         "compiled_old_new.json", old_new_table),
         ("The headline, brax humanoid, per brax backend (`bench_humanoid.py`)",
          "humanoid.json", humanoid_table),
         ("brax and Playground on a GPU (`make bench-gpu`)", "gpu.json", gpu_table),
