@@ -11,9 +11,11 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import socket
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,7 +48,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         return False
     route_raylet_messages()
     quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    with native_stderr_to_log():
+    with native_stderr_to_log(), _own_sigterm():
         if address:
             _join(ray, str(address), quiet)
             return True
@@ -55,6 +57,18 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
             extra["dashboard_host"] = "127.0.0.1"
         ray.init(num_cpus=None if num_cpus is None else int(num_cpus), **extra, **quiet)
     return True
+
+
+@contextlib.contextmanager
+def _own_sigterm() -> Iterator[None]:
+    """The SIGTERM handler as it was: `ray.init` sets one that exits at once (``sys.exit``),
+    which took over the run's (checkpoint, resume command, exit 143)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
 
 
 @contextlib.contextmanager
