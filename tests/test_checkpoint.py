@@ -298,7 +298,7 @@ def test_resume_with_deleted_metrics_stops_with_one_line_and_writes_no_nul(tmp_p
 def test_a_new_run_refuses_a_folder_that_holds_a_run(tmp_path):
     run(tiny("generations=1"), run_dir=tmp_path)
     before = (tmp_path / "metrics.csv").read_bytes()
-    with pytest.raises(ConfigError, match=r"already holds a run.*Fix: resume="):
+    with pytest.raises(ConfigError, match=r"already holds a run.*Fix: `neurorun resume="):
         run(tiny("generations=1", "seed=5"), run_dir=tmp_path)
     assert (tmp_path / "metrics.csv").read_bytes() == before  # nothing overwritten
 
@@ -339,7 +339,8 @@ def test_a_run_folder_that_cannot_hold_checkpoints_is_refused_before_generation_
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "checkpoints").write_text("a file where the folder goes")
-    with pytest.raises(ConfigError, match=r"cannot hold checkpoints .*Fix: make it a writable"):
+    with pytest.raises(ConfigError, match=r"has a file at checkpoints, where a run or the tools "
+                       r"open a folder.*Fix: remove it"):
         run(tiny("generations=3"), run_dir=run_dir)
     assert not (run_dir / "metrics.csv").exists()  # no generation ran
 
@@ -363,7 +364,7 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
     monkeypatch.setattr(os, "open", read_only)
     with pytest.raises(ValueError, match=r"^run folder '.*run' cannot be written \(Read-only "
                        r"file system\).*Fix: .*copy it .*resume the copy"):
-        run_folder.require_free(run_dir)
+        run_folder.lock_run(run_dir)  # what the command takes before Hydra writes
 
 
 # issue 37 probe C53: hydra.run.dir with a newline was accepted, and every path printed after

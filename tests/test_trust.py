@@ -197,7 +197,7 @@ def test_resuming_a_run_of_ones_own_module_asks_once_then_runs_it(trap, tmp_path
     assert refused.returncode == 2 and not trap.exists()
     assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
     assert "network.spec='nr_trap:net'" in refused.stderr
-    assert "neurorun resume='run' trust_code=true" in refused.stderr
+    assert "neurorun resume=run trust_code=true" in refused.stderr  # layout.resume_command
     resumed = _neurorun("resume=run", "generations=3", "trust_code=true", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert trap.read_text() == "called"
