@@ -25,14 +25,17 @@ run: install
 # -n: one pytest worker per core (pytest-xdist); worksteal evens out the long files
 TEST_JOBS ?= auto
 PYTEST_ARGS = -q -n $(TEST_JOBS) --dist worksteal
+# the suite runs in a network namespace of its own where the machine allows it: the ray heads
+# and servers tests start listen on no interface but its loopback (tests/network_namespace.py)
+ISOLATED = python3 tests/network_namespace.py --
 NONE_COLLECTED_FAILS = rc=$$?; if [ $$rc -eq 5 ]; then \
     echo "pytest collected no tests: failing on purpose"; exit 1; fi; exit $$rc
 
 test: install
-	@$(PY) -m pytest $(PYTEST_ARGS); $(NONE_COLLECTED_FAILS)
+	@$(ISOLATED) $(PY) -m pytest $(PYTEST_ARGS); $(NONE_COLLECTED_FAILS)
 
 test-all: install
-	@$(PY) -m pytest $(PYTEST_ARGS) -m "slow or not slow"; $(NONE_COLLECTED_FAILS)
+	@$(ISOLATED) $(PY) -m pytest $(PYTEST_ARGS) -m "slow or not slow"; $(NONE_COLLECTED_FAILS)
 
 # The core alone (`pip install neurorun`: no jax, brax, ray, matplotlib, EnvPool) in a second
 # venv, and the tests that need no extra: tests/conftest.py deselects those marked `extras`
@@ -47,7 +50,7 @@ $(CORE_STAMP): pyproject.toml
 	touch $(CORE_STAMP)
 
 test-core: $(CORE_STAMP)
-	@NEURORUN_CORE_ONLY=1 $(CORE_VENV)/bin/python -m pytest $(PYTEST_ARGS); \
+	@NEURORUN_CORE_ONLY=1 $(ISOLATED) $(CORE_VENV)/bin/python -m pytest $(PYTEST_ARGS); \
 	$(NONE_COLLECTED_FAILS)
 
 lint: install

@@ -21,18 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Run by the holder inside the new namespace: its loopback interface starts down
-# (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP; no `ip` needed), then it keeps the namespace
-# until the test closes its stdin or ends.
-HOLD = """
-import fcntl, socket, struct, sys
-with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-    got = fcntl.ioctl(sock, 0x8913, struct.pack("16sH14x", b"lo", 0))
-    flags = struct.unpack_from("16sH", got)[1]
-    fcntl.ioctl(sock, 0x8914, struct.pack("16sH14x", b"lo", flags | 0x1))
-print("ready", flush=True)
-sys.stdin.read()
-"""
+# the holder: loopback up, then it keeps the namespace until the test closes its stdin or ends
+HOLDER = [sys.executable, str(Path(__file__).resolve().parents[1] / "network_namespace.py"),
+          "--hold"]
 LISTEN = "0A"  # the TCP state column of /proc/net/tcp{,6}
 # root makes namespaces; anyone else first a user namespace where they are root
 USER_NS = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
@@ -43,7 +34,7 @@ class NetworkNamespace:
 
     def __init__(self) -> None:
         self.holder = subprocess.Popen(
-            ["unshare", "--net", *USER_NS, sys.executable, "-c", HOLD], text=True,
+            ["unshare", "--net", *USER_NS, *HOLDER], text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if self.holder.stdout.readline().strip() != "ready":
             error = self.holder.communicate(timeout=30)[1].strip().splitlines()

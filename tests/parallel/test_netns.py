@@ -43,3 +43,20 @@ def test_a_server_in_the_namespace_listens_where_only_loopback_exists(namespace)
             [sys.executable, "-c", f"import socket; socket.create_connection(('127.0.0.1', "
              f"{port}), timeout=5).close()"]), capture_output=True, text=True, timeout=60)
         assert reached.returncode == 0, reached.stderr  # lo is up: loopback reaches it
+
+
+def test_a_command_run_in_a_namespace_of_its_own_sees_only_its_loopback_and_it_is_up():
+    """`make test` runs the suite so (tests/network_namespace.py): a server bound to every
+    address inside answers on loopback there and is on no interface of the machine."""
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "network_namespace.py"
+    probe = ("import socket\n"
+             "names = [line.split(':')[0].strip() for line in open('/proc/net/dev')][2:]\n"
+             "server = socket.socket(); server.bind(('0.0.0.0', 0)); server.listen()\n"
+             "socket.create_connection(('127.0.0.1', server.getsockname()[1]), 2).close()\n"
+             "print(names)")
+    done = subprocess.run([sys.executable, str(script), "--", sys.executable, "-c", probe],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['lo']"
