@@ -59,6 +59,27 @@ class EnvPolicy(nn.Module):
             return y
         return torch.clamp(y, self.act_low, self.act_high)
 
+    def actions(self, obs: Tensor, hidden: Any = None) -> tuple[Tensor, Any]:
+        """Env actions for raw observations ``(..., *obs_shape)``, as tensors: ``(...,
+        act_length)`` clipped floats, or ``(...)`` int64 choices ``argmax + start`` for
+        Discrete; and the net's next hidden state (None for a feed-forward net). What ``act``
+        returns, and what ``neurorun-export`` writes into a file.
+
+        An observation holding a NaN or an infinity, which a run's rollout never feeds a policy
+        (it zeroes the row and fails the episode), gives NaN actions (Discrete: ``start``) and
+        leaves a recurrent state as it was: the net computes on zeros there, so every runtime
+        of an exported file agrees (NaN passes differently through their layers)."""
+        if self.obs_shape is not None and len(self.obs_shape) > 1:
+            obs = obs.flatten(-len(self.obs_shape))
+        finite = torch.isfinite(obs).all(-1, keepdim=True)  # (..., 1)
+        out = self.forward(torch.where(finite, obs, 0.0), hidden)
+        out, new = out if isinstance(out, tuple) else (out, None)
+        if new is not None:
+            new = _kept(finite, new, hidden)
+        if self.discrete_start is None:
+            return torch.where(finite, out, torch.nan), new
+        return torch.where(finite[..., 0], _argmax(out), 0) + self.discrete_start, new
+
     @torch.no_grad()
     def act(self, obs: Any) -> Any:
         """An action ready for ``env.step``: an int for Discrete, a float32 array for Box.
@@ -67,18 +88,30 @@ class EnvPolicy(nn.Module):
         """
         reference = next(iter(self.net.parameters()), None)
         x = torch.as_tensor(np.asarray(obs), dtype=torch.float32)
-        if self.obs_shape is not None and len(self.obs_shape) > 1:
-            x = x.reshape(*x.shape[: x.dim() - len(self.obs_shape)], -1)
         if reference is not None:
             x = x.to(reference.device, reference.dtype)
-        out = self.forward(x, self._hidden)
-        if isinstance(out, tuple):
-            out, self._hidden = out
+        out, self._hidden = self.actions(x, self._hidden)
         if self.discrete_start is not None:
-            choice = out.argmax(dim=-1).cpu().numpy() + self.discrete_start
+            choice = out.cpu().numpy()
             return int(choice) if choice.ndim == 0 else choice
         return out.cpu().numpy().astype(np.float32)
 
     def reset(self) -> None:
         """Forget the hidden state of a recurrent net (call at the start of an episode)."""
         self._hidden = None
+
+
+def _kept(finite: Tensor, new: Any, old: Any) -> Any:
+    """The state ``new`` where ``finite``, else ``old`` (None: zeros); tuples leaf by leaf."""
+    if isinstance(new, Tensor):
+        return torch.where(finite, new, 0.0 if old is None else old)
+    return tuple(_kept(finite, part, None if old is None else old[index])
+                 for index, part in enumerate(new))
+
+
+def _argmax(scores: Tensor) -> Tensor:
+    """``scores.argmax(-1)``, a NaN counting as the largest score (the first NaN wins), as
+    torch's and numpy's argmax (so the run's actions) take it; written out because ONNX's
+    ArgMax passes NaN over, and an exported policy must choose as the run did."""
+    nan = torch.isnan(scores)
+    return torch.where(nan.any(-1), nan.float().argmax(-1), scores.argmax(-1))
