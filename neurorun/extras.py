@@ -2,8 +2,8 @@
 gives: ``env=brax::ant needs jax and brax: pip install 'neurorun[jax]'``.
 
 `pip install neurorun` runs gymnasium (and users' factory) envs locally; brax and Playground
-envs, ray, EnvPool and neurorun-plot each need their extra. Code that needs one calls
-`require` before it imports the extra's packages (the config check calls it before a run
+envs, ray, EnvPool, neurorun-plot and ONNX export each need their extra. Code that needs one
+calls `require` before it imports the extra's packages (the config check calls it before a run
 starts), so a missing package stops with that line, not with a traceback from deep inside.
 """
 
@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "ray": ("ray",),
     "plots": ("matplotlib",),
     "envpool": ("envpool",),
+    "export": ("onnx", "onnxruntime"),
 }
 
 

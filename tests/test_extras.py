@@ -20,7 +20,7 @@ from neurorun.cli import compose_config
 from neurorun.config_checks import ConfigError, validate_config
 from neurorun.envs import batched_jax_env, env_spaces, make_env, resolve_backend
 from neurorun.extras import MissingExtraError, require
-from neurorun.tools import plot
+from neurorun.tools import export, plot
 
 BRAX_LINE = "env=brax::ant needs jax and brax: pip install 'neurorun[jax]'"
 
@@ -78,6 +78,15 @@ def test_neurorun_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
     assert plot.main([str(tmp_path), "--out", str(tmp_path / "curves.png")]) == 2
     assert capsys.readouterr().err == ("neurorun-plot: error: plotting needs matplotlib: "
                                        "pip install 'neurorun[plots]'\n")
+
+
+def test_neurorun_export_to_onnx_without_its_packages(monkeypatch, tmp_path, capsys):
+    hide(monkeypatch, "onnx", "onnxruntime")
+    out = tmp_path / "policy.onnx"
+    assert export.main([str(tmp_path), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == ("neurorun-export: error: --format onnx needs onnx and "
+                                       "onnxruntime: pip install 'neurorun[export]'\n")
+    assert not out.exists()
 
 
 def neurorun_without(modules, *args, cwd):

@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import BEST_POLICY, LAST_POLICY
+from neurorun.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
-    add_trust_options,
+    add_policy_options,
     check_episode_seeds,
     format_mean_std,
     mean_std,
@@ -138,13 +138,11 @@ def parser() -> argparse.ArgumentParser:
                         help="episode i is seeded seed+i (default: a run's center evaluation "
                              "seeds, else 0)")
     result.add_argument("--env", default=None, help="run on this env id instead of the saved one")
-    result.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
-                        help="which checkpoint of a run folder (best)")
     result.add_argument("--max-steps", type=positive_int, default=None,
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    add_trust_options(result)
+    add_policy_options(result)
     return result
 
 

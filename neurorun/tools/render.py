@@ -20,10 +20,10 @@ import os
 import sys
 from pathlib import Path
 
-from neurorun.layout import BEST_POLICY, LAST_POLICY
+from neurorun.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
-    add_trust_options,
+    add_policy_options,
     check_episode_seeds,
     check_writable,
     positive_int,
@@ -102,9 +102,7 @@ def parser() -> argparse.ArgumentParser:
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--env", default=None, help="play on this env id instead")
-    result.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
-                        help="which checkpoint of a run folder (best)")
-    add_trust_options(result)
+    add_policy_options(result)
     return result
 
 

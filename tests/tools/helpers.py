@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.tools import compare, evaluate, plot, render
+from neurorun.tools import compare, evaluate, export, plot, render
 
 # the tool "plot" as a parameter of tests over tools: neurorun-plot needs matplotlib
 PLOT_TOOL = pytest.param("plot", marks=pytest.mark.extras("plots"))
 TOOLS = {"eval": evaluate.main, "render": render.main, "plot": plot.main,
-         "compare": compare.main}
+         "compare": compare.main, "export": export.main}
 
 # Linear(4, 2) on CartPole: weight (2, 4) row-major, then bias (2,); action = argmax.
 WEIGHT = np.array([[-0.05, 0.02, -0.3, 0.01], [0.1, 0.0, 1.0, 0.0]])
@@ -25,18 +25,31 @@ SOLUTION = np.concatenate([WEIGHT.reshape(-1), BIAS]).astype(np.float32)
 def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPole-v1") -> Path:
     """A run folder's checkpoints/best.{pkl,pt,json} for SOLUTION on CartPole-v1 (saved under
     the spec ``env``)."""
+    return save_policy(folder, "CartPole-v1", "Linear(obs_length, act_length)",
+                       torch.from_numpy(SOLUTION), normalize=normalize, saved_env=env)
+
+
+def save_policy(folder: Path, env: str, architecture: str, solution: torch.Tensor | None = None,
+                *, normalize: bool = False, saved_env: str | None = None) -> Path:
+    """A run folder's checkpoints/best.{pkl,pt,json} for ``architecture`` on ``env`` (saved
+    under the spec ``saved_env``, default ``env``): weights ``solution`` (default: seeded
+    normal draws), statistics of 50 seeded observations ``N(0.1, 0.3²)`` when ``normalize``."""
     from neurorun import atomic, checkpoint
     from neurorun.problems import make_problem
 
-    problem = make_problem("CartPole-v1", "Linear(obs_length, act_length)",
-                           observation_normalization=normalize)
+    problem = make_problem(env, architecture, observation_normalization=normalize)
+    generator = torch.Generator().manual_seed(0)
     if normalize:
-        generator = torch.Generator().manual_seed(0)
-        problem.obs_stats.update(torch.randn(50, 4, generator=generator) * 0.3 + 0.1)
-    meta = {"env": env, "env_config": {}, "architecture": problem.architecture,
-            "network_args": {}, "obs_length": 4, "act_length": 2}  # as a run writes them
+        problem.obs_stats.update(torch.randn(50, problem.obs_length, generator=generator) * 0.3
+                                 + 0.1)
+    if solution is None:
+        solution = torch.randn(problem.solution_length, generator=generator)
+    meta = {"env": saved_env or env, "env_config": {}, "architecture": problem.architecture,
+            "network_args": {}, "obs_length": problem.obs_length,
+            "act_length": problem.act_length,
+            "observation_normalization": normalize}  # as a run writes them
     atomic.atomic_write_all(checkpoint.policy_files(
-        problem, torch.from_numpy(SOLUTION), folder / "checkpoints" / "best", meta))
+        problem, solution, folder / "checkpoints" / "best", meta))
     problem.close()
     return folder
 
