@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -488,3 +489,18 @@ def test_a_policy_whose_outputs_are_not_finite(tmp_path, capsys):
     refused(capsys, [str(run), "--out", str(tmp_path / "p.pt"), "--format", "torchscript"],
             "the policy's outputs are not finite on", "of 16 sample observations",
             "nothing written")
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda policy: setattr(policy, "obs_mean", None), "observation statistics are missing"),
+    (lambda policy: policy.obs_stdev.fill_(np.inf), "obs_stdev holds non-finite values")])
+def test_a_pickles_policy_is_held_to_its_own_statistics(change, expected, tmp_path, capsys):
+    """A pickle's policy module carries statistics of its own beside the dict's, which the
+    loader checks: the exported file would use the module's."""
+    run = save_checkpoint(tmp_path / "run", normalize=True)
+    pickled = run / "checkpoints" / "best.pkl"
+    saved = pickle.loads(pickled.read_bytes())
+    change(saved["policy"])
+    pickled.write_bytes(pickle.dumps(saved))
+    refused(capsys, [str(pickled), "--trust-pickle", "--out", str(tmp_path / "p.pt"),
+                     "--format", "torchscript"], expected)
