@@ -24,8 +24,10 @@ The training cases: HalfCheetah-v5 and Humanoid-v5 as training runs them (the en
 episodes: 1,000 steps for HalfCheetah, early falls for Humanoid; popsize 64, linear policy,
 2 threads): per round, one whole evaluate call, then the raw pool stepped as long; ``ratio`` =
 counted steps/s / raw steps/s per round (targets, issue 52: >= 0.9 and >= 0.85), median and
-min-max. ``--profile``: where a vector step of those evaluate calls goes
-(``host_loop_profile.py``), printed.
+min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
+actions on pools seeded alike (the simulator is slower on random policies' small actions than
+on uniform random ones; this ratio is what neurorun costs). ``--profile``: where a vector step
+of those evaluate calls goes (``host_loop_profile.py``), printed.
 
 Streaming on vs off (``streaming`` cases): 256 solutions on 64 env slots (the queue holds
 more solutions than slots) on backends that step every env of the batch (gymnasium's native
@@ -49,6 +51,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from harness import rate, ratios, spread, write_result
+from host_loop_profile import recorded_steps, replayed_per_s
 
 from neurorun.problems import make_problem
 
@@ -166,20 +169,24 @@ def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
 
 
 def training_case(env_id: str, popsize: int, threads: int, rounds: int) -> dict[str, Any]:
-    """A generation as training runs it: the env's own 1,000-step episodes, ``popsize``
-    solutions, ``threads`` EnvPool threads; per round, one whole evaluate call (counted
-    steps/s) right after EnvPool stepped raw for as long."""
-    counted, raw = [], []
+    """A generation as training runs it: the env's own episodes, ``popsize`` solutions,
+    ``threads`` EnvPool threads; per round, one whole evaluate call (counted steps/s), then
+    EnvPool stepped raw for as long (uniform random actions, every env), then EnvPool alone
+    on the evaluate call's own actions (``pool_replayed``: what it costs beside neurorun)."""
+    counted, raw, replayed = [], [], []
     for _ in range(rounds):
-        call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
-                        episode_length=None)
+        with recorded_steps() as pools:
+            call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
+                            episode_length=None)
         counted.append(call["steps_per_s"])
         raw.append(raw_pool(env_id, popsize, threads, call["seconds"], None))
+        replayed.append(replayed_per_s(pools))
     return {"env": env_id, "popsize": popsize, "threads": threads, "rounds": rounds,
             "target": TRAINING[env_id], "date": datetime.now().isoformat(timespec="seconds"),
             "load_average": [round(x, 2) for x in os.getloadavg()],
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
-            "ratio": ratios(counted, raw)}
+            "ratio": ratios(counted, raw), "pool_replayed": spread(replayed, 0),
+            "ratio_replayed": ratios(counted, replayed)}
 
 
 def streaming_case(spec: str, seconds: float) -> dict[str, Any]:

@@ -9,6 +9,9 @@ buffer, the queue's rules, the finiteness check, and per call the pool's build a
 summary; what is left of the loop is its own bookkeeping (flags, appends, ends). Then the same
 pool stepped raw (every env, random actions), as the ratio's denominator does, and EnvPool's
 Python wrapper alone (``_from`` and ``_to`` on arrays of the same shapes).
+
+``recorded_steps`` and ``replayed_per_s`` serve the training cases: EnvPool alone stepping
+the very actions an evaluation sent (the simulator's speed depends on the actions).
 """
 
 from __future__ import annotations
@@ -72,6 +75,46 @@ def timed_parts() -> Iterator[dict[str, float]]:
             stack.enter_context(mock.patch.object(owner, attribute, function))
         stack.enter_context(mock.patch.object(envpool_env, "_make_pool", make_pool))
         yield spent
+
+
+@contextlib.contextmanager
+def recorded_steps() -> Iterator[list[tuple[Any, ...]]]:
+    """The EnvPool pools built while the block runs: (env_id, seeds, threads, options, steps),
+    ``steps`` the (actions, ids) of each of their steps, kept as neurorun sent them."""
+    pools: list[tuple[Any, ...]] = []
+
+    def make_pool(env_id: str, seeds: Any, threads: int, config: dict[str, Any]) -> Any:
+        pool = build(env_id, seeds, threads, config)
+        steps: list[tuple[Any, Any]] = []
+        step = pool.step
+
+        def record(actions: Any, ids: Any = None) -> Any:
+            steps.append((actions, ids))
+            return step(actions, ids)
+
+        pool.step = record
+        pools.append((env_id, list(seeds), threads, dict(config), steps))
+        return pool
+
+    build = envpool_env._make_pool
+    with mock.patch.object(envpool_env, "_make_pool", make_pool):
+        yield pools
+
+
+def replayed_per_s(pools: list[tuple[Any, ...]]) -> float:
+    """Env steps/s of EnvPool alone stepping the recorded actions on pools seeded alike (the
+    same trajectories: the simulator's work of the evaluation, without neurorun)."""
+    steps, seconds = 0, 0.0
+    for env_id, seeds, threads, config, recorded in pools:
+        pool = envpool_env._make_pool(env_id, seeds, threads, config)
+        pool.reset()
+        started = time.perf_counter()
+        for actions, ids in recorded:
+            pool.step(actions, ids)
+        seconds += time.perf_counter() - started
+        steps += sum(len(actions) for actions, _ in recorded)  # a row per env stepped
+        pool.close()
+    return steps / seconds
 
 
 def envpool_python(pool: Any, num_envs: int) -> float:

@@ -130,19 +130,23 @@ def envpool_table(report: dict) -> list[str]:
 
         cases = training if isinstance(training, list) else [training]  # older files: one
         lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
-                  "| counted ÷ raw (target) |", "|---|---|---|---|"]
+                  "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that |",
+                  "|---|---|---|---|---|---|"]
         for case in cases:
             episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
+            replayed = (f"{figure(case['pool_replayed'])} | {figure(case['ratio_replayed'], 2)}"
+                        if "pool_replayed" in case else "– | –")
             lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}, "
                          f"linear, {case['threads']} threads | {figure(case['neurorun'])} | "
                          f"{figure(case['pool_raw'])} | {figure(case['ratio'], 2)} "
-                         f"(≥ {case.get('target', 0.85)}) |")
+                         f"(≥ {case.get('target', 0.85)}) | {replayed} |")
         lines += ["", "Measured " + "; ".join(
             f"{case['env']} {case['date'][:10]}, load average {case['load_average'][0]}"
             for case in cases) + f". Median (min–max) over {cases[0]['rounds']} rounds; each "
             "round one whole evaluate call (a new pool, obs normalization, random linear "
             "policies), then an EnvPool of as many envs stepped raw with random actions for "
-            "as long."]
+            "as long, then EnvPool alone stepping the call's own actions on pools seeded "
+            "alike (the same trajectories: the simulator's share of the call)."]
     if report.get("streaming"):
         lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
                   "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",
