@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -127,21 +129,30 @@ def envpool_python(pool: Any, num_envs: int) -> float:
                       0.5)
 
 
-def profile(env_id: str, popsize: int = 64, threads: int = 2) -> dict[str, Any]:
-    """Microseconds per vector step of each part of one evaluate call, and of raw steps."""
+def profile(env_id: str, popsize: int = 64, threads: int = 2,
+            calls: int = 5) -> dict[str, Any]:
+    """Microseconds per vector step of each part of an evaluate call (the median over
+    ``calls`` calls: a loaded machine preempts some), and of raw steps."""
     problem = make_problem(env=f"envpool::{env_id}", network=LINEAR,
                            observation_normalization=True, num_threads=threads, seed=0)
     generator = torch.Generator().manual_seed(0)
     sample = lambda: 0.1 * torch.randn(popsize, problem.solution_length,  # noqa: E731
                                        generator=generator)
     problem.evaluate(sample())
-    with timed_parts() as spent:
-        started = time.perf_counter()
-        problem.evaluate(sample())
-        spent["Problem.evaluate"] = time.perf_counter() - started
-    stats = problem.last_stats
-    steps = stats.num_vector_steps
-    per_step = {name: round(seconds / steps * 1e6, 1) for name, seconds in spent.items()}
+    per_call: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(calls):
+        with timed_parts() as spent:
+            started = time.perf_counter()
+            problem.evaluate(sample())
+            spent["Problem.evaluate"] = time.perf_counter() - started
+        stats = problem.last_stats
+        steps = stats.num_vector_steps
+        for name, seconds in spent.items():
+            per_call[name].append(seconds / steps * 1e6)
+        per_call["vector steps"].append(steps)
+        per_call["envs stepped per vector step"].append(stats.num_simulated_steps / steps)
+        per_call["counted steps/s"].append(stats.num_interactions / spent["Problem.evaluate"])
+    per_step = {name: round(statistics.median(values), 1) for name, values in per_call.items()}
     inside = ("env.step_arrays", "normalization + policy", "statistics buffer",
               "schedule.observe", "schedule.end", "finiteness check")
     per_step["loop bookkeeping (the rest of the loop)"] = round(
@@ -153,12 +164,10 @@ def profile(env_id: str, popsize: int = 64, threads: int = 2) -> dict[str, Any]:
         envpool_python(pool, popsize) * 1e6, 1)
     problem.close()
     raw = envpool_raw(env_id, popsize, threads)
-    return {"env": env_id, "popsize": popsize, "threads": threads, "vector_steps": steps,
-            "envs_stepped_per_vector_step": round(stats.num_simulated_steps / steps, 1),
-            "counted_steps_per_s": round(stats.num_interactions / spent["Problem.evaluate"]),
-            "us_per_vector_step": per_step,
+    return {"env": env_id, "popsize": popsize, "threads": threads, "calls": calls,
+            "us_per_vector_step (median over calls)": per_step,
             "raw_us_per_vector_step_all_envs": round(popsize / raw * 1e6, 1),
-            "raw_steps_per_s": round(raw)}
+            "raw_steps_per_s": round(raw), "load_average": list(os.getloadavg())}
 
 
 def envpool_raw(env_id: str, num_envs: int, threads: int) -> float:
