@@ -459,6 +459,17 @@ def _check_restart(cfg: DictConfig) -> None:
                           "restart.patience, or restart.patience=null.")
 
 
+def _check_videos(cfg: DictConfig) -> None:
+    """logger.video_every and logger.video_format (a saved config may lack them: no videos)."""
+    from neurorun.loggers.videos import check_video_settings
+
+    _count(cfg, "logger.video_every", minimum=0, optional=True)
+    try:
+        check_video_settings(OmegaConf.to_container(cfg.logger, resolve=True))
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check the config without building any environment.
 
@@ -478,6 +489,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "eval_every", minimum=0, optional=False)
     _count(cfg, "eval_episodes", minimum=1, optional=False)
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
+    _check_videos(cfg)
     _count(cfg, "torch_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _count(cfg, "env.num_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _check_num_threads(cfg)

@@ -8,6 +8,7 @@ neurorun.loggers.files).
     <run>/.hydra/overrides.yaml     the command line's overrides
     <run>/.hydra/resumed_<date>/    a resume's config.yaml and overrides.yaml
     <run>/checkpoints/              best.* and last.* policies, state.pt (the resume state)
+    <run>/videos/                   gen_<n>.gif or .mp4 (logger.video_every)
     <run>/.neurorun.lock            held (flock) by the process running in the folder
 """
 
@@ -34,12 +35,14 @@ SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its f
 TENSORBOARD_DIR = "tensorboard"  # the trackers' files (logger=...), when they write locally
 WANDB_DIR = "wandb"  # made by wandb in the folder it is given
 MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default store
+VIDEOS_DIR = "videos"  # the run's videos (logger.video_every): gen_<n>.gif or .mp4
 # what neurorun, Hydra and the trackers write, cut or append to in a run folder, besides the
 # metric files: none may be a symbolic link, which the write would follow out of the folder
 WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",
            f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", TENSORBOARD_DIR, WANDB_DIR,
-           MLFLOW_DB, MLFLOW_ARTIFACTS)
-FOLDERS = (CHECKPOINT_DIR, HYDRA_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_ARTIFACTS)  # of WRITTEN
+           MLFLOW_DB, MLFLOW_ARTIFACTS, VIDEOS_DIR)
+FOLDERS = (CHECKPOINT_DIR, HYDRA_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_ARTIFACTS,
+           VIDEOS_DIR)  # of WRITTEN
 # what a run or the tools read in a run folder besides WRITTEN and the metric files
 READ = tuple(f"{CHECKPOINT_DIR}/{name}" for name in (
     STATE_FILE, *(f"{stem}{suffix}" for stem in (BEST_POLICY, LAST_POLICY)
@@ -56,6 +59,11 @@ def policy_path(run_dir: str | Path, stem: str, suffix: str = "") -> Path:
     """``<run>/checkpoints/<stem><suffix>``: a policy's file (``suffix`` ".pt", ".json",
     ".pkl"; "": the stem the files share)."""
     return Path(run_dir) / CHECKPOINT_DIR / f"{stem}{suffix}"
+
+
+def video_path(run_dir: str | Path, generation: int, suffix: str) -> Path:
+    """``<run>/videos/gen_<generation><suffix>``: a run's video (``suffix`` ".gif", ".mp4")."""
+    return Path(run_dir) / VIDEOS_DIR / f"gen_{generation}{suffix}"
 
 
 def linked_names(run_dir: str | Path) -> list[str]:

@@ -5,8 +5,9 @@
 
 One generation: ask, evaluate (asking for more while `algo.num_interactions` is not reached,
 up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes every
-`eval_every` generations, log, checkpoint. The run stops at `generations`,
-`max_interactions`, `max_time` or when the center's evaluation reaches `target_score`.
+`eval_every` generations, log, a video of the center every `logger.video_every`, checkpoint.
+The run stops at `generations`, `max_interactions`, `max_time` or when the center's evaluation
+reaches `target_score`.
 `run` needs no Hydra; `neurorun.cli` only composes the config and calls it.
 """
 
@@ -39,6 +40,7 @@ from neurorun.layout import (
 )
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
+from neurorun.loggers.videos import RunVideos
 from neurorun.objective import objective_value
 from neurorun.restarts import RestartSchedule, StallWatch
 from neurorun.run_folder import RunFolder
@@ -141,6 +143,9 @@ class Runner:
         seed_everything(int(cfg.seed))
         self.summary: dict[str, Any] = {}  # what the loggers are closed with
         with ExitStack() as parts:  # what was built is closed if a later part fails
+            # before the env: it picks MuJoCo's OpenGL backend, read as mujoco is imported
+            self.videos = RunVideos.from_settings(cfg.logger, self.run_dir, str(cfg.env.id))
+            parts.callback(self.videos.close)
             self.problem, self.algorithm = build_parts(cfg)
             parts.callback(self.problem.close)
             if state is not None:  # before any env, metrics file or actor: e.g. a short center
@@ -248,13 +253,17 @@ class Runner:
         evaluator = cast("RayEvaluator", self.evaluator)  # distributed: checked to be ray's
         return evaluator.distributed_step(self.algorithm), [evaluator.last_stats]
 
+    @property
+    def test_seed(self) -> int:
+        """The seed of the center's test episodes: its evaluation's, and its videos'."""
+        return derive_seed(int(self.cfg.seed), "evaluation")
+
     def _evaluate_center(self) -> float | None:
         every = int(self.cfg.eval_every)
         if every <= 0 or self.generation % every:
             return None
         returns, _ = self.problem.test_episodes(
-            self.algorithm.center, int(self.cfg.eval_episodes),
-            derive_seed(int(self.cfg.seed), "evaluation"))
+            self.algorithm.center, int(self.cfg.eval_episodes), self.test_seed)
         return float(returns.double().mean())
 
     def step(self, started: float) -> GenerationStatus:
@@ -354,6 +363,9 @@ class Runner:
                         self.restart_due = self.schedule.restart_due(status.popsize,
                                                                      status.center_eval)
                         snapshot = self._state(status.elapsed_s)
+                    if self.videos.due(self.generation, last=reason is not None):
+                        self.videos.record(self.generation, self.problem,
+                                           self.algorithm.center, self.test_seed, self.loggers)
                     self.callbacks.on_generation_end(self, self.generation, row)
                     if reason is None and every > 0 and self.generation % every == 0:
                         self.save_checkpoint(status.elapsed_s)

@@ -24,7 +24,8 @@ class Logger:
     """A sink for the status dict of each generation.
 
     `start` receives the run's resolved config (a plain dict) once, `log` every generation's
-    status (the keys listed in docs/architecture.md), `close` the final summary.
+    status (the keys listed in docs/architecture.md), `video` the run's videos, `close` the
+    final summary.
     `offsets` returns what a resumed run needs to append exactly where the checkpoint was.
     A logger is built by `from_settings` from its section of the config (`logger.<name>`,
     its name in `neurorun.loggers.LOGGERS`).
@@ -46,6 +47,10 @@ class Logger:
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         raise NotImplementedError
+
+    def video(self, generation: int, path: Path) -> None:
+        """A video of generation ``generation``'s center (``logger.video_every``), a GIF or an
+        MP4 file at ``path`` in the run folder: trackers keep it beside the metrics."""
 
     def offsets(self) -> dict[str, int]:
         """Positions to resume from (e.g. file sizes); empty when nothing needs restoring."""
@@ -75,6 +80,10 @@ class LoggerGroup(Logger):
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for logger in self.loggers:
             logger.log(generation, status)
+
+    def video(self, generation: int, path: Path) -> None:
+        for logger in self.loggers:
+            logger.video(generation, path)
 
     def offsets(self) -> dict[str, int]:
         merged: dict[str, int] = {}

@@ -18,6 +18,7 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from neurorun.loggers.base import Logger
@@ -63,6 +64,10 @@ class Bounded(Logger):
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         self._running(f"logged generation {generation}", lambda t: t.log(generation, status))
+
+    def video(self, generation: int, path: Path) -> None:
+        self._running(f"took the video of generation {generation}",
+                      lambda t: t.video(generation, path))
 
     def sync(self) -> None:
         self._running("synced", lambda t: t.sync())

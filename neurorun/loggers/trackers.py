@@ -5,7 +5,8 @@ Each imports its package only when enabled; a missing package raises an ImportEr
 names the pip extra to install, and a tracker that fails to start raises a TrackerError (a
 ValueError) naming the setting and the fix. Each runs behind a time bound (`bounded.Bounded`:
 one that fails or stalls later is dropped with one line). MLflow and W&B also keep the run's
-metrics.csv and best policy (checkpoints/best.pt and best.json) as artifacts when the run ends.
+metrics.csv and best policy (checkpoints/best.pt and best.json) as artifacts when the run ends;
+each keeps the run's videos as they are made (``Logger.video``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import BEST_POLICY, MLFLOW_ARTIFACTS, MLFLOW_DB, TENSORBOARD_DIR, policy_path
+from neurorun.layout import (
+    BEST_POLICY,
+    MLFLOW_ARTIFACTS,
+    MLFLOW_DB,
+    TENSORBOARD_DIR,
+    VIDEOS_DIR,
+    policy_path,
+)
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
 from neurorun.loggers.files import CSV_NAME
@@ -69,6 +77,26 @@ class TensorBoardLogger(Logger):
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for key, value in numeric_items(status).items():
             self.writer.add_scalar(key, value, generation)
+        self._closing_on_error(self.writer.flush)
+
+    def video(self, generation: int, path: Path) -> None:
+        """A GIF as TensorBoard's video summary, an animated image (its Images tab): what
+        ``add_video`` writes, without the moviepy it needs to encode frames. TensorBoard plays
+        no MP4: ``logger.video_format=mp4`` leaves it out."""
+        if path.suffix != ".gif":
+            return
+        from PIL import Image
+
+        with Image.open(path) as gif:
+            width, height = gif.size
+        if type(self.writer).__module__.startswith("tensorboardX"):
+            from tensorboardX.proto.summary_pb2 import Summary
+        else:  # torch's writer, on the tensorboard package's protobuf
+            from tensorboard.compat.proto.summary_pb2 import Summary
+        image = Summary.Image(height=height, width=width, colorspace=3,
+                              encoded_image_string=path.read_bytes())
+        self.writer._get_file_writer().add_summary(  # both writers' own way to add one
+            Summary(value=[Summary.Value(tag="video", image=image)]), generation)
         self._closing_on_error(self.writer.flush)
 
     def close(self, summary: Mapping[str, Any]) -> None:
@@ -166,6 +194,9 @@ class MLflowLogger(Logger):
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         self.mlflow.log_metrics(numeric_items(status), step=generation)
 
+    def video(self, generation: int, path: Path) -> None:
+        self.mlflow.log_artifact(str(path), artifact_path=VIDEOS_DIR)
+
     def close(self, summary: Mapping[str, Any]) -> None:
         for path in artifacts(self.run_dir):
             self.mlflow.log_artifact(str(path), artifact_path=str(
@@ -224,6 +255,10 @@ class WandbLogger(Logger):
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         self.run.log(numeric_items(status), step=generation)
+
+    def video(self, generation: int, path: Path) -> None:
+        self.run.log({"video": self.wandb.Video(str(path), format=path.suffix[1:])},
+                     step=generation)
 
     def close(self, summary: Mapping[str, Any]) -> None:
         if self.run is None:

@@ -7,12 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from neurorun.problems.playback import FRAME_HEIGHT, FRAME_WIDTH, Episode
 from neurorun.tools.common import ToolError, write_output
-from neurorun.tools.episodes import FRAME_COPIES, Episode, check_memory
+from neurorun.tools.episodes import FRAME_COPIES, check_memory
 from neurorun.tools.loading import LoadedPolicy
 from neurorun.tools.video import no_renderer_error, write_video
-
-FRAME_HEIGHT, FRAME_WIDTH = 240, 320
 
 
 def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, seed: int,

@@ -5,25 +5,13 @@ brax and Playground), or, for frames to render, a plain gymnasium loop. Episode 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-
+from neurorun.problems.playback import Episode, gym_frames
 from neurorun.tools.common import ToolError
 from neurorun.tools.loading import LoadedPolicy
 
 EPISODE_BYTES = 4096  # what one episode's results hold until printed: its row, the table's
 # cells, the JSON (measured: about 3.5 KB)
 FRAME_COPIES = 3  # a frame held for the video, Pillow's image of it, the GIF's palette image
-
-
-@dataclass
-class Episode:
-    seed: int
-    episode_return: float
-    length: int
-    frames: list[np.ndarray] = field(default_factory=list)  # (H, W, 3) uint8 each
 
 
 def available_memory() -> int:
@@ -69,36 +57,23 @@ def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
     if backend_of(loaded.env).render != "frames":
         raise ValueError(f"frames of {loaded.env!r}: only gymnasium (and EnvPool) envs render "
                          "frames here")
-    return _gym_episodes(loaded, name, episodes, seed, limit, frames)
-
-
-def make_gym_env(loaded: LoadedPolicy, name: str, render_mode: str | None) -> Any:
-    import gymnasium as gym
-
-    return gym.make(name, render_mode=render_mode, **loaded.env_config)
+    return _gym_episodes(loaded, name, episodes, seed, limit)
 
 
 def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
-                  limit: int | None, frames: bool) -> list[Episode]:
-    env = make_gym_env(loaded, name, "rgb_array" if frames else None)
-    policy, results = loaded.policy, []
+                  limit: int | None) -> list[Episode]:
+    import gymnasium as gym
+
+    env = gym.make(name, render_mode="rgb_array", **loaded.env_config)
+    steps = limit or getattr(env.spec, "max_episode_steps", None)
+    results = []
     try:
         for index in range(episodes):
-            obs, _ = env.reset(seed=seed + index)
-            _reset(policy)
-            episode = Episode(seed + index, 0.0, 0, [env.render()] if frames else [])
-            steps = limit or getattr(env.spec, "max_episode_steps", None)
-            if frames and index == 0 and steps:  # every frame is held until the video is written
-                check_memory(episodes, episode.frames[0].nbytes * (steps + 1) * FRAME_COPIES,
-                             "frames")
-            done = False
-            while not done:
-                obs, reward, terminated, truncated, _ = env.step(policy.act(obs))
-                episode.episode_return += float(reward)
-                episode.length += 1
-                done = terminated or truncated or (limit is not None and episode.length >= limit)
-                if frames:
-                    episode.frames.append(env.render())
+            episode = Episode(seed + index, 0.0, 0)
+            for frame in gym_frames(env, loaded.policy, seed + index, limit, episode):
+                if index == 0 and steps and not episode.frames:  # all held until written
+                    check_memory(episodes, frame.nbytes * (steps + 1) * FRAME_COPIES, "frames")
+                episode.frames.append(frame)
             results.append(episode)
     finally:
         env.close()
@@ -115,9 +90,3 @@ def _problem_episodes(loaded: LoadedPolicy, episodes: int, seed: int,
     return [Episode(seed + index, float(value), int(length))
             for index, (value, length) in enumerate(zip(returns.tolist(), lengths.tolist(),
                                                         strict=True))]
-
-
-def _reset(policy: Any) -> None:
-    reset = getattr(policy, "reset", None)
-    if callable(reset):
-        reset()

@@ -16,11 +16,16 @@ brax envs write brax's HTML viewer (.html) or frames from brax.io.image (.gif/.m
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from neurorun.layout import BEST_POLICY
+from neurorun.problems.playback import (
+    Episode,
+    is_mujoco_env,
+    offscreen_pygame,
+    prepare_mujoco_gl,
+)
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -30,15 +35,9 @@ from neurorun.tools.common import (
     run_tool,
     seed_int,
 )
-from neurorun.tools.episodes import Episode, run_episodes, step_limit
+from neurorun.tools.episodes import run_episodes, step_limit
 from neurorun.tools.loading import load_policy
-from neurorun.tools.video import (
-    check_video_writer,
-    is_mujoco_env,
-    no_renderer_error,
-    prepare_mujoco_gl,
-    write_video,
-)
+from neurorun.tools.video import check_video_writer, no_renderer_error, write_video
 
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
@@ -72,10 +71,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     if out.suffix == ".html":
         raise ToolError(f"--out {str(out)!r}: the HTML viewer is for brax envs; write a .gif "
                         "or .mp4 for a gymnasium env")
-    # pygame draws offscreen: no audio device, no window (SDL's video start-up printed
-    # "XDG_RUNTIME_DIR is invalid or not set" where no desktop session runs)
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    offscreen_pygame()
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=limit, frames=True)
     except ToolError:  # the request itself (memory): not the renderer's failure

@@ -46,8 +46,11 @@ def test_a_new_row_is_built_from_its_section_when_enabled(tmp_path, monkeypatch)
 
 
 def test_every_config_section_is_a_row_and_every_optional_row_has_a_switch():
+    """A mapping of logger/default.yaml is a logger's section; a plain value (video_every) is
+    a setting of the run's videos, which every logger receives."""
     text = resources.files("neurorun.conf").joinpath("logger/default.yaml").read_text()
-    sections = yaml.safe_load(text)
+    sections = {name: value for name, value in yaml.safe_load(text).items()
+                if isinstance(value, dict)}
     assert set(sections) <= set(LOGGERS)
     for name, kind in LOGGERS.items():
         if not kind.always_on:

@@ -4,7 +4,9 @@ API and compared with the run's metrics.csv; a missing one names its extra."""
 import csv
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,20 +28,23 @@ def tracked_run(folder: Path, tracker: str, *overrides: str) -> list[dict[str, s
         return list(csv.DictReader(file))
 
 
-def tensorboard_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) of a tag in TensorBoard event files (TFRecord framing: an 8-byte length,
-    its CRC, the Event protobuf, its CRC), decoded with tensorboardX's own protobuf."""
+def tensorboard_events(folder: Path) -> Iterator[Any]:
+    """The events of TensorBoard event files (TFRecord framing: an 8-byte length, its CRC, the
+    Event protobuf, its CRC), decoded with tensorboardX's own protobuf."""
     from tensorboardX.proto.event_pb2 import Event
 
-    scalars = []
     for path in sorted(folder.glob("events.out.tfevents.*")):
         data, pos = path.read_bytes(), 0
         while pos < len(data):
             length = int.from_bytes(data[pos:pos + 8], "little")
-            event = Event.FromString(data[pos + 12:pos + 12 + length])
+            yield Event.FromString(data[pos + 12:pos + 12 + length])
             pos += 12 + length + 4
-            scalars += [(event.step, v.simple_value) for v in event.summary.value if v.tag == tag]
-    return scalars
+
+
+def tensorboard_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of a tag in TensorBoard event files."""
+    return [(event.step, v.simple_value) for event in tensorboard_events(folder)
+            for v in event.summary.value if v.tag == tag]
 
 
 @pytest.mark.extras("tensorboard")
