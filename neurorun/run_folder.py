@@ -29,6 +29,7 @@ from neurorun.layout import (
     LOG_FILE,
     STATE_FILE,
     SWEEP_RECORD,
+    VIDEOS_DIR,
     entry_kind,
     linked_names,
     misplaced_names,
@@ -210,11 +211,15 @@ def _unwritable(folder: Path, error: OSError) -> ValueError:
 
 
 def remove_partial_writes(run_dir: str | Path) -> list[Path]:
-    """Delete the temporary files (`.<name>.*.tmp`) that a write killed mid-way left in
-    `<run>/checkpoints/`; returns what was deleted. Only under the folder's lock
-    (:func:`lock_run`): another run's live temporary files look the same."""
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    removed = sorted(folder.glob(".*.tmp")) if folder.is_dir() else []
+    """Delete the temporary files (`.<name>.*.tmp`, an MP4's `.tmp.mp4`) that a write killed
+    mid-way left in `<run>/checkpoints/` and `<run>/videos/`; returns what was deleted. Only
+    under the folder's lock (:func:`lock_run`): another run's live temporary files look the
+    same."""
+    removed = []
+    for name in (CHECKPOINT_DIR, VIDEOS_DIR):
+        folder = Path(run_dir) / name
+        if folder.is_dir():
+            removed += sorted([*folder.glob(".*.tmp"), *folder.glob(".*.tmp.mp4")])
     for path in removed:
         path.unlink(missing_ok=True)
     return removed

@@ -254,6 +254,18 @@ def test_a_signal_during_a_video_saves_the_generation_and_resumes_exactly(tmp_pa
     assert sorted(p.name for p in (cut / "videos").iterdir()) == ["gen_4.gif"]
 
 
+def test_a_video_write_killed_mid_way_leaves_nothing_after_a_resume(tmp_path):
+    """A SIGKILL during a video leaves its temporary file (an MP4's writer its own beside it);
+    the resumed run removes them and writes its videos."""
+    run(config("generations=1", "logger.video_every=1"), run_dir=tmp_path)
+    videos = tmp_path / "videos"
+    leftovers = [videos / ".gen_2.gif.x1y2.tmp", videos / ".gen_2.mp4.a9.tmp.mp4"]
+    for path in leftovers:
+        path.write_bytes(b"half a video")
+    run(load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert sorted(p.name for p in videos.iterdir()) == ["gen_1.gif", "gen_2.gif"]
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     (["logger.video_every=-1"], "logger.video_every=-1: expected an integer >= 0"),
     (["logger.video_every=1.5"], "logger.video_every=1.5: expected an integer >= 0"),
