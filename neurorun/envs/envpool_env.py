@@ -16,6 +16,7 @@ continue its own generator. The same seeds give the same episodes. The first
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import warnings
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,8 @@ from neurorun.envs.base import (
 )
 from neurorun.envs.envpool_models import lean_model_options
 from neurorun.extras import require
+
+logger = logging.getLogger(__name__)
 
 # EnvPool options that neurorun sets itself, not through env_config
 _RESERVED = ("num_envs", "batch_size", "num_threads", "seed", "env_seed", "max_num_players",
@@ -193,11 +196,24 @@ class EnvPoolVecEnv(TorchVecEnv):
         with _quiet_box_casts():  # a new pool, and its first reset, build its spaces
             if seed is not None or self._pool is None:
                 self.close()
-                self._pool = _make_pool(self.env_id, self._seeds, self.num_threads,
-                                        self._config)
+                self._pool = self._new_pool()
             obs, _ = self._pool.reset()
         self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
         return self._obs
+
+    def _new_pool(self) -> Any:
+        """A pool of the current seeds. One that fails to build from the copy of its models
+        without textures (removed under a long run, an EnvPool that reads other files there)
+        is built from EnvPool's own models, from then on."""
+        try:
+            return _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
+        except RuntimeError as error:  # a C++ exception (EnvPool could not load the model)
+            if "base_path" not in self._config:
+                raise
+            logger.warning("EnvPool could not build %s from neurorun's copy of its models "
+                           "(%s); using EnvPool's own", self.env_id, error)
+            del self._config["base_path"]
+            return _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
 
     def step_arrays(
         self, actions: np.ndarray, active: np.ndarray | None = None,

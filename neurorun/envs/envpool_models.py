@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -51,7 +52,7 @@ def _lean_assets(base_path: str) -> str | None:
         return None  # meshes, includes: files found next to the models
     try:
         folder = Path(tempfile.mkdtemp(prefix="neurorun-envpool-models-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        atexit.register(_remove, folder, os.getpid())
         (folder / ASSETS).mkdir(parents=True)
         for name, model in models.items():
             _strip_rendering(model.getroot())
@@ -59,6 +60,12 @@ def _lean_assets(base_path: str) -> str | None:
     except OSError:  # no writable temporary folder
         return None
     return str(folder)
+
+
+def _remove(folder: Path, owner: int) -> None:
+    """Remove the copy as the process that made it exits (not a forked child of it)."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _strip_rendering(root: ElementTree.Element) -> None:

@@ -1,5 +1,6 @@
 """EnvPool pools on models without textures and materials simulate what EnvPool's own do."""
 
+import os
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -65,3 +66,31 @@ def test_without_a_writable_temporary_folder_the_envs_keep_their_own_model(monke
         assert lean_model_options(envpool.make_spec("Hopper-v5"), {}) == {}
     finally:
         envpool_models._lean_assets.cache_clear()
+
+
+def test_a_pool_the_copy_cannot_build_is_built_from_envpools_own_models(monkeypatch, tmp_path,
+                                                                          caplog):
+    """The copy removed under a long run (an empty folder here): one warning, then EnvPool's
+    own models, for this pool and the next."""
+    from neurorun.envs import envpool_env
+
+    monkeypatch.setattr(envpool_env, "lean_model_options",
+                        lambda spec, config: {"base_path": str(tmp_path)})
+    env = envpool_env.EnvPoolVecEnv("Hopper-v5", 2, seed=4)
+    with caplog.at_level("WARNING", logger="neurorun.envs.envpool_env"):
+        obs = env.reset_arrays()
+        again = env.reset_arrays(seed=4)
+    np.testing.assert_array_equal(obs, pool("Hopper-v5", [4, 5]).reset()[0].astype(np.float32))
+    np.testing.assert_array_equal(again, obs)
+    assert [r.getMessage() for r in caplog.records if "copy of its models" in r.getMessage()]
+    assert len(caplog.records) == 1
+    env.close()
+
+
+def test_a_forked_child_leaves_the_copy_to_the_process_that_made_it(tmp_path):
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    envpool_models._remove(folder, owner=os.getpid() + 1)  # as a child with another pid
+    assert folder.is_dir()
+    envpool_models._remove(folder, owner=os.getpid())
+    assert not folder.exists()
