@@ -2,8 +2,10 @@
 neurorun-render draws and what a run's videos (``logger.video_every``) show.
 
 A gymnasium id plays on gymnasium's env of the id (``render_mode="rgb_array"``), EnvPool's ids
-too: EnvPool's own renderer needs an OpenGL context made beforehand, and MuJoCo ends the
-process when it has none. A brax or Playground env plays on the batched env a run steps
+too: EnvPool's own renderer needs an OpenGL context made beforehand, and without one its MuJoCo
+ended the whole process (EGL, no GPU). The episode starts from gymnasium's reset with the
+seed, so on EnvPool it is not the one the run's test episodes played (EnvPool draws its initial
+noise with its own generator). A brax or Playground env plays on the batched env a run steps
 (``batched_jax_env``), one env started from the episode's key (``episode_keys``, as the run's
 test episodes are), drawn by MuJoCo's renderer from each step's positions. MuJoCo draws
 offscreen through the OpenGL backend ``prepare_mujoco_gl`` picks, before mujoco is imported.
@@ -173,8 +175,10 @@ class JaxPlayer(Player):
         import mujoco
 
         from neurorun.envs import batched_jax_env
+        from neurorun.envs.jax_env import use_compilation_cache
 
         env = batched_jax_env(spec, episode_length, **env_config)
+        use_compilation_cache()  # the next run loads the two programs (compiled on first use)
         self._reset, self._step = jax.jit(env.reset), jax.jit(env.step)
         model = getattr(env, "mj_model", None)  # Playground's; brax's is its system's
         if model is None:
