@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neurorun.atomic import atomic_write
+from neurorun.atomic import atomic_write, is_disk_full
 from neurorun.layout import video_path
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class RunVideos:
             frames = self.player.frames(problem.to_policy(center).eval(), seed, episode)
             atomic_write(path, lambda temporary: ENCODERS[self.suffix](frames, temporary, FPS))
         except Exception as error:
-            self._give_up(generation, error)
+            self._give_up(generation, error, problem.env_options.spec)
             return None
         (log.debug if self.made else log.info)(
             "video of generation %d: %s (return %.6g, %d steps, %.1f s)", generation, path,
@@ -131,12 +131,17 @@ class RunVideos:
         logger.video(generation, path)
         return path
 
-    def _give_up(self, generation: int, error: Exception) -> None:
+    def _give_up(self, generation: int, error: Exception, spec: str) -> None:
+        """The one warning; no more videos in this run."""
+        from neurorun.problems.playback import draws_with_mujoco
+
         cause = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        fix = ("free space on its disk, or " if is_disk_full(error) else
+               "give MuJoCo offscreen OpenGL (MUJOCO_GL=egl: a GPU driver or libegl1; "
+               "MUJOCO_GL=osmesa: libosmesa6), or " if draws_with_mujoco(spec) else "")
         log.warning("logger.video_every=%d: no video of generation %d (%s); the run goes on "
-                    "without videos. Fix: MuJoCo envs need offscreen OpenGL (MUJOCO_GL=egl: a "
-                    "GPU driver or libegl1; MUJOCO_GL=osmesa: libosmesa6), or set "
-                    "logger.video_every=null", self.every, generation, cause)
+                    "without videos. Fix: %sset logger.video_every=null", self.every,
+                    generation, cause, fix)
         self.every = 0
         self.close()
 

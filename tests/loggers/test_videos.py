@@ -5,6 +5,7 @@ be made is one warning and the run goes on; videos change nothing a run computes
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from PIL import Image
 from neurorun.cli import compose_config
 from neurorun.config_checks import ConfigError
 from neurorun.loggers import LOGGERS, Logger
+from neurorun.loggers import videos as run_videos
 from neurorun.loggers.bounded import Bounded
 from neurorun.loggers.videos import RunVideos
 from neurorun.problems import make_problem
@@ -196,10 +198,50 @@ def test_a_renderer_that_fails_is_one_warning_and_the_run_goes_on(tmp_path, monk
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warnings) == 1, warnings
     assert "no video of generation 1 (RuntimeError: no OpenGL context)" in warnings[0]
-    assert "the run goes on without videos" in warnings[0]
+    assert warnings[0].endswith("the run goes on without videos. Fix: set "
+                                "logger.video_every=null")  # CartPole: pygame draws it
     assert result["generation"] == 4 and len(metrics(tmp_path)) == 4
     assert list((tmp_path / "videos").iterdir()) == []  # nothing half-written
     assert Tracker.received == []
+
+
+def no_opengl(*args):
+    raise RuntimeError("an OpenGL platform library has not been loaded")
+
+
+def full_disk(*args):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize(("env", "target", "fails", "fix"), [
+    ("gym::InvertedPendulum-v5", "neurorun.problems.playback.make_player", no_opengl,
+     "Fix: give MuJoCo offscreen OpenGL (MUJOCO_GL=egl: a GPU driver or libegl1; "
+     "MUJOCO_GL=osmesa: libosmesa6), or set logger.video_every=null"),
+    ("CartPole-v1", "neurorun.loggers.videos.write_gif", full_disk,
+     "Fix: free space on its disk, or set logger.video_every=null"),
+])
+def test_the_warning_names_the_fix_of_its_cause(tmp_path, monkeypatch, caplog, env, target,
+                                               fails, fix):
+    monkeypatch.setattr(target, fails)
+    monkeypatch.setitem(run_videos.ENCODERS, ".gif", run_videos.write_gif)  # as patched
+    with caplog.at_level(logging.WARNING, logger="neurorun"):
+        run(config(f"env={env}", "generations=2", "logger.video_every=1"), run_dir=tmp_path)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.startswith("logger.video_every=1: no video of generation 1 (")
+    assert warning.endswith(fix)
+
+
+def test_an_env_neurorun_cannot_draw_is_one_warning(tmp_path, caplog):
+    """A factory's env (pkg.module:factory): no renderer neurorun knows."""
+    from tests.cli.failing_env import SPEC
+
+    with caplog.at_level(logging.WARNING, logger="neurorun"):
+        result = run(config(f"env={SPEC}", "problem.episode_length=null", "generations=3",
+                            "logger.video_every=1"), run_dir=tmp_path)
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"no video of generation 1 (ValueError: env {SPEC!r} is made by a factory" in warning
+    assert warning.endswith("Fix: set logger.video_every=null")
+    assert result["generation"] == 3 and not (tmp_path / "videos").exists()
 
 
 def test_videos_change_nothing_a_resumed_run_computes(tmp_path):
@@ -280,10 +322,8 @@ def test_bad_video_settings_are_one_line(tmp_path, overrides, message):
 
 def test_mp4_without_imageio_ffmpeg_names_the_extra_only_where_videos_are_on(tmp_path,
                                                                              monkeypatch):
-    from neurorun.loggers import videos
-
-    real = videos.importlib.util.find_spec
-    monkeypatch.setattr(videos.importlib.util, "find_spec",
+    real = run_videos.importlib.util.find_spec
+    monkeypatch.setattr(run_videos.importlib.util, "find_spec",
                         lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
     with pytest.raises(ConfigError, match=r"imageio-ffmpeg.*pip install 'neurorun\[video\]'"):
         Runner(config("logger.video_format=mp4", "logger.video_every=1"), run_dir=tmp_path / "a")
