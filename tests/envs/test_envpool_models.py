@@ -1,6 +1,5 @@
 """EnvPool pools on models without textures and materials simulate what EnvPool's own do."""
 
-import os
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -56,16 +55,30 @@ def test_other_envs_keep_their_own_model(env_id, env_config):
     assert lean_model_options(envpool.make_spec(env_id), env_config) == {}
 
 
-def test_without_a_writable_temporary_folder_the_envs_keep_their_own_model(monkeypatch):
-    def refuse(**kwargs):
-        raise PermissionError("read-only")
-
-    monkeypatch.setattr(envpool_models.tempfile, "mkdtemp", refuse)
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    """An empty user cache of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     envpool_models._lean_assets.cache_clear()
-    try:
-        assert lean_model_options(envpool.make_spec("Hopper-v5"), {}) == {}
-    finally:
-        envpool_models._lean_assets.cache_clear()
+    yield tmp_path / "cache" / "neurorun"
+    envpool_models._lean_assets.cache_clear()
+
+
+def test_without_a_writable_cache_the_envs_keep_their_own_model(tmp_path, cache):
+    (tmp_path / "cache").write_text("a file where the cache folder would be")
+    assert lean_model_options(envpool.make_spec("Hopper-v5"), {}) == {}
+
+
+def test_the_copy_is_made_once_and_a_changed_one_is_rewritten(cache):
+    spec = envpool.make_spec("Hopper-v5")
+    folder = Path(lean_model_options(spec, {})["base_path"])
+    assert folder.parent == cache and [p.name for p in cache.iterdir()] == [folder.name]
+    model = folder / ASSETS / "hopper_envpool.xml"
+    made = model.read_bytes()
+    model.write_bytes(made.replace(b"<body", b"<body pos='0 0 9'", 1))  # changed since
+    envpool_models._lean_assets.cache_clear()  # a new process
+    assert lean_model_options(spec, {}) == {"base_path": str(folder)}
+    assert model.read_bytes() == made and [p.name for p in cache.iterdir()] == [folder.name]
 
 
 def test_a_pool_the_copy_cannot_build_is_built_from_envpools_own_models(monkeypatch, tmp_path,
@@ -85,12 +98,3 @@ def test_a_pool_the_copy_cannot_build_is_built_from_envpools_own_models(monkeypa
     assert [r.getMessage() for r in caplog.records if "copy of its models" in r.getMessage()]
     assert len(caplog.records) == 1
     env.close()
-
-
-def test_a_forked_child_leaves_the_copy_to_the_process_that_made_it(tmp_path):
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    envpool_models._remove(folder, owner=os.getpid() + 1)  # as a child with another pid
-    assert folder.is_dir()
-    envpool_models._remove(folder, owner=os.getpid())
-    assert not folder.exists()
