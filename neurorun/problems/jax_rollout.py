@@ -49,9 +49,10 @@ from neurorun.problems.running_norm import RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
 log = logging.getLogger(__name__)
-QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): larger calls cost less per
-# env, smaller ones waste less on idle slots
-DRAIN_SLOTS = 32  # slots of the drain program a device (CPU)
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): per env, a call of 32 cost
+# the least of 1-128 on brax humanoid, ant and CheetahRun here (docs/benchmarks.md)
+DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): at most two of its calls cost
+# about one of the queue program's
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
