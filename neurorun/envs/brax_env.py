@@ -13,14 +13,16 @@ from typing import Any
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError, box
-from neurorun.envs.jax_env import TracedOnce, config_key
+from neurorun.envs.jax_env import TracedOnce, config_key, use_compilation_cache
 
 DEFAULT_EPISODE_LENGTH = 1000  # brax.envs.create's default
 
 
 def _brax_envs() -> Any:
     """brax.envs, imported on first use: jax takes seconds to load, and only brax:: ids
-    need it (the jax extra; `Backend.require` has checked that it is installed)."""
+    need it (the jax extra; `Backend.require` has checked that it is installed). jax's
+    compilation cache is set up first: brax computes with jax as it loads."""
+    use_compilation_cache()
     import brax.envs
 
     return brax.envs

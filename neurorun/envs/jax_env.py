@@ -189,14 +189,14 @@ def cache_problem(folder: Path) -> tuple[str, str] | None:
     missing), and the fix; None: it can."""
     fix = (f"chmod go-w {folder} (and own it), or JAX_COMPILATION_CACHE_DIR=<a folder of "
            "yours>")
+    if folder.exists() and not folder.is_dir():
+        return "it is not a folder", "JAX_COMPILATION_CACHE_DIR=<a folder of yours>"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = folder.stat()
     except OSError as error:
         return (f"it cannot be made ({error.strerror or error})",
                 "JAX_COMPILATION_CACHE_DIR=<a writable folder of yours>")
-    if not stat.S_ISDIR(info.st_mode):
-        return "it is not a folder", "JAX_COMPILATION_CACHE_DIR=<a folder of yours>"
     if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return ("another user may write to it (its programs would run as native code in this "
                 "process)", fix)

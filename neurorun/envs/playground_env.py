@@ -22,7 +22,7 @@ from typing import Any
 from gymnasium import spaces
 
 from neurorun.envs.base import UnknownEnvError, box
-from neurorun.envs.jax_env import TracedOnce, config_key
+from neurorun.envs.jax_env import TracedOnce, config_key, use_compilation_cache
 
 IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground config may name
 
@@ -30,7 +30,9 @@ IMPLEMENTATIONS = ("jax", "warp")  # the physics implementations a Playground co
 def _registry() -> Any:
     """mujoco_playground.registry, imported on first use (seconds), with Warp's start-up
     banner kept off the console (the playground extra; `Backend.require` has checked that it
-    is installed). Warp is quieted where it is installed: MJX's own physics runs without it."""
+    is installed). Warp is quieted where it is installed: MJX's own physics runs without it.
+    jax's compilation cache is set up first: Playground computes with jax as it loads."""
+    use_compilation_cache()
     with contextlib.redirect_stdout(io.StringIO()):
         with contextlib.suppress(ImportError):
             import warp

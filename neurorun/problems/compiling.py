@@ -198,7 +198,8 @@ def _record_path() -> Path | None:
     import jax
 
     folder = jax.config.jax_compilation_cache_dir
-    return None if not folder else Path(folder) / RECORD
+    usable = folder and jax.config.jax_enable_compilation_cache  # else refused: not ours
+    return Path(folder) / RECORD if usable else None
 
 
 def _recorded(label: str) -> float | None:

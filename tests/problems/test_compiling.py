@@ -136,7 +136,7 @@ def test_a_corrupt_cache_entry_is_said_once_and_the_program_compiles(cache, capl
         -1].startswith("compiled the test program 7.0 in ")
 
 
-@pytest.mark.parametrize("make", ["shared", "under a file"])
+@pytest.mark.parametrize("make", ["shared", "under a file", "a file"])
 def test_a_cache_folder_others_may_write_or_none_can_make_is_not_used_and_said_once(
         tmp_path, caplog, make):
     import jax
@@ -148,10 +148,13 @@ def test_a_cache_folder_others_may_write_or_none_can_make_is_not_used_and_said_o
         folder.mkdir()
         folder.chmod(0o777)
         why = "another user may write to it"
-    else:
+    elif make == "under a file":
         (tmp_path / "file").write_text("")
         folder = tmp_path / "file" / "cache"
         why = "it cannot be made"
+    else:
+        folder.write_text("")
+        why = "it is not a folder"
     before = (jax.config.jax_compilation_cache_dir, jax.config.jax_enable_compilation_cache)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     try:
@@ -178,3 +181,24 @@ def test_a_program_compiled_ahead_on_a_thread_serves_the_call_without_compiling_
     assert said[0] == "compiling the test program 4.0, once per shape..."
     assert said[1].startswith("compiled the test program 4.0 in ") and len(said) == 2
     assert program.ready and program._ahead is None
+
+
+def test_a_run_writes_nothing_into_a_cache_folder_it_refuses(tmp_path):
+    """issue 51 re-probe F2: brax and Playground compute with jax as they load, which set
+    jax's cache up in the refused folder before the check (its programs were then loaded
+    from it): the check runs first."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    cache.chmod(0o777)
+    done = subprocess.run(
+        [sys.executable, "-m", "neurorun.cli", "env=brax::inverted_pendulum", "debug=default",
+         "generations=1", f"hydra.run.dir={tmp_path / 'run'}", "logger.console.quiet=true"],
+        env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache)}, capture_output=True,
+        text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"jax's compilation cache {cache} is not used" in done.stderr
+    assert list(cache.iterdir()) == []
