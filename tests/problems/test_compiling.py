@@ -170,7 +170,8 @@ def test_a_cache_folder_others_may_write_or_none_can_make_is_not_used_and_said_o
     assert "every program compiles anew in each run. Fix: " in said
 
 
-def test_a_program_compiled_ahead_on_a_thread_serves_the_call_without_compiling_again(caplog):
+def test_a_program_compiled_ahead_on_a_thread_serves_the_call_without_compiling_again(
+        cache, caplog):
     import jax
 
     program = _program("label E", 4.0)
