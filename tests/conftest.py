@@ -26,7 +26,8 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
 CORE_ONLY = os.environ.get("NEURORUN_CORE_ONLY") == "1"
 # a module of each extra: the core job refuses to run where one is installed (it would not be
 # testing the core alone)
-EXTRA_MODULES = ("jax", "brax", "ray", "matplotlib", "envpool", "mujoco_playground")
+EXTRA_MODULES = ("jax", "brax", "ray", "matplotlib", "envpool", "mujoco_playground", "optuna",
+                 "mlflow", "wandb", "onnx", "onnxruntime")
 
 
 def pytest_configure(config):
