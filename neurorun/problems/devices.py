@@ -4,8 +4,9 @@
 a CPU one XLA host device per core this process may use. XLA makes its CPU host devices when
 jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so the ``neurorun``
 command sets the count before anything imports jax (``host_device_flags``) and never changes a
-count the user's own ``XLA_FLAGS`` forces. A count (or highest id + 1) above
-``DEVICES_PER_CORE`` per usable core is refused before jax starts: XLA would make every one of
+count the user's own ``XLA_FLAGS`` (or jax's ``JAX_NUM_CPU_DEVICES``, which wins over it)
+forces. A count (or highest id + 1) above ``DEVICES_PER_CORE`` per usable core, from any of
+the three, is refused before jax starts: XLA would make every one of
 them (a million host devices filled 24 GB and the kernel's OOM killer ended the run), and no
 machine has that many accelerators per core.
 """
@@ -68,6 +69,11 @@ def usable_cores() -> int:
 def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | None, str]:
     """The ``XLA_FLAGS`` that give jax's CPU as many host devices as ``devices`` asks for
     (None: leave them as they are), and one line saying which count is used."""
+    jax_count = _jax_num_cpu_devices(environ)
+    if jax_count is not None:
+        _check_count(jax_count, f"JAX_NUM_CPU_DEVICES={jax_count}",
+                     "a count up to {} in JAX_NUM_CPU_DEVICES, or unset it")
+        return None, (f"jax's CPU has {jax_count} host device(s), as JAX_NUM_CPU_DEVICES says")
     flags = environ.get("XLA_FLAGS", "")
     given = list(_FLAG.finditer(flags))
     for flag in given:  # XLA would print its 300-line list of flags and stop
@@ -91,6 +97,22 @@ def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | N
         return None, "jax's CPU has 1 host device"
     return (f"{flags} {HOST_COUNT_FLAG}={count}".strip(),
             f"jax's CPU has {count} host devices ({why})")
+
+
+def _jax_num_cpu_devices(environ: Mapping[str, str]) -> int | None:
+    """The host device count jax's own setting ``JAX_NUM_CPU_DEVICES`` forces (it wins over
+    XLA_FLAGS' count; a negative one is jax's "unset"), None where it forces none."""
+    value = environ.get("JAX_NUM_CPU_DEVICES", "").strip()
+    if not value:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count == 0:
+        raise ValueError(f"JAX_NUM_CPU_DEVICES={value!r}; expected a count >= 1. Fix: correct "
+                         "it, or unset it and set problem.devices")
+    return count if count > 0 else None
 
 
 def jax_devices(devices: Any) -> list[Any]:

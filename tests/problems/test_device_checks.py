@@ -78,3 +78,20 @@ def test_devices_on_a_gymnasium_env_are_said_to_be_ignored(tmp_path):
             "evaluation): env CartPole-v1 ignores it") in done.stderr.splitlines()
     quiet = _neurorun(tmp_path, run="auto")
     assert "problem.devices" not in quiet.stderr
+
+
+def test_jax_own_host_count_setting_is_checked_and_wins(three_cores):
+    """JAX_NUM_CPU_DEVICES overrides XLA_FLAGS' count in jax (re-probe F6: a million of them
+    passed the check, which read XLA_FLAGS only)."""
+    with pytest.raises(ValueError, match="JAX_NUM_CPU_DEVICES=1000000 is more devices than this"
+                                         r" machine can hold: at most 8 per usable core \(3 "
+                                         "here: 24"):
+        host_device_flags("auto", {"JAX_NUM_CPU_DEVICES": "1000000",
+                                   "XLA_FLAGS": f"{HOST_COUNT_FLAG}=2"})
+    for bad in ("abc", "0", "2.5"):
+        with pytest.raises(ValueError, match="expected a count >= 1"):
+            host_device_flags(2, {"JAX_NUM_CPU_DEVICES": bad})
+    flags, said = host_device_flags(2, {"JAX_NUM_CPU_DEVICES": "24"})
+    assert flags is None and said == ("jax's CPU has 24 host device(s), as JAX_NUM_CPU_DEVICES "
+                                      "says")
+    assert host_device_flags(2, {"JAX_NUM_CPU_DEVICES": "-1"})[0] == f"{HOST_COUNT_FLAG}=2"
