@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import math
 import re
 from collections.abc import Iterator
@@ -517,6 +518,11 @@ def validate_config(cfg: DictConfig) -> None:
     except (ValueError, TypeError) as error:
         raise algo_error(cfg, error) from error
     distributed_mode(cfg, probe)
+    if cfg.algo.get("noise_source") == "seeds" and cfg.algo.get("noise_table_size") is not None:
+        logging.getLogger("neurorun").warning(
+            "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each sample "
+            "from a seed of its own, with no table. Fix: algo.noise_source=table to use a "
+            "table, or algo.noise_table_size=null", cfg.algo.noise_table_size)
     if cfg.parallel.get("name") == "ray":  # last: the checks above need no ray
         with _extra_needed():
             require("ray", "parallel=ray")

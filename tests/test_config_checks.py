@@ -176,3 +176,32 @@ def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
     with pytest.raises(ConfigError, match=r"algo.noise_table_size=9; expected an integer >= "
                                           r"the solution length 10\. Fix"):
         Runner(tiny(*table, "algo.noise_table_size=9"), run_dir=tmp_path / "short")
+
+
+def test_a_popsize_max_below_popsize_is_refused(tmp_path):
+    """re-probe F21: `algo.popsize=10 algo.popsize_max=4` ran, taking 10 a generation."""
+    with pytest.raises(ConfigError, match=r"^algo=pgpe: algo.popsize_max=4 is below "
+                                          r"algo.popsize=10, which a generation takes at least\. "
+                                          r"Fix: algo.popsize_max=10 or more, or null$"):
+        Runner(tiny("algo.popsize=10", "algo.popsize_max=4", "algo.num_interactions=100"),
+               run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, caplog):
+    """re-probe F21: noise_table_size went unused without a word with noise_source=seeds (a
+    sweep over both sources keeps one size: a warning, not a refusal)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="neurorun"):
+        run(tiny("algo.noise_source=seeds", "algo.noise_table_size=1000", "generations=1"),
+            run_dir=tmp_path / "seeds")
+    said = [r.getMessage() for r in caplog.records if "noise_table_size" in r.getMessage()]
+    assert said == ["algo.noise_table_size=1000 is ignored: algo.noise_source=seeds draws each "
+                    "sample from a seed of its own, with no table. Fix: algo.noise_source=table "
+                    "to use a table, or algo.noise_table_size=null"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="neurorun"):
+        run(tiny("algo.noise_source=table", "algo.noise_table_size=1000", "generations=1"),
+            run_dir=tmp_path / "table")
+    assert not [r for r in caplog.records if "noise_table_size" in r.getMessage()]

@@ -75,6 +75,10 @@ class SearchAlgorithm:
         require_count("popsize", self.popsize, allow_none=False)
         require_count("num_interactions", self.num_interactions)
         require_count("popsize_max", self.popsize_max)
+        if self.popsize_max is not None and self.popsize_max < self.popsize:
+            raise ValueError(f"popsize_max={self.popsize_max} is below popsize={self.popsize}, "
+                             "which a generation takes at least. Fix: popsize_max="
+                             f"{self.popsize} or more, or null")
         self.generator = torch.Generator()
         if seed is None:
             self.generator.seed()
