@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.loggers.files import JSONL_NAME
+from neurorun.sense import best, reached
 
 CHOICES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
            "neg_interactions_to_target")
@@ -50,15 +51,13 @@ def objective_value(name: str, run_dir: str | Path, target_score: float | None,
                if row.get("center_eval") is not None and math.isfinite(row["center_eval"])]
     if name == "neg_interactions_to_target":
         for row in rows:
-            center = row.get("center_eval")
-            if center is not None and math.isfinite(center) and (
-                    center >= target_score if sense == "max" else center <= target_score):
+            if reached(sense, row.get("center_eval"), target_score):
                 return -float(row["total_interaction_count"])
         return -2.0 * float(rows[-1]["total_interaction_count"]) if rows else math.nan
     if not centers:
         return math.nan
     if name == "best_center_eval":
-        return float(max(centers) if sense == "max" else min(centers))
+        return float(best(sense, centers))
     if name == "last_center_eval":
         return float(centers[-1])
     last = centers[-int(_MEAN_LAST.fullmatch(name).group(1)):]

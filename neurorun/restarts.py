@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from neurorun.seeding import derive_seed
-from neurorun.status import improves
+from neurorun.sense import improves, maximized
 
 RESTART_STRATEGIES = ("same", "ipop", "bipop")
 REGIMES = ("small", "large")
@@ -64,7 +64,7 @@ class StallWatch:
         if len(self.history) <= self.patience or self.history[-1 - self.patience] is None:
             return False
         then, now = self.history[-1 - self.patience], self.history[-1]
-        gain = now - then if self.sense == "max" else then - now
+        gain = maximized(self.sense, now - then)
         return gain <= self.min_improvement * abs(then)
 
     def reset(self) -> None:

@@ -45,9 +45,10 @@ from neurorun.objective import objective_value
 from neurorun.restarts import RestartSchedule, StallWatch
 from neurorun.run_folder import RunFolder
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
+from neurorun.sense import improves
 from neurorun.signals import held, interrupts_on_signals
 from neurorun.state_record import RunState, check_layout
-from neurorun.status import BestCenter, GenerationStatus, StopLimits, improves
+from neurorun.status import BestCenter, GenerationStatus, StopLimits
 
 log = logging.getLogger(__name__)
 

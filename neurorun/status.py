@@ -1,20 +1,12 @@
 """What one generation reports (the metric columns and their meaning), when a run stops, and
-which evaluation is the best so far, each in one place, for a given objective sense ("max":
-higher is better, as for episode returns; "min")."""
+the best center so far, each in one place, for a given objective sense (neurorun.sense)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-
-def improves(sense: str, value: float | None, incumbent: float | None) -> bool:
-    """Whether ``value`` beats ``incumbent`` (None: nothing yet); a non-finite value never
-    does (a NaN or infinite return is never best)."""
-    if value is None or not math.isfinite(value):
-        return False
-    return incumbent is None or (value > incumbent if sense == "max" else value < incumbent)
+from neurorun.sense import TARGET_SIGNS, improves, reached
 
 
 @dataclass
@@ -100,10 +92,9 @@ class StopLimits:
         if status is None:
             return None
         center, target = status.center_eval, self.target_score
-        if target is not None and center is not None and math.isfinite(center) and (
-                center >= target if self.sense == "max" else center <= target):
-            sign = ">=" if self.sense == "max" else "<="
-            return f"target_score reached: center_eval {center:.2f} {sign} {target}"
+        if reached(self.sense, center, target):
+            return (f"target_score reached: center_eval {center:.2f} {TARGET_SIGNS[self.sense]} "
+                    f"{target}")
         if self.generations is not None and status.generation >= self.generations:
             return f"generations: {status.generation} of {self.generations} done"
         count = status.total_interaction_count

@@ -32,10 +32,10 @@ import torch
 
 from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
+from neurorun.sense import check_sense, maximized
 
 log = logging.getLogger(__name__)
 
-OBJECTIVE_SENSES = ("max", "min")
 ROUNDS_MAX = 1000  # rounds of popsize an adaptive generation takes at most, popsize_max null
 PROGRESS_S = 120.0  # an adaptive generation still sampling says how far it got this often
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
@@ -61,13 +61,8 @@ class SearchAlgorithm:
                  dtype: torch.dtype = torch.float32, objective_sense: str = "max",
                  **options: Any):
         require_count("solution_length", solution_length, allow_none=False)
-        if objective_sense not in OBJECTIVE_SENSES:
-            raise ValueError(
-                f"objective_sense={objective_sense!r}; expected 'max' or 'min'. "
-                "Fix: 'max' when higher fitness is better, 'min' for costs."
-            )
         self.solution_length = solution_length
-        self.objective_sense = objective_sense
+        self.objective_sense = check_sense(objective_sense)
         self.device = torch.device(device)
         self.dtype = dtype
         self.options = options_from_flat(self.Options, {**self.DEFAULTS, **options})
@@ -225,7 +220,7 @@ class SearchAlgorithm:
                            count: int) -> tuple[Weights, torch.Tensor]:
         """``(weights, fitness as maximized)`` of a whole generation of ``count`` samples."""
         fitness = self._check_fitness(fitness, count)
-        shaped = fitness if self.objective_sense == "max" else -fitness
+        shaped = maximized(self.objective_sense, fitness)
         if norms is not None:
             norms = torch.as_tensor(norms, device=self.device, dtype=self.dtype)
         return self.weights(shaped, norms), shaped
@@ -355,7 +350,8 @@ def population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
         "popsize": len(fitness),
         "mean_eval": float(values.mean()),
         "median_eval": float(values.quantile(0.5)),
-        "pop_best_eval": float(values.max() if sense == "max" else values.min()),
+        # the max of the maximized values, in the fitness' own sign again
+        "pop_best_eval": float(maximized(sense, maximized(sense, values).max())),
     }
 
 
