@@ -108,14 +108,20 @@ def given_values(argv: Sequence[str]) -> dict[str, Any]:
 def folder_error(argv: Sequence[str]) -> str | None:
     """What is wrong with the folders named on the command line, checked before Hydra writes
     its files into them: `resume=` must name an earlier run (and no other folder be named
-    with hydra.run.dir=), `hydra.sweep.dir=` of a sweep must not hold a sweep, and the run or
-    sweep folder must be one that can be made, its jobs' folders hold no FIFO or device where
-    a run opens a file. (A single run's folder is checked under its lock: ``FolderClaim``.)"""
+    with hydra.run.dir=), no folder key be empty (the current folder), `hydra.sweep.dir=` of a
+    sweep must not hold a sweep, and the run or sweep folder must be one that can be made, its
+    jobs' folders hold no FIFO or device where a run opens a file. (A single run's folder is
+    checked under its lock: ``FolderClaim``.)"""
     given = {key: str(value) for key, value in given_values(argv).items() if value is not None}
     try:
         if given.get("resume") == "":
             raise ValueError("resume= names no folder. Fix: resume=<the run folder> to continue "
                              "a run, or leave resume= out to start a new one.")
+        for key in ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir"):
+            if given.get(key) == "":  # Hydra's files among the user's (or the sweep's)
+                where = "the sweep's folder" if key.endswith("subdir") else "the current folder"
+                raise ValueError(f"{key}= names no folder: the run's files would go into {where}"
+                                 f". Fix: {key}=<a folder>, or leave {key}= out.")
         for key in ("hydra.run.dir", "hydra.sweep.dir"):
             if key in given and "${" not in given[key]:  # interpolated: known once composed
                 require_creatable(given[key], key)
