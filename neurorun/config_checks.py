@@ -26,7 +26,7 @@ from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseExcep
 
 from neurorun.extras import MissingExtraError, require
 from neurorun.objective import objective_error
-from neurorun.restarts import check_strategy
+from neurorun.restarts import RESTART_DEFAULTS, check_strategy, restart_settings
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
@@ -427,22 +427,25 @@ MAX_POPSIZE_FACTOR = 100  # restart.popsize_factor; pycma's incpopsize is 2
 def _check_restart(cfg: DictConfig) -> None:
     """restart.*: counts and a budget that leaves room for a restart."""
     _count(cfg, "restart.patience", minimum=1, optional=True)
-    share = OmegaConf.select(cfg, "restart.min_improvement", default=0.05)
+    restart = restart_settings(OmegaConf.select(cfg, "restart"))
+    share = restart["min_improvement"]
     if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
         raise ConfigError(f"restart.min_improvement={share!r}: expected a number >= 0 (a share "
-                          "of the best center_eval). Fix: restart.min_improvement=0.05.")
-    strategy = OmegaConf.select(cfg, "restart.strategy", default="same")
+                          "of the best center_eval). Fix: restart.min_improvement="
+                          f"{RESTART_DEFAULTS['min_improvement']}.")
+    strategy = restart["strategy"]
     try:
         check_strategy(strategy)
     except ValueError as error:
         raise ConfigError(f"restart.{error}") from None
-    factor = OmegaConf.select(cfg, "restart.popsize_factor", default=2.0)
+    factor = restart["popsize_factor"]
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not (
             1 <= factor <= MAX_POPSIZE_FACTOR):
         raise ConfigError(f"restart.popsize_factor={factor!r}: expected a number from 1 to "
                           f"{MAX_POPSIZE_FACTOR} (the popsize's growth per restart, pycma's "
-                          "incpopsize). Fix: restart.popsize_factor=2.")
-    patience = OmegaConf.select(cfg, "restart.patience", default=None)
+                          f"incpopsize). Fix: restart.popsize_factor="
+                          f"{RESTART_DEFAULTS['popsize_factor']:g}.")
+    patience = restart["patience"]
     if patience is None:
         if strategy != "same":
             raise ConfigError(f"restart.strategy={strategy} grows the popsize at each restart, "

@@ -20,6 +20,7 @@ Mirrored algorithms (whole pairs) round an odd popsize up by one.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ from neurorun.seeding import derive_seed
 from neurorun.sense import improves, maximized
 
 RESTART_STRATEGIES = ("same", "ipop", "bipop")
+# restart.* where a config has no value: a run saved before restarts existed never restarts
+# (conf/config.yaml writes the same values, with what each means)
+RESTART_DEFAULTS: dict[str, Any] = {"patience": None, "min_improvement": 0.05,
+                                    "strategy": "same", "popsize_factor": 2.0}
 REGIMES = ("small", "large")
 SMALL_STEP_RANGE = 0.01  # a small attempt's step size factor: SMALL_STEP_RANGE ** v
 # the algorithms' initial step size options (ARS explores with its fixed noise); a small
@@ -44,13 +49,18 @@ def check_strategy(strategy: Any) -> str:
     return strategy
 
 
+def restart_settings(section: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A config's ``restart`` section (None: it has none) with RESTART_DEFAULTS filled in."""
+    return {**RESTART_DEFAULTS, **(section or {})}
+
+
 @dataclass
 class StallWatch:
     """When a search attempt stalls (``restart.*``): its best center_eval rose by no more than
     ``min_improvement`` x its size over the last ``patience`` center evaluations."""
 
     patience: int | None  # None: never stalls
-    min_improvement: float = 0.05
+    min_improvement: float = RESTART_DEFAULTS["min_improvement"]
     sense: str = "max"
     # the attempt's best center_eval after each of its center evaluations (None: none finite)
     history: list[float | None] = field(default_factory=list)
@@ -103,7 +113,7 @@ class RestartSchedule:
 
     strategy: str
     popsize: int  # p0
-    factor: float = 2.0
+    factor: float = RESTART_DEFAULTS["popsize_factor"]
     mirrored: bool = False
     seed: int = 0
     restarts: int = 0

@@ -42,7 +42,7 @@ from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.loggers.videos import RunVideos
 from neurorun.objective import objective_value
-from neurorun.restarts import RestartSchedule, StallWatch
+from neurorun.restarts import RestartSchedule, StallWatch, restart_settings
 from neurorun.run_folder import RunFolder
 from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.sense import improves
@@ -173,13 +173,11 @@ class Runner:
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restart_due = False
-        # runs saved before restarts existed have no restart keys: never restart
+        restart = restart_settings(OmegaConf.select(cfg, "restart"))
         self.schedule = RestartSchedule(
-            OmegaConf.select(cfg, "restart.strategy", default="same"), self.algorithm.popsize,
-            float(OmegaConf.select(cfg, "restart.popsize_factor", default=2.0)),
+            restart["strategy"], self.algorithm.popsize, float(restart["popsize_factor"]),
             mirrored=self.algorithm.mirrored, seed=int(cfg.seed),
-            stall=StallWatch(OmegaConf.select(cfg, "restart.patience", default=None),
-                             float(OmegaConf.select(cfg, "restart.min_improvement", default=0.05)),
+            stall=StallWatch(restart["patience"], float(restart["min_improvement"]),
                              self.algorithm.objective_sense))
         if state is not None:
             self._restore(state)

@@ -149,3 +149,16 @@ def test_a_crafted_restart_record_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"restart.attempt.popsize is 0, expected a whole number "
                                           r"from 1"):
         run(load_run_config(run_dir, ["generations=6"]), run_dir=run_dir)
+
+
+def test_a_config_without_restart_keys_gets_the_packaged_values():
+    """A run saved before restarts existed reads what config.yaml sets today: never restart."""
+    from omegaconf import OmegaConf
+
+    from neurorun.cli import compose_config
+    from neurorun.restarts import restart_settings
+    packaged = OmegaConf.to_container(compose_config([]).restart)
+    assert restart_settings(None) == packaged
+    assert restart_settings({"patience": 3}) == {**packaged, "patience": 3}
+    assert StallWatch(None).min_improvement == packaged["min_improvement"]
+    assert RestartSchedule("ipop", 4).factor == packaged["popsize_factor"]
