@@ -99,12 +99,19 @@ def build_parts(cfg: DictConfig) -> tuple[Problem, SearchAlgorithm]:
         problem.close()
         raise
     try:
-        problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0),
-                               int(cfg.eval_episodes) if cfg.eval_every else 0)
+        check_generation_fits(cfg, problem, algorithm)
     except (ValueError, RuntimeError) as error:
         problem.close()
         raise ConfigError(str(error)) from error
     return problem, algorithm
+
+
+def check_generation_fits(cfg: DictConfig, problem: Problem, algorithm: SearchAlgorithm) -> None:
+    """ValueError or RuntimeError, before anything runs, when a generation of the algorithm
+    (its popsize_max when adaptive) and the center evaluation after it would not fit the
+    device's memory (``Problem.check_capacity``)."""
+    problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0),
+                           int(cfg.eval_episodes) if cfg.eval_every else 0)
 
 
 def make_evaluator(cfg: DictConfig, problem: Problem) -> Evaluator:

@@ -26,7 +26,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorun import atomic, checkpoint
 from neurorun.algorithms.base import SearchDivergedError, population_stats
-from neurorun.build import build_algorithm, build_parts, make_evaluator, resolve_env_backend
+from neurorun.build import (
+    build_algorithm,
+    build_parts,
+    check_generation_fits,
+    make_evaluator,
+    resolve_env_backend,
+)
 from neurorun.config_checks import ConfigError, distributed_mode, validate_config
 from neurorun.layout import (
     BEST_POLICY,
@@ -321,7 +327,7 @@ class Runner:
                  schedule.restarts, self.generation, why, attempt.popsize, attempt.step_factor)
         self.algorithm = build_algorithm(self.cfg, self.problem, schedule.restarts, attempt)
         try:
-            self.problem.check_capacity(max(attempt.popsize, self.algorithm.popsize_max or 0))
+            check_generation_fits(self.cfg, self.problem, self.algorithm)
         except (ValueError, RuntimeError) as error:
             raise ConfigError(f"restart {schedule.restarts} (restart.strategy="
                               f"{schedule.strategy}) grew the popsize to {attempt.popsize}: "

@@ -162,3 +162,17 @@ def test_a_config_without_restart_keys_gets_the_packaged_values():
     assert restart_settings({"patience": 3}) == {**packaged, "patience": 3}
     assert StallWatch(None).min_improvement == packaged["min_improvement"]
     assert RestartSchedule("ipop", 4).factor == packaged["popsize_factor"]
+
+
+def test_a_restart_checks_its_grown_generation_with_the_center_evaluation(tmp_path, monkeypatch):
+    """The memory check of a restart's popsize counts the center's test episodes too, as the
+    check before the run does (a restart dropped them)."""
+    from neurorun.problems import Problem
+
+    checked = []
+    original = Problem.check_capacity
+    monkeypatch.setattr(Problem, "check_capacity", lambda self, *args: (
+        checked.append(args), original(self, *args))[1])
+    run(tiny(*STALLED, "restart.strategy=ipop", "generations=4", "eval_episodes=3"),
+        run_dir=tmp_path / "run")
+    assert checked == [(10, 3), (20, 3)]  # before the run, then at the restart after 3
