@@ -7,8 +7,9 @@ aliases nor (unless a user typed one) an environment read into a run folder, so 
 read here with bounds, before OmegaConf builds or resolves anything:
 
 - :func:`read_yaml` refuses what is not a regular file (a FIFO would block the reader for
-  good), a file over ``MAX_BYTES``, text that is not UTF-8, aliases and nesting deeper than
-  ``MAX_DEPTH`` (checked on the parser's events, which expand nothing);
+  good), a file over ``MAX_BYTES``, text that is not UTF-8, aliases, nesting deeper than
+  ``MAX_DEPTH`` and control characters in keys or values, which messages would print to the
+  terminal (checked on the parser's events, which expand nothing);
 - :func:`env_reads` lists the keys whose value reads the environment: ``resume=`` refuses them
   unless the command line says ``trust_code=true`` (``resume.load_run_config``), and the
   tools blank them (:func:`without_env_reads`) so that nothing they resolve reaches it.
@@ -29,6 +30,9 @@ MAX_BYTES = 4 << 20  # a saved config is a few KB
 MAX_DEPTH = 64  # neurorun's configs nest 4 levels; env_config and network_args a few more
 # a resolver that reads this process's environment (oc.env; env: its old name), nested or not
 ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:")
+# what a value may not hold: control characters (ESC starts the terminal's escape sequences),
+# tabs and newlines aside (a network string may span lines)
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 FIX = "Fix: restore it from an intact copy of the run, or start a new run."
 
 
@@ -86,6 +90,12 @@ def _top_node(text: str, path: Path) -> yaml.NodeEvent | None:
                     f"{str(path)!r} uses a YAML alias ({event.anchor!r}, line "
                     f"{event.start_mark.line + 1}); neurorun never writes them, and aliases can "
                     f"expand a small file past any memory. {FIX}")
+            if isinstance(event, yaml.ScalarEvent) and CONTROL.search(event.value):
+                raise SavedFileError(
+                    f"{str(path)!r} holds a terminal control character "
+                    f"({CONTROL.search(event.value).group()!r}, line "
+                    f"{event.start_mark.line + 1}); neurorun never writes one, and printed it "
+                    f"could rewrite what the terminal shows. {FIX}")
             if isinstance(event, yaml.NodeEvent) and top is None:
                 top = event
             if isinstance(event, yaml.CollectionStartEvent):

@@ -612,3 +612,22 @@ def test_compare_does_not_print_an_environment_variable_a_config_names(tmp_path,
         assert compare.main([str(tmp_path / "runs")]) == 0  # its env is unknown, not read
     shown = "".join(capsys.readouterr()) + " ".join(str(w.message) for w in caught)
     assert "hunter2" not in shown
+
+
+@pytest.mark.parametrize("text", ['"\\e]0;title\\a"', '"CartPole-v1\\e[2J"', '"a\\x9bb"',
+                                  '"\\r"'])
+def test_a_saved_config_holding_terminal_control_characters_is_refused(text, tmp_path):
+    """re-probe F11: YAML's escapes (\\e is ESC) put terminal escape sequences into a saved
+    config's values, which resume's messages then printed as they were."""
+    from neurorun.saved_yaml import SavedFileError
+
+    run = _saved_run(tmp_path / "run")
+    config = run / ".hydra" / "config.yaml"
+    config.write_text(config.read_text() + f"note: {text}\n")
+    with pytest.raises(SavedFileError) as refused:
+        load_run_config(run, [])
+    message = str(refused.value)
+    assert message.startswith(f"{str(config)!r} holds a terminal control character (")
+    assert "\x1b" not in message and "\r" not in message and "\x9b" not in message
+    config.write_text(config.read_text().replace(f"note: {text}\n", 'note: "tab\\there"\n'))
+    assert load_run_config(run, []).note == "tab\there"  # tabs and newlines are text
