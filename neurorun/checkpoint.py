@@ -12,14 +12,13 @@ or reads them; `tools/loading.py` rebuilds a policy from its `.pt` and `.json`.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from neurorun import jsonio
 from neurorun.atomic import Write, text_file, torch_file
 from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record_check import first_line
@@ -71,7 +70,7 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
     described = {**meta, "solution_length": int(solution.numel()),
                  **{k: _as_list(v) for k, v in stats.items()}}
-    text = json.dumps(_strict(described), indent=2, default=str, allow_nan=False) + "\n"
+    text = jsonio.dumps(described, indent=2, default=str) + "\n"
     return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
             (stem.with_suffix(".pt"), torch_file(weights)),
             (stem.with_suffix(".json"), text_file(text))]
@@ -98,17 +97,6 @@ def run_policy_files(problem: Any, run_dir: str | Path, meta: Mapping[str, Any],
                         {**meta, "generation": best.generation or generation,
                          "score": best.score}, stats)
     return [*last, *kept]
-
-
-def _strict(value: Any) -> Any:
-    """JSON has no NaN or infinity: they are written as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {key: _strict(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict(item) for item in value]
-    return value
 
 
 def state_file(state: RunState, run_dir: str | Path) -> tuple[Path, Write]:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from neurorun import jsonio
 from neurorun.loggers.base import Logger, LoggerContext
 
 CSV_NAME = "metrics.csv"
@@ -22,13 +21,6 @@ def _no_follow(path: str, flags: int) -> int:
     """open()'s opener that never follows a symbolic link (it could lead out of the run
     folder: ELOOP instead)."""
     return os.open(path, flags | os.O_NOFOLLOW, 0o666)
-
-
-def _plain(value: Any) -> Any:
-    """JSON has no NaN or infinity: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 class MetricsFiles(Logger):
@@ -97,7 +89,7 @@ class MetricsFiles(Logger):
             self._append(self.csv_path, self._csv_line(self.columns))
         row = ["" if status.get(key) is None else status.get(key) for key in self.columns]
         self._append(self.csv_path, self._csv_line(row))
-        line = json.dumps({key: _plain(value) for key, value in status.items()})
+        line = jsonio.dumps(status)
         self._append(self.jsonl_path, line + "\n")
         self.rows += 1
 

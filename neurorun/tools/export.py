@@ -14,8 +14,6 @@ give the torch policy's actions; it is then written to a temporary file and rena
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,9 @@ import torch
 from gymnasium import spaces
 
 import neurorun
+from neurorun import jsonio
 from neurorun.extras import require
+from neurorun.jsonio import finite_or_null
 from neurorun.layout import BEST_POLICY
 from neurorun.problems.export import EnvPolicy
 from neurorun.tools.common import ToolError, add_policy_options, run_tool, write_output
@@ -68,7 +68,7 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
 
     def metadata(module: ExportedPolicy, inputs: dict[str, torch.Tensor]) -> str:
         written.update(describe(loaded, policy, obs_space, act_space, module, inputs))
-        return json.dumps(written)
+        return jsonio.dumps(written)
 
     try:
         data = export_policy(form, policy, obs, metadata)
@@ -156,7 +156,7 @@ def describe(loaded: LoadedPolicy, policy: EnvPolicy, obs_space: spaces.Box,
         "episode_length": loaded.episode_length,
         "observation_space": space_json(obs_space),
         "action_space": space_json(act_space),
-        "center_score": score if score is not None and math.isfinite(score) else None,
+        "center_score": finite_or_null(score),
         "architecture": loaded.architecture,
         "network_args": loaded.network_args,
         "observation_normalization": None if policy.obs_mean is None else {
@@ -181,7 +181,7 @@ def space_json(space: spaces.Space) -> dict[str, Any]:
 
 
 def _bound(values: np.ndarray) -> Any:
-    flat = [float(v) if np.isfinite(v) else None for v in np.asarray(values).reshape(-1)]
+    flat = finite_or_null([float(v) for v in np.asarray(values).reshape(-1)])
     return flat[0] if len(set(flat)) == 1 else flat
 
 
