@@ -73,6 +73,10 @@ CODE_KEYS: dict[str, Callable[[Any], bool]] = {
     "parallel.actor_config.runtime_env": bool,
     # a ray cluster's replies are unpickled in this process ("auto": the one on this machine)
     "parallel.address": lambda value: value not in (None, "", "auto"),
+    # an MLflow server is sent the run's config and metrics, with this process's
+    # MLFLOW_TRACKING_TOKEN or password, and its plugins' URI schemes import code (null: a
+    # database in the run folder)
+    "logger.mlflow.tracking_uri": lambda value: value is not None,
 }
 
 
@@ -97,5 +101,6 @@ def refuse_untrusted(named: Mapping[str, Any], source: Any, opt_in: str) -> None
     if named:
         listed = ", ".join(f"{key}={value!r}" for key, value in named.items())
         raise UntrustedCodeError(
-            f"{str(source)!r} names code to run ({listed}), and importing it would run that "
-            f"code: not loaded. If you trust where the file came from, {opt_in}")
+            f"{str(source)!r} names code to run or a server to contact ({listed}), and "
+            f"loading it would run that code or send that server this run's data: not loaded. "
+            f"If you trust where the file came from, {opt_in}")

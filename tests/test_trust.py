@@ -145,7 +145,9 @@ def _saved_run(folder: Path, **changes) -> Path:
     {"env.id": "nr_trap:Trap-v0"},
     {"parallel.actor_config": {"runtime_env": {"pip": ["evil"]}}},
     {"parallel.address": "203.0.113.9:6379"},
-], ids=["network-factory", "env-factory", "gym-module-id", "runtime-env", "ray-address"])
+    {"logger.mlflow.tracking_uri": "http://203.0.113.9:5000"},
+], ids=["network-factory", "env-factory", "gym-module-id", "runtime-env", "ray-address",
+        "mlflow-server"])
 def test_a_saved_config_naming_code_is_refused_on_resume(changes, tmp_path):
     run = _saved_run(tmp_path / "run", **changes)
     with pytest.raises(UntrustedCodeError) as refused:
