@@ -17,6 +17,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.claims import claiming
 from neurorun.config_checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
+from neurorun.layout import misplaced_names
+from neurorun.layout import taken_name
 from neurorun.resume import require_saved_config
 from neurorun.run_folder import (
     hold_for_run,
@@ -150,7 +152,8 @@ def _refuse_other_folder(resume: str, run_dir: str | None) -> None:
 def check_hydra_names(config: DictConfig) -> None:
     """ValueError when ``hydra.job.name`` (the log's name: <name>.log in the run folder) is
     not a plain file name, or ``hydra.output_subdir`` (Hydra's saved configs) is not a path
-    inside the run folder: Hydra would write outside it."""
+    inside the run folder (Hydra would write outside it) or is one neurorun uses there
+    (``layout.taken_name``: a folder where a file belongs, or Hydra's files among its own)."""
     name = OmegaConf.select(config, "hydra.job.name")
     if name is not None and (not str(name).strip(".") or "/" in str(name)):
         raise ValueError(f"hydra.job.name={name!r} names the run's log file ({name}.log in "
@@ -162,6 +165,19 @@ def check_hydra_names(config: DictConfig) -> None:
         raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
                          "config: it must lie inside the run folder. Fix: a relative path "
                          "without '..', such as hydra.output_subdir=.hydra.")
+    taken = None if subdir is None else taken_name(str(subdir), f"{name}.log")
+    if taken is not None:
+        raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
+                         f"config, but {taken} in the run folder is neurorun's. Fix: another "
+                         "name, such as hydra.output_subdir=.hydra.")
+
+
+def refuse_misplaced_hydra_files(folder: str | Path, config: DictConfig) -> None:
+    """ValueError (one line) where Hydra's log or saved configs in ``folder``, named by the
+    config's ``hydra.job.name`` and ``hydra.output_subdir``, are a FIFO, socket, device or
+    the wrong kind of entry: Hydra would block opening them, with signals held."""
+    refuse_misplaced(folder, misplaced_names(folder, OmegaConf.select(config, "hydra.job.name"),
+                                             OmegaConf.select(config, "hydra.output_subdir")))
 
 
 class FolderClaim(Callback):
@@ -175,11 +191,14 @@ class FolderClaim(Callback):
         if folder is not None:
             resume = OmegaConf.select(config, "resume") not in (None, "")
             _refuse_on_error(lambda: (check_hydra_names(config),
+                                      refuse_misplaced_hydra_files(folder, config),
                                       hold_for_run(folder, resume=resume)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if _claim(config, "hydra.sweep.dir") is not None:
-            _refuse_on_error(lambda: check_hydra_names(config))
+        folder = _claim(config, "hydra.sweep.dir")
+        if folder is not None:
+            _refuse_on_error(lambda: (check_hydra_names(config), *(
+                refuse_misplaced_hydra_files(job, config) for job in Path(folder).glob("*/"))))
 
 
 def _claim(config: DictConfig, key: str) -> str | None:

@@ -19,7 +19,7 @@ import re
 import shlex
 import stat
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from neurorun.claims import folder_name
@@ -30,17 +30,28 @@ CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"  # in CHECKPOINT_DIR
 BEST_POLICY, LAST_POLICY = "best", "last"  # policy stems in CHECKPOINT_DIR (.pt, .json, .pkl)
 LOCK_FILE = ".neurorun.lock"  # names the process that holds the folder
-LOG_FILE = "neurorun.log"  # Hydra's log of the run (hydra.job.name)
+JOB_NAME = "neurorun"  # hydra.job.name, which names Hydra's log of the run
+LOG_FILE = f"{JOB_NAME}.log"
+HYDRA_SAVED = ("config.yaml", "overrides.yaml", "hydra.yaml")  # in hydra.output_subdir
 SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its folder
 TENSORBOARD_DIR = "tensorboard"  # the trackers' files (logger=...), when they write locally
 WANDB_DIR = "wandb"  # made by wandb in the folder it is given
 MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default store
 VIDEOS_DIR = "videos"  # the run's videos (logger.video_every): gen_<n>.gif or .mp4
+
+
+def hydra_names(job_name: Any = JOB_NAME, output_subdir: Any = HYDRA_DIR) -> tuple[str, ...]:
+    """What Hydra writes in a run folder: its log ``<hydra.job.name>.log``, and the folder
+    ``hydra.output_subdir`` with its saved configs (none where that is null: a resume)."""
+    saved = () if output_subdir is None else (
+        str(output_subdir), *(f"{output_subdir}/{name}" for name in HYDRA_SAVED))
+    return f"{job_name}.log", *saved
+
+
 # what neurorun, Hydra and the trackers write, cut or append to in a run folder, besides the
 # metric files: none may be a symbolic link, which the write would follow out of the folder
-WRITTEN = (LOCK_FILE, LOG_FILE, CHECKPOINT_DIR, HYDRA_DIR, f"{HYDRA_DIR}/config.yaml",
-           f"{HYDRA_DIR}/overrides.yaml", f"{HYDRA_DIR}/hydra.yaml", TENSORBOARD_DIR, WANDB_DIR,
-           MLFLOW_DB, MLFLOW_ARTIFACTS, VIDEOS_DIR)
+WRITTEN = (LOCK_FILE, *hydra_names(), CHECKPOINT_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_DB,
+           MLFLOW_ARTIFACTS, VIDEOS_DIR)
 FOLDERS = (CHECKPOINT_DIR, HYDRA_DIR, TENSORBOARD_DIR, WANDB_DIR, MLFLOW_ARTIFACTS,
            VIDEOS_DIR)  # of WRITTEN
 # what a run or the tools read in a run folder besides WRITTEN and the metric files
@@ -74,22 +85,42 @@ def linked_names(run_dir: str | Path) -> list[str]:
     return [name for name in (*WRITTEN, *METRIC_FILES) if (folder / name).is_symlink()]
 
 
-def misplaced_names(run_dir: str | Path) -> list[tuple[str, str]]:
-    """``(name, what it is)`` for each name of ``run_dir`` that a run or the tools open (WRITTEN,
-    the metric files, READ) and that holds neither a symbolic link (:func:`linked_names`) nor
-    what they expect there: a regular file, or a folder for FOLDERS. A FIFO blocks whoever
-    opens it, a device takes what is written to it, and a folder cannot be opened as a file."""
+def taken_name(path: str, *others: str) -> str | None:
+    """The name of a run folder that neurorun uses (WRITTEN, the metric files, READ, ``others``)
+    that ``path`` (relative to the folder) is or lies inside, or None. Hydra's own folder
+    (HYDRA_DIR) is not taken: what Hydra saves there is its own."""
     from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
 
+    parts = PurePosixPath(path).parts
+    for name in (*WRITTEN, *METRIC_FILES, *READ, *others):
+        own = PurePosixPath(name).parts
+        if name != HYDRA_DIR and parts[:len(own)] == own:
+            return name
+    return None
+
+
+def misplaced_names(run_dir: str | Path, job_name: Any = JOB_NAME,
+                    output_subdir: Any = HYDRA_DIR) -> list[tuple[str, str, str]]:
+    """``(name, what it is, what belongs there)`` for each name of ``run_dir`` that a run or
+    the tools open (WRITTEN, Hydra's files under ``hydra.job.name`` and
+    ``hydra.output_subdir``: :func:`hydra_names`, the metric files, READ) and that holds
+    neither a symbolic link (:func:`linked_names`) nor what they expect there: a regular file,
+    or a folder for FOLDERS and ``output_subdir``. A FIFO blocks whoever opens it, a device
+    takes what is written to it, and a folder cannot be opened as a file."""
+    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
+
+    folders = {*FOLDERS, str(output_subdir)}
     found = []
-    for name in (*WRITTEN, *METRIC_FILES, *READ):
+    for name in dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir), *METRIC_FILES,
+                               *READ)):
         try:
             mode = (Path(run_dir) / name).lstat().st_mode
         except OSError:  # not there (or its folder is not): a run makes it
             continue
-        expected = stat.S_ISDIR if name in FOLDERS else stat.S_ISREG
+        expected = stat.S_ISDIR if name in folders else stat.S_ISREG
         if not (expected(mode) or stat.S_ISLNK(mode)):
-            found.append((name, entry_kind(mode)))
+            found.append((name, entry_kind(mode),
+                          "a folder" if name in folders else "a regular file"))
     return found
 
 
