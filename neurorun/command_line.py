@@ -17,8 +17,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.claims import claiming
 from neurorun.config_checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
-from neurorun.layout import misplaced_names
-from neurorun.layout import taken_name
+from neurorun.layout import misplaced_names, taken_name
 from neurorun.resume import require_saved_config
 from neurorun.run_folder import (
     hold_for_run,

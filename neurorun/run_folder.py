@@ -23,7 +23,6 @@ from neurorun.claims import made_here, make_folders
 from neurorun.config_checks import FolderInUseError
 from neurorun.layout import (
     CHECKPOINT_DIR,
-    FOLDERS,
     HYDRA_DIR,
     LOCK_FILE,
     LOG_FILE,
@@ -124,7 +123,7 @@ def lock_run(run_dir: str | Path) -> int:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):  # made after the check above
         os.close(fd)
-        refuse_misplaced(folder, [(LOCK_FILE, entry_kind(mode))])
+        refuse_misplaced(folder, [(LOCK_FILE, entry_kind(mode), "a regular file")])
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -157,20 +156,20 @@ def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
     _handed[Path(run_dir).resolve()] = fd
 
 
-def refuse_misplaced(run_dir: str | Path, found: list[tuple[str, str]] | None = None) -> None:
+def refuse_misplaced(run_dir: str | Path,
+                     found: list[tuple[str, str, str]] | None = None) -> None:
     """ValueError (one line) when a name that a run or the tools open in ``run_dir`` is a
     FIFO, a socket, a device, or a folder where a file belongs (or the reverse): opening a FIFO
     blocks for good, with signals held while the run is set up. ``found``: what was found
-    already (``layout.misplaced_names``' pairs)."""
+    already (``layout.misplaced_names``' triples; by default Hydra's files are its defaults')."""
     found = misplaced_names(run_dir) if found is None else found
     if found:
-        shown = ", ".join(f"{kind} at {name}" for name, kind in found)
+        shown = ", ".join(f"{kind} at {name}" for name, kind, _ in found)
         name = shlex.quote(str(Path(run_dir) / found[0][0]))
         raise ValueError(
             f"run folder {str(run_dir)!r} has {shown}, where a run or the tools open "
-            f"{'a folder' if found[0][0] in FOLDERS else 'a regular file'}: opening it "
-            f"would block, fail or write into a device. Fix: remove it (rm -r {name}), or use "
-            "another folder.")
+            f"{found[0][2]}: opening it would block, fail or write into a device. Fix: remove "
+            f"it (rm -r {name}), or use another folder.")
 
 
 def refuse_links(run_dir: str | Path) -> None:

@@ -81,6 +81,22 @@ def test_a_fifo_in_a_new_runs_folder_is_refused_instead_of_blocking(tmp_path, na
     assert [p.name for p in run_dir.iterdir()] == [name]  # nothing written
 
 
+# re-probe F3: Hydra's log of a custom hydra.job.name, and its saved configs in a custom
+# hydra.output_subdir, were not checked: a FIFO there blocked the run for good in open()
+@pytest.mark.parametrize(("override", "name", "expected"), [
+    ("hydra.job.name=foo", "foo.log", "a regular file"),
+    ("hydra.output_subdir=sub", "sub/config.yaml", "a regular file"),
+    ("hydra.output_subdir=sub", "sub", "a folder")])
+def test_a_fifo_at_a_file_named_by_hydra_keys_is_refused(tmp_path, override, name, expected):
+    run_dir = tmp_path / "d"
+    (run_dir / name).parent.mkdir(parents=True)
+    os.mkfifo(run_dir / name)
+    line = config_error(neurorun("debug=default", override, f"hydra.run.dir={run_dir}",
+                                 cwd=tmp_path))
+    assert f"a FIFO at {name}, where a run or the tools open {expected}" in line
+    assert not (run_dir / ".neurorun.lock").exists()  # refused before anything is opened
+
+
 @pytest.mark.parametrize("name", ["neurorun.log", ".neurorun.lock", "metrics.csv",
                                   ".hydra/config.yaml", "checkpoints/state.pt"])
 def test_a_fifo_in_a_resumed_run_is_refused(run_copy, tmp_path, name):
