@@ -15,7 +15,7 @@ are flattened), and each member becomes one step:
 The views are made once per ``set_parameters``; a call only runs the steps.
 
 Host path: on CPU, a feed-forward network of the network language runs in numpy
-(``runs_on_host``) through :mod:`neurorun.nets.arrays`, the code the compiled jax evaluation
+through :mod:`neurorun.nets.arrays`, the code the compiled jax evaluation
 runs too. Between the steps of a Python simulator a torch op costs several times what it costs
 in a tight loop (measured: one small ``baddbmm``, 10 us alone, added 40 us per CartPole vector
 step; numpy ops added about a third of that), and for humanoid-sized layers numpy's stacked
@@ -107,11 +107,6 @@ class BatchedPolicy:
             mask = np.zeros(self._params.shape[0], dtype=bool)
             mask[rows] = True
             self.reset(torch.from_numpy(mask))
-
-    @property
-    def runs_on_host(self) -> bool:
-        """Whether calls run in numpy (the host path; see the module docstring)."""
-        return self._host is not None
 
     def __call__(self, obs: Tensor | np.ndarray) -> Tensor | np.ndarray:
         """Actions ``(P, act_length)`` for observations ``(P, obs_length)``, row by row.

@@ -2,8 +2,8 @@
 
 The main process keeps a local Problem that holds the global state: obs stats, counters
 (it counts what the actors report, ``Problem.add_counts``), the seed generator (so
-``state_dict`` is the Problem's and a checkpoint resumes with either evaluator), and serves
-``test_episodes`` / ``to_policy`` / ``save_solution``.
+``state_dict`` is the Problem's and a checkpoint resumes with either evaluator), and runs
+``test_episodes``; the runner writes policy files from that Problem (``RayEvaluator.problem``).
 
 One ``evaluate(params)``: draw the call's base seed from the local Problem's generator (as
 ``Problem.evaluate`` does), cut the population into sub-batches, and let the actors work
@@ -51,7 +51,7 @@ from neurorun.parallel.workload import (
     split_workload,
     subbatch_bounds,
 )
-from neurorun.problems import EnvPolicy, EvaluationStats, Problem, RunningNorm, make_problem
+from neurorun.problems import EvaluationStats, Problem, RunningNorm, make_problem
 
 log = logging.getLogger(__name__)
 
@@ -181,12 +181,6 @@ class RayEvaluator:
     def test_episodes(self, solution: Any, num_episodes: int,
                       seed: int) -> tuple[Tensor, Tensor]:
         return self.problem.test_episodes(solution, num_episodes, seed)
-
-    def to_policy(self, solution: Any) -> EnvPolicy:
-        return self.problem.to_policy(solution)
-
-    def save_solution(self, solution: Any, path: Any) -> dict[str, Any]:
-        return self.problem.save_solution(solution, path)
 
     def draw_seed(self) -> int:
         """The next base seed of an evaluate call, from the local Problem's generator."""

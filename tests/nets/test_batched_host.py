@@ -27,16 +27,28 @@ def _loop(module: nn.Module, params: torch.Tensor, obs: torch.Tensor) -> np.ndar
     return torch.stack(rows).numpy()
 
 
+def torch_matmuls(policy: BatchedPolicy, obs: torch.Tensor, monkeypatch) -> int:
+    """Batched torch matmuls one call of ``policy`` runs (the host path runs numpy's)."""
+    calls = []
+    for name in ("bmm", "baddbmm"):
+        original = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *args, _op=original, **kwargs: (
+            calls.append(_op), _op(*args, **kwargs))[1])
+    policy(obs)
+    monkeypatch.undo()
+    return len(calls)
+
+
 @pytest.mark.parametrize("spec", [
     "Linear(obs_length, act_length)",  # few outputs: the einsum product
     "Linear(obs_length, 16) >> Tanh() >> Linear(16, act_length)",  # both products
     "Linear(obs_length, 8, bias=False) >> ReLU() >> Identity() >> Linear(8, 8)",
     "Linear(obs_length, 8) >> ELU() >> Clip(-0.5, 0.5) >> Linear(8, act_length)",
 ])
-def test_host_path_matches_loop_for_arrays_and_tensors(spec):
+def test_host_path_matches_loop_for_arrays_and_tensors(spec, monkeypatch):
     policy, module, params = _policy(spec)
-    assert policy.runs_on_host
     obs = torch.randn(P, OBS)
+    assert torch_matmuls(policy, obs, monkeypatch) == 0
     expected = _loop(module, params, obs)
     out = policy(obs.numpy())
     assert isinstance(out, np.ndarray) and out.dtype == np.float32
@@ -59,10 +71,11 @@ def test_host_path_follows_float64_params():
     "Linear(obs_length, 8) >> GELU() >> Linear(8, act_length)",  # needs erf: numpy has none
     "RNN(obs_length, 4) >> Linear(4, act_length)",  # recurrent
 ])
-def test_other_networks_take_arrays_through_torch(spec):
+def test_other_networks_take_arrays_through_torch(spec, monkeypatch):
     policy, module, params = _policy(spec)
-    assert not policy.runs_on_host
     obs = torch.randn(P, OBS)
+    assert torch_matmuls(policy, obs.numpy(), monkeypatch) > 0
+    policy.reset()
     out = policy(obs.numpy())
     assert isinstance(out, np.ndarray)
     if not policy.is_recurrent:
@@ -72,8 +85,7 @@ def test_other_networks_take_arrays_through_torch(spec):
 def test_a_hooked_layer_keeps_its_hook():
     policy, module, params = _policy("Linear(obs_length, 8) >> Tanh() >> Linear(8, 2)")
     module[1].register_forward_hook(lambda mod, args, out: out * 0.0)
-    policy.set_parameters(params)  # the host path is chosen here
-    assert not policy.runs_on_host
+    policy.set_parameters(params)  # the host path is chosen here: not with a hook
     bias = params[:, -2:].numpy()  # the hook zeroes the hidden layer: outputs are the biases
     np.testing.assert_allclose(policy(torch.randn(P, OBS)).numpy(), bias, rtol=1e-6)
 
