@@ -3,7 +3,8 @@
 Hydra's own report of a misspelt key advises `+algo.popsiz=10`, which neurorun's schema then
 refuses (another algorithm's option, e.g. ARS's `algo.top_directions` with `algo=cmaes`, is
 named as such); an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
-lexer; an `env=` name with path parts (`env=../config`) composes whatever file it names. All
+lexer; a value of the wrong type for a typed key of Hydra or its plugins is six; an `env=`
+name with path parts (`env=../config`) composes whatever file it names. All
 are config errors of the command line, said as neurorun says the others.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
 from hydra.errors import OverrideParseException as ParseError
 from omegaconf import DictConfig
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
 
 def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -30,6 +31,14 @@ def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
             "Could not override") and isinstance(error.__cause__, ConfigAttributeError |
                                                  ConfigKeyError):
         return _unknown_key(error.__cause__, argv)
+    if isinstance(error, ConfigCompositionException) and isinstance(error.__cause__,
+                                                                    ValidationError):
+        # a typed key of Hydra's or a plugin's (hydra.sweeper.sampler.seed=abc): six lines
+        cause = error.__cause__
+        given = next((arg for arg in argv if arg.partition("=")[0] == cause.full_key),
+                     cause.full_key)
+        return (f"{given}: {str(cause).splitlines()[0]}. Fix: a value of that type (`neurorun "
+                "--cfg hydra` shows Hydra's keys and values).")
     return None
 
 

@@ -72,6 +72,27 @@ def _check_counts(sweeper: DictConfig) -> None:
                 "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
 
 
+def _check_study(sweeper: DictConfig) -> None:
+    """The direction and storage Optuna makes its study with (both were tracebacks from inside
+    Optuna or SQLAlchemy once the search started)."""
+    direction = sweeper.get("direction")
+    direction = getattr(direction, "name", direction)  # the plugin's default is an enum
+    if direction not in ("maximize", "minimize"):  # one objective: no list of directions
+        _refuse(f"hydra.sweeper.direction={direction!r}; expected maximize or minimize. Fix: "
+                "hydra.sweeper.direction=maximize (neurorun's objective is higher-is-better).")
+    storage = sweeper.get("storage")
+    if storage is not None:
+        from optuna.storages import get_storage
+
+        try:  # the sweeper opens it next; a database URL's tables are made here, as there
+            get_storage(str(storage))
+        except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
+            text = " ".join(str(error).split())[:200] or type(error).__name__
+            _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({text}). Fix: a "
+                    "database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its folder "
+                    "made first), or hydra.sweeper.storage=null to keep the study in memory.")
+
+
 def _trial_values(arguments: list[str]) -> list[list[str]]:
     """Each searched or fixed key's values to compose with: one, or every choice of a config
     group (a key without a dot). Refuses a search space Optuna does not take."""
@@ -147,6 +168,7 @@ class SearchCheck(Callback):
             _check_not_empty(list(config.hydra.overrides.task))
             return
         _check_counts(sweeper)
+        _check_study(sweeper)
         if "min" in str(sweeper.get("direction")).lower():  # the objective is higher-is-better
             print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
                   "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set "

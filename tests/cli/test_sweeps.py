@@ -202,6 +202,17 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
      "algo.center_learning_rate=interval(0.1,inf) has a bound that is not a finite number"),
     (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=tag(log,interval(nan,0.2))"],
      "interval(nan,0.2)) has a bound that is not a finite number"),
+    # re-probe F14: Optuna's and SQLAlchemy's tracebacks once the search started
+    (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.direction=up"],
+     "hydra.sweeper.direction='up'; expected maximize or minimize. Fix:"),
+    (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.storage=bogus://x"],
+     "hydra.sweeper.storage='bogus://x' cannot be opened (Can't load plugin: "
+     "sqlalchemy.dialects:bogus). Fix:"),
+    (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.storage=sqlite:///no/folder/x.db"],
+     "hydra.sweeper.storage='sqlite:///no/folder/x.db' cannot be opened ("),
+    (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.sampler.seed=abc"],
+     "hydra.sweeper.sampler.seed=abc: Value 'abc' of type 'str' could not be converted to "
+     "Integer. Fix:"),
 ])
 @pytest.mark.extras("optuna")
 def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args, expected):
