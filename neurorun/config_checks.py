@@ -383,8 +383,10 @@ def _check_parallel(cfg: DictConfig) -> None:
     """parallel=ray's counts, before ray starts (it takes seconds)."""
     if cfg.parallel.get("name") != "ray":
         return
-    from neurorun.parallel.config import check_max_actor_restarts  # ray stays unloaded
-    from neurorun.parallel.workload import check_workload
+    from neurorun.parallel.workload import (  # ray stays unloaded
+        check_max_actor_restarts,
+        check_workload,
+    )
 
     try:
         check_workload(cfg.parallel.get("num_actors"), cfg.parallel.get("num_subbatches"),

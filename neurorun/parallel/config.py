@@ -13,15 +13,6 @@ RAY_KEYS = ("num_actors", "num_gpus_per_actor", "actor_config", "num_subbatches"
             "subbatch_size", "address", "num_cpus", "include_dashboard", "max_actor_restarts")
 
 
-def check_max_actor_restarts(value: Any) -> int:
-    """``max_actor_restarts`` (how many dead actors may be replaced before evaluation stops),
-    checked before ray starts."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"max_actor_restarts={value!r}: expected an integer >= 0. Fix: "
-                         "parallel.max_actor_restarts=<integer >= 0>.")
-    return value
-
-
 def make_ray_evaluator(parallel: Mapping[str, Any], problem_kwargs: Mapping[str, Any],
                        problem: Problem | None = None) -> RayEvaluator:
     """A RayEvaluator from the ``parallel`` config (a plain dict: ``name: ray`` and RAY_KEYS).

@@ -31,7 +31,6 @@ from torch import Tensor
 
 from neurorun.envs import backend_of
 from neurorun.parallel import cluster
-from neurorun.parallel.config import check_max_actor_restarts
 from neurorun.parallel.distributed import (
     Share,
     add_sums,
@@ -43,6 +42,7 @@ from neurorun.parallel.pool import ActorPool
 from neurorun.parallel.worker import EvaluationWorker
 from neurorun.parallel.workload import (
     check_capacity,
+    check_max_actor_restarts,
     check_workload,
     local_cpu_share,
     mix_seed,

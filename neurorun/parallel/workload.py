@@ -32,6 +32,15 @@ def check_workload(num_actors: Any, num_subbatches: Any, subbatch_size: Any) -> 
                          "are exclusive; expected at most one. Fix: set the other to null.")
 
 
+def check_max_actor_restarts(value: Any) -> int:
+    """``max_actor_restarts`` (how many dead actors may be replaced before evaluation stops),
+    checked before ray starts."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_actor_restarts={value!r}: expected an integer >= 0. Fix: "
+                         "parallel.max_actor_restarts=<integer >= 0>.")
+    return value
+
+
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
