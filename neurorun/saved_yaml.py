@@ -6,10 +6,11 @@ environment variables (which a message or a metric could then print). neurorun w
 aliases nor (unless a user typed one) an environment read into a run folder, so its files are
 read here with bounds, before OmegaConf builds or resolves anything:
 
-- :func:`read_yaml` refuses what is not a regular file (a FIFO would block the reader for
-  good), a file over ``MAX_BYTES``, text that is not UTF-8, aliases, nesting deeper than
-  ``MAX_DEPTH`` and control characters in keys or values, which messages would print to the
-  terminal (checked on the parser's events, which expand nothing);
+- :func:`read_yaml` refuses what is not a regular file (:func:`open_regular`, which the tools
+  read each file of a run with: a FIFO would block the reader for good), a file over
+  ``MAX_BYTES``, text that is not UTF-8, aliases, nesting deeper than ``MAX_DEPTH`` and
+  control characters in keys or values, which messages would print to the terminal (checked
+  on the parser's events, which expand nothing);
 - :func:`env_reads` lists the keys whose value reads the environment: ``resume=`` refuses them
   unless the command line says ``trust_code=true`` (``resume.load_run_config``), and the
   tools blank them (:func:`without_env_reads`) so that nothing they resolve reaches it.
@@ -17,11 +18,12 @@ read here with bounds, before OmegaConf builds or resolves anything:
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -40,6 +42,34 @@ class SavedFileError(ValueError):
     """A YAML file of a run folder that neurorun does not read (one line naming it)."""
 
 
+class NotRegularFileError(SavedFileError):
+    """A file to read that is a FIFO, socket, device or folder (one line naming it)."""
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` open for reading in binary, once the open file is known to be a regular one:
+    opened without blocking, as opening a FIFO would wait for a writer for good.
+
+    Raises:
+        NotRegularFileError: a FIFO, socket, device or folder.
+        OSError: it cannot be opened (missing, no permission).
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno != errno.ENXIO:  # ENXIO: a socket, which open() cannot open
+            raise
+        descriptor = None
+    mode = os.stat(path).st_mode if descriptor is None else os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        from neurorun.layout import entry_kind  # layout loads torch (the envs)
+
+        if descriptor is not None:
+            os.close(descriptor)
+        raise NotRegularFileError(f"{str(path)!r} is {entry_kind(mode)}, not a regular file")
+    return open(descriptor, "rb")
+
+
 def read_yaml(path: str | Path) -> Any:
     """The DictConfig or ListConfig in the YAML file ``path``, or None when it holds nothing.
 
@@ -49,14 +79,12 @@ def read_yaml(path: str | Path) -> Any:
         OSError: it cannot be opened (missing, no permission).
     """
     path = Path(path)
-    # not blocking: opening a FIFO for reading would wait for a writer, for good
-    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            from neurorun.layout import entry_kind  # layout loads torch (the envs)
-
-            raise SavedFileError(f"{str(path)!r} is {entry_kind(mode)}, not a regular file; a "
-                                 f"saved config is a file neurorun wrote. {FIX}")
+    try:
+        file = open_regular(path)
+    except NotRegularFileError as error:
+        raise NotRegularFileError(f"{error}; a saved config is a file neurorun wrote. "
+                                  f"{FIX}") from None
+    with file:
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise SavedFileError(f"{str(path)!r} is larger than {MAX_BYTES} bytes; a saved config "

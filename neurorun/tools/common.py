@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sys
@@ -9,12 +10,13 @@ import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from neurorun.atomic import atomic_write
 from neurorun.extras import MissingExtraError
+from neurorun.saved_yaml import NotRegularFileError, open_regular
 
 EXIT_BAD_INPUT = 2
 
@@ -100,7 +102,7 @@ def write_output(path: str | Path, write: Callable[[Path], None], what: str,
         raise ToolError(f"{flag} {str(path)!r} is a folder; expected a file name for the {what}")
     try:
         if path.exists() and not path.is_file():
-            _write_into(path, write)
+            _write_into(path, write, flag)
         else:
             atomic_write(path, write)
     except OSError as error:
@@ -109,14 +111,48 @@ def write_output(path: str | Path, write: Callable[[Path], None], what: str,
     return path
 
 
-def _write_into(path: Path, write: Callable[[Path], None]) -> None:
+def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
     """Write to a temporary file, then copy its bytes into `path`, a device or FIFO: a rename
-    would replace it (run as root, /dev/full became a regular file holding the CSV)."""
+    would replace it (run as root, /dev/full became a regular file holding the CSV). Opened
+    without blocking: a FIFO that no process reads (or a socket) is a ToolError, not a wait
+    for good."""
     with tempfile.TemporaryDirectory() as folder:
         temporary = Path(folder) / f"{path.name}.tmp"
         write(temporary)
-        with open(temporary, "rb") as source, open(path, "wb") as target:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            from neurorun.layout import entry_kind  # layout loads torch (the envs)
+
+            kind = entry_kind(path.stat().st_mode)
+            unread = " that no process reads" if kind == "a FIFO" else ""
+            raise ToolError(f"{flag} {str(path)!r} is {kind}{unread}, not a regular file: "
+                            "nothing can be written into it. Fix: start its reader first, or "
+                            f"pass a regular file as {flag}") from None
+        os.set_blocking(descriptor, True)
+        with open(temporary, "rb") as source, open(descriptor, "wb") as target:
             shutil.copyfileobj(source, target)
+
+
+def open_input(path: Path) -> BinaryIO:
+    """``path`` open for reading in binary (``saved_yaml.open_regular``); a FIFO, socket,
+    device or folder there is a ToolError naming it."""
+    try:
+        return open_regular(path)
+    except NotRegularFileError as error:
+        raise ToolError(f"{error}: the tools read a run's files only from regular files (a "
+                        "FIFO would block them). Fix: put the file the run wrote there") from None
+
+
+def is_input(path: Path) -> bool:
+    """Whether ``path`` (followed where it is a link) is there to read: False where nothing
+    is, a ToolError where it is not a regular file (:func:`open_input`)."""
+    if not path.exists():
+        return False
+    open_input(path).close()
+    return True
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:

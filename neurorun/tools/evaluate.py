@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.layout import BEST_POLICY
+from neurorun.saved_yaml import open_regular
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -84,9 +85,10 @@ def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
 def recorded_center_eval(checkpoint: Path) -> float | None:
     """The center_eval the run recorded for `checkpoint` in its .json (best: its score)."""
     try:
-        meta = json.loads(checkpoint.with_suffix(".json").read_text(encoding="utf-8"))
+        with open_regular(checkpoint.with_suffix(".json")) as file:
+            meta = json.loads(file.read().decode("utf-8"))
         value = meta.get("score", meta.get("center_eval"))
-    except (OSError, ValueError, AttributeError):  # no .json beside it, or not an object
+    except (OSError, ValueError, AttributeError):  # no .json beside it (or no file), not JSON
         return None
     return float(value) if type(value) in (int, float) else None
 

@@ -25,7 +25,7 @@ from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record_check import first_line, shown
 from neurorun.saved_values import SavedValueError, check_vector
-from neurorun.tools.common import ToolError
+from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
 
 if TYPE_CHECKING:
@@ -118,9 +118,9 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
     checkpoints = folder / CHECKPOINT_DIR
     base = checkpoints if checkpoints.is_dir() else folder
     weights, pickled = base / f"{checkpoint}.pt", base / f"{checkpoint}.pkl"
-    if weights.is_file() and weights.with_suffix(".json").is_file():
+    if is_input(weights) and is_input(weights.with_suffix(".json")):
         return weights
-    if pickled.is_file():
+    if is_input(pickled):
         if trust_pickle:
             return pickled
         raise ToolError(f"{str(folder)!r} has no {checkpoint}.pt + {checkpoint}.json, only "
@@ -133,10 +133,11 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     json_path = path.with_suffix(".json")
-    if not json_path.is_file():
+    if not is_input(json_path):
         return {}
     try:
-        meta = json.loads(json_path.read_text(encoding="utf-8"))
+        with open_input(json_path) as file:
+            meta = json.loads(file.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError) as error:  # nested beyond Python's stack
         raise ToolError(f"{str(json_path)!r} is not valid JSON ({first_line(error)}); it "
                         "describes the checkpoint's env and network") from error
@@ -151,7 +152,8 @@ def _read_meta(path: Path) -> dict[str, Any]:
 
 
 def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
-    data = path.read_bytes()
+    with open_input(path) as file:
+        data = file.read()
     try:
         for _ in pickletools.genops(data):  # reads opcodes only: nothing is executed
             pass
@@ -175,11 +177,12 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
 
 
 def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy:
-    try:
-        weights = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise ToolError(f"cannot load {str(path)!r} with torch.load(weights_only=True): "
-                        f"{type(error).__name__}: {error}") from error
+    with open_input(path) as file:
+        try:
+            weights = torch.load(file, map_location="cpu", weights_only=True)
+        except Exception as error:
+            raise ToolError(f"cannot load {str(path)!r} with torch.load(weights_only=True): "
+                            f"{type(error).__name__}: {error}") from error
     meta = _read_meta(path)
     if not isinstance(weights, dict) or "solution" not in weights:
         raise ToolError(f"{str(path)!r} holds no 'solution' tensor; expected a neurorun "

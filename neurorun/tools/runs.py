@@ -8,6 +8,7 @@ them, leaving out `seed`: the runs of one group are seeds of one setting.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import re
@@ -24,7 +25,7 @@ from neurorun.layout import overrides_path, saved_config_path
 from neurorun.loggers.files import METRIC_FILES
 from neurorun.record_check import first_line, shown
 from neurorun.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
-from neurorun.tools.common import ToolError
+from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
              "time": "elapsed_s"}
@@ -55,9 +56,9 @@ def find_run_folders(path: str | Path) -> list[Path]:
     path = Path(path)
     if not path.exists():
         raise ToolError(f"{str(path)!r} does not exist; expected a run folder or a sweep folder")
-    if path.is_file():
+    if not path.is_dir():  # a metric file (a FIFO there is said as such where it is read)
         path = path.parent
-    if any((path / name).is_file() for name in METRIC_FILES):
+    if any((path / name).exists() for name in METRIC_FILES):
         return [path]
     found = {hit.parent for name in METRIC_FILES for hit in path.rglob(name)}
     if not found:
@@ -70,8 +71,8 @@ def read_metrics(folder: Path) -> dict[str, np.ndarray]:
     """Columns of `metrics.csv` (else `metrics.jsonl`) as float arrays; blanks become nan."""
     csv_path, jsonl_path = (folder / name for name in METRIC_FILES)
     try:
-        if csv_path.is_file():
-            with open(csv_path, newline="", encoding="utf-8") as file:
+        if is_input(csv_path):
+            with io.TextIOWrapper(open_input(csv_path), encoding="utf-8", newline="") as file:
                 rows = list(csv.DictReader(file))
         else:
             rows = _jsonl_rows(jsonl_path)
@@ -84,7 +85,8 @@ def read_metrics(folder: Path) -> dict[str, np.ndarray]:
 def _jsonl_rows(path: Path) -> list[dict]:
     """The rows of a metrics.jsonl; a warning counts the lines that are no JSON object (a run
     writes objects only), but for a last line cut short by a run still writing it."""
-    text = path.read_text(encoding="utf-8")
+    with open_input(path) as file:
+        text = file.read().decode("utf-8")
     lines = text.splitlines()
     rows, skipped = [], 0
     for index, line in enumerate(lines):
@@ -112,7 +114,7 @@ def _number(value: object) -> float:
 def read_overrides(folder: Path) -> dict[str, str]:
     """`key=value` lines of `.hydra/overrides.yaml` (prefixes +, ++, ~ dropped)."""
     path = overrides_path(folder)
-    if not path.is_file():
+    if not path.exists():  # a FIFO there is refused by read_yaml
         return {}
     try:
         lines = OmegaConf.to_container(read_yaml(path) or OmegaConf.create([]))
@@ -129,7 +131,7 @@ def read_overrides(folder: Path) -> dict[str, str]:
 def read_env(folder: Path) -> str | None:
     """`env.id` of the run's saved `.hydra/config.yaml` (None when it has none)."""
     path = saved_config_path(folder)
-    if not path.is_file():
+    if not path.exists():  # a FIFO there is refused by read_yaml
         return None
     try:  # an ${oc.env:...} in the file stays unread: env.id is then unknown
         config = read_yaml(path)
