@@ -218,6 +218,11 @@ class WandbLogger(Logger):
             import wandb
         except ImportError as error:
             raise missing_extra("wandb", "wandb", error) from error
+        try:  # W&B's own rule for the name (its refusal inside wandb.init named the mode)
+            wandb.Settings(project=project)
+        except Exception as error:
+            raise tracker_error("wandb", error, "logger.wandb.project=<a name of at most 128 "
+                                "characters without / \\ # ? % :>") from error
         self.wandb = wandb
         self.run_dir = Path(run_dir).resolve()
         self.project = project
