@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shlex
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from neurorun import jsonio
 from neurorun.loggers.base import Logger, LoggerContext
@@ -18,9 +20,25 @@ METRIC_FILES = (CSV_NAME, JSONL_NAME)  # what a run folder's metrics are written
 
 
 def _no_follow(path: str, flags: int) -> int:
-    """open()'s opener that never follows a symbolic link (it could lead out of the run
-    folder: ELOOP instead)."""
-    return os.open(path, flags | os.O_NOFOLLOW, 0o666)
+    """open()'s opener that makes a missing file and never follows a symbolic link (it could
+    lead out of the run folder: ELOOP instead)."""
+    return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+
+
+def _opened(path: Path, mode: str) -> BinaryIO:
+    """``path`` opened in ``mode`` (made where it is missing; never through a link).
+
+    Raises:
+        ValueError: it cannot be written (one line naming it and the fix).
+    """
+    try:
+        return open(path, mode, opener=_no_follow)
+    except OSError as error:
+        raise ValueError(
+            f"{path} cannot be written ({error.strerror or error}): a run appends a row to it "
+            f"every generation. Fix: make it writable (chmod u+w {shlex.quote(str(path))}, or "
+            "chattr -i where it is immutable), or copy the run folder (cp -r) and resume the "
+            "copy") from None
 
 
 class MetricsFiles(Logger):
@@ -41,17 +59,18 @@ class MetricsFiles(Logger):
         self.csv_path.parent.mkdir(parents=True, exist_ok=True)
         self.columns: list[str] | None = None
         self.rows = 0  # data rows written, saved with the offsets
-        if offsets is None:
-            for path in (self.csv_path, self.jsonl_path):
-                open(path, "w", opener=_no_follow).close()
-        else:
-            rows = offsets.get("rows")
-            for path in (self.csv_path, self.jsonl_path):
-                size = int(offsets.get(path.name, 0))
+        paths = (self.csv_path, self.jsonl_path)
+        sizes = [0, 0] if offsets is None else [int(offsets.get(p.name, 0)) for p in paths]
+        rows = None if offsets is None else offsets.get("rows")
+        if offsets is not None:
+            for path, size in zip(paths, sizes, strict=True):
                 self._check(path, size, None if rows is None else int(rows) + (
                     path == self.csv_path and int(rows) > 0))
-                with open(path, "r+b", opener=_no_follow) as file:
-                    file.truncate(size)  # never longer: the check above saw size bytes
+        with ExitStack() as stack:  # both opened before either is cut: neither, if one fails
+            files = [stack.enter_context(_opened(path, "r+b")) for path in paths]
+            for file, size in zip(files, sizes, strict=True):
+                file.truncate(size)  # never longer: the check above saw size bytes
+        if offsets is not None:
             self.rows = int(rows or 0)
             self.columns = self._existing_columns()
 
@@ -101,8 +120,8 @@ class MetricsFiles(Logger):
 
     @staticmethod
     def _append(path: Path, text: str) -> None:
-        with open(path, "a", encoding="utf-8", opener=_no_follow) as file:
-            file.write(text)
+        with _opened(path, "ab") as file:
+            file.write(text.encode("utf-8"))
             file.flush()
 
     def sync(self) -> None:

@@ -65,3 +65,31 @@ def test_resume_refuses_metric_files_that_do_not_match_the_checkpoint(tmp_path, 
         MetricsFiles(tmp_path, offsets)
     assert "\n" not in str(info.value)
     assert (path.stat().st_size if path.exists() else None) == size  # untouched: no NULs
+
+
+# issue 51 re-probe F20: a metric file that cannot be written (read-only, immutable) in a
+# resumed run was "the run failed: PermissionError" with a traceback: one line naming it and the
+# fix, and neither file cut (metrics.csv was cut before metrics.jsonl failed to open)
+def test_a_metric_file_that_cannot_be_written_is_one_line_and_nothing_is_cut(tmp_path,
+                                                                            monkeypatch):
+    files = MetricsFiles(tmp_path)
+    files.log(1, status(1))
+    offsets = files.offsets()
+    files.log(2, status(2))  # after the checkpoint: what a resume would cut
+    before = {name: (tmp_path / name).read_bytes() for name in ("metrics.csv", "metrics.jsonl")}
+    unwritable = str(tmp_path / "metrics.jsonl")
+    real_open = os.open
+
+    def refusing(path, flags, *args, **kwargs):  # as root, chmod a-w would not refuse
+        if str(path) == unwritable and flags & (os.O_WRONLY | os.O_RDWR):
+            raise PermissionError(1, "Operation not permitted", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    with pytest.raises(ValueError) as info:
+        MetricsFiles(tmp_path, offsets)
+    assert str(info.value).startswith(f"{unwritable} cannot be written (Operation not "
+                                      "permitted)")
+    assert f"Fix: make it writable (chmod u+w {unwritable}" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
