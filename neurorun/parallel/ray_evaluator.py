@@ -130,6 +130,13 @@ class RayEvaluator:
                             "parallel.num_actors=max gives one per CPU", count, cpus, share)
         else:  # a joined cluster: actors on every node, as ray's SPREAD places them
             options.setdefault("scheduling_strategy", "SPREAD")
+        for key in ("num_cpus", "num_gpus"):  # float('abc') said neither key nor fix
+            value = options[key]
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, int | float) or not 0 <= value < float("inf")):
+                raise ValueError(f"parallel.actor_config.{key}={value!r}; expected a number "
+                                 f">= 0 (what each actor holds). Fix: e.g. "
+                                 f"parallel.actor_config.{key}={1 if key == 'num_cpus' else 0}")
         check_capacity(count, cpus_each=float(options["num_cpus"] or 0),
                        gpus_each=float(options["num_gpus"] or 0), num_cpus=cpus,
                        num_gpus=gpus, where="this local ray" if self._owns_ray else
