@@ -59,6 +59,22 @@ def _build(name: str, kwargs: tuple[tuple[str, Any], ...]) -> TracedOnce:
     return TracedOnce(_brax_envs().get_environment(name, **dict(kwargs)))
 
 
+def brax_episode_length(env_config: dict[str, Any], limit: int | None = None) -> int:
+    """Steps of a brax env's episode: env_config's ``episode_length`` (brax's own default,
+    DEFAULT_EPISODE_LENGTH, where it has none), or neurorun's ``limit`` when that is earlier."""
+    length = int(env_config.get("episode_length", DEFAULT_EPISODE_LENGTH))
+    return length if limit is None else min(length, int(limit))
+
+
+def single_brax_env(name: str, env_config: dict[str, Any], limit: int | None = None) -> Any:
+    """One brax env (not batched) as ``brax.envs.create(..., auto_reset=False)`` builds it
+    from ``env_config`` (its keywords): its episodes end after ``brax_episode_length(env_config,
+    limit)`` steps and are not reset (what neurorun-render plays)."""
+    length = brax_episode_length(env_config, limit)
+    config = {key: value for key, value in env_config.items() if key != "episode_length"}
+    return _brax_envs().create(name, episode_length=length, auto_reset=False, **config)
+
+
 def batched_brax_env(name: str, episode_length: int | None = None, **env_config: Any) -> Any:
     """A brax env, episodes ended (brax's EpisodeWrapper) but not reset, vectorized over its
     reset keys: ``reset(keys)`` with one key per env makes a batch of ``len(keys)``; what
@@ -73,8 +89,6 @@ def batched_brax_env(name: str, episode_length: int | None = None, **env_config:
     """
     from brax.envs.wrappers.training import EpisodeWrapper, VmapWrapper
 
-    length = int(env_config.get("episode_length", DEFAULT_EPISODE_LENGTH))
-    if episode_length is not None:
-        length = min(length, int(episode_length))
+    length = brax_episode_length(env_config, episode_length)
     return VmapWrapper(EpisodeWrapper(_environment(name, env_config), length,
                                       int(env_config.get("action_repeat", 1))))

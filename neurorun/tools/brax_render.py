@@ -19,12 +19,10 @@ def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, se
     """Play `episodes` episodes of a brax env and write them to `out` (.html, .gif, .mp4)."""
     import jax
 
-    from neurorun.envs.brax_env import DEFAULT_EPISODE_LENGTH, _brax_envs
+    from neurorun.envs.brax_env import brax_episode_length, single_brax_env
 
-    config = dict(loaded.env_config)
-    length = int(config.pop("episode_length", DEFAULT_EPISODE_LENGTH))
-    length = length if limit is None else min(length, int(limit))
-    env = _brax_envs().create(name, episode_length=length, auto_reset=False, **config)
+    length = brax_episode_length(loaded.env_config, limit)
+    env = single_brax_env(name, loaded.env_config, limit)
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     states: list[Any] = []
     results = []

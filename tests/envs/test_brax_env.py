@@ -33,3 +33,27 @@ def test_inverted_pendulum_next_step_autoreset_and_single_compile():
     for _ in range(10):
         env.step(torch.rand(3, 1) * 4 - 2)  # out-of-bounds actions are clipped by brax
     assert env._jax_step._cache_size() == 1 and env._jax_reset._cache_size() == 1
+
+
+@pytest.mark.parametrize(("env_config", "limit", "expected"), [
+    ({}, None, 1000),  # brax.envs.create's default
+    ({"episode_length": 30}, None, 30), ({"episode_length": 30}, 7, 7), ({}, 2000, 1000),
+    ({"episode_length": 5}, 9, 5)])
+def test_an_episode_ends_at_the_earlier_of_the_config_and_the_limit(env_config, limit, expected):
+    from neurorun.envs.brax_env import brax_episode_length
+    assert brax_episode_length(env_config, limit) == expected
+
+
+@pytest.mark.parametrize(("env_config", "limit", "steps"), [
+    ({"episode_length": 50}, 3, 3), ({"episode_length": 2}, 3, 2)])
+def test_a_single_env_ends_its_episode_at_the_earlier_length(env_config, limit, steps):
+    import jax
+
+    from neurorun.envs.brax_env import single_brax_env
+    env = single_brax_env("inverted_pendulum", env_config, limit)
+    state = env.reset(jax.random.PRNGKey(0))
+    dones = []
+    for _ in range(steps):
+        state = env.step(state, jax.numpy.zeros(1))  # a still pole: no early termination
+        dones.append(float(state.done))
+    assert dones == [0.0] * (steps - 1) + [1.0]
