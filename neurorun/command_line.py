@@ -6,18 +6,20 @@ run's is locked."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.claims import claiming
 from neurorun.config_checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
-from neurorun.layout import misplaced_names, taken_name
+from neurorun.layout import misplaced_names, output_subdir, taken_name
 from neurorun.resume import require_saved_config
 from neurorun.run_folder import (
     hold_for_run,
@@ -169,6 +171,53 @@ def check_hydra_names(config: DictConfig) -> None:
         raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
                          f"config, but {taken} in the run folder is neurorun's. Fix: another "
                          "name, such as hydra.output_subdir=.hydra.")
+    _refuse_given_output_subdir(config)
+
+
+def _refuse_given_output_subdir(config: DictConfig) -> None:
+    """ValueError for a ``hydra.output_subdir`` given (not ``job_output_subdir``'s, not null)
+    in a sweep or a resume: Hydra would save its files there without that resolver's guard,
+    over a resumed run's saved config, or into a sweep's job folder that is refused."""
+    given = OmegaConf.to_container(config.hydra, resolve=False).get("output_subdir")
+    resume = OmegaConf.select(config, "resume") not in (None, "")
+    if given is None or str(given).startswith("${neurorun.output_subdir:"):
+        return
+    if resume or OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
+        why = ("over the run's own saved config" if resume else
+               "before each job's folder is checked (it may hold a run)")
+        raise ValueError(f"hydra.output_subdir={given!r} with {'resume=' if resume else '-m'}: "
+                         f"Hydra would save its files there {why}. Fix: leave "
+                         "hydra.output_subdir= out, or hydra.output_subdir=null (Hydra saves "
+                         "none).")
+
+
+def job_output_subdir(resume: Any, *, _root_: DictConfig) -> str | None:
+    """``hydra.output_subdir`` (a resolver): where Hydra saves its files in a run folder
+    (``layout.output_subdir``). Hydra reads it just before it writes them, and has no hook there
+    for a sweep's job (a single run's folder is locked in ``FolderClaim``): the job's folder is
+    locked here. Where it cannot be (in use, or holding a run), Hydra saves nothing there, the
+    log Hydra opened there a moment ago is closed, and the job is refused (``RunFolder``) with
+    that folder's files unchanged."""
+    folder = OmegaConf.select(_root_, "hydra.runtime.output_dir", throw_on_missing=False)
+    if folder is not None and OmegaConf.select(_root_, "hydra.mode") == RunMode.MULTIRUN:
+        try:
+            hold_for_run(folder, resume=resume not in (None, ""))
+        except ValueError:
+            _close_logs_in(Path(folder))
+            return None
+    return output_subdir(resume)
+
+
+def _close_logs_in(folder: Path) -> None:
+    """Close and remove the logging handlers that write a file in ``folder``."""
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict
+                                      .values() if isinstance(logger, logging.Logger))]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            if isinstance(handler, logging.FileHandler) and \
+                    Path(handler.baseFilename).parent == folder.absolute():
+                logger.removeHandler(handler)
+                handler.close()
 
 
 def refuse_misplaced_hydra_files(folder: str | Path, config: DictConfig) -> None:

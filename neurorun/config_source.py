@@ -33,8 +33,9 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
+from neurorun.command_line import job_output_subdir
 from neurorun.envs.backends import canonical_env_id, preset_slug
-from neurorun.layout import job_dir_name, output_subdir, run_dir_name, sweep_dir_name
+from neurorun.layout import job_dir_name, run_dir_name, sweep_dir_name
 
 GROUP = "env"
 TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml
@@ -144,7 +145,7 @@ def register_hydra_extensions() -> None:
         ("neurorun.run_dir", run_dir_name),
         ("neurorun.job_dir", job_dir_name),
         ("neurorun.sweep_dir", sweep_dir_name),
-        ("neurorun.output_subdir", output_subdir),
+        ("neurorun.output_subdir", job_output_subdir),
     ):
         # the sweep folder cached in the config: Hydra copies a config's cache into each job's
         # (a launcher may run jobs in other processes, which did not claim the folder)

@@ -5,8 +5,11 @@ overrides checked against the run's own config."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from neurorun.layout import LOCK_FILE
 from tests.cli.test_run_folder_faults import config_error, neurorun
 
 
@@ -35,3 +38,34 @@ def test_hydra_configs_under_a_name_neurorun_uses_are_refused(tmp_path, args):
     subdir = next(arg for arg in args if arg.startswith("hydra.output_subdir="))
     assert f"{subdir.replace('=', '=' + chr(39))}' is where Hydra saves" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder`` but its lock (which names the last process that held it)."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in folder.rglob("*")
+            if path.is_file() and path.name != LOCK_FILE}
+
+
+def test_a_sweeps_job_refused_in_a_runs_folder_leaves_its_files_as_they_were(run_copy,
+                                                                            tmp_path):
+    """Hydra saved the job's config, overrides and hydra.yaml over the run's own .hydra/ (and
+    appended to its log) before the job was refused: a later resume ran the job's config."""
+    before = contents(run_copy)
+    result = neurorun("-m", "debug=default", "generations=3,4", "algo.popsize=6",
+                      f"hydra.sweep.dir={tmp_path}", "hydra.sweep.subdir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count(f"{str(run_copy)!r} already holds a run") == 4  # 2 jobs, twice
+    assert contents(run_copy) == before
+
+
+@pytest.mark.parametrize("args", [["resume={run}", "seed=5"],
+                                  ["-m", "hydra.sweep.dir={tmp}", "hydra.sweep.subdir=run"]])
+def test_a_given_output_subdir_is_refused_for_a_resume_or_a_sweep(run_copy, tmp_path, args):
+    """`resume=<run> hydra.output_subdir=.hydra` saved the default config over the run's own
+    before the resume was refused (seed=5): the run's config then held seed 5 and algo=pgpe's
+    defaults."""
+    before = contents(run_copy)
+    args = [arg.format(run=run_copy, tmp=tmp_path) for arg in args]
+    line = config_error(neurorun(*args, "hydra.output_subdir=.hydra", cwd=tmp_path))
+    assert "hydra.output_subdir='.hydra' with" in line
+    assert contents(run_copy) == before

@@ -51,22 +51,6 @@ def generations(run_dir: Path) -> tuple[list[int], list[int]]:
     return rows, [json.loads(line)["generation"] for line in lines]
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    """A finished 2-generation run (debug=default: a checkpoint every generation)."""
-    run_dir = tmp_path_factory.mktemp("finished") / "run"
-    result = neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=run_dir.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
-
-
-@pytest.fixture
-def run_copy(finished, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(finished, copy)
-    return copy
-
-
 # ----- item 2: FIFOs, sockets, devices where a run opens a file -----
 @pytest.mark.parametrize("name, expected", [("neurorun.log", "a regular file"),
                                             (".hydra", "a folder")])
