@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 import shlex
@@ -30,10 +31,13 @@ def _opened(path: Path, mode: str) -> BinaryIO:
 
     Raises:
         ValueError: it cannot be written (one line naming it and the fix).
+        OSError: it is a symbolic link (ELOOP; the run folder's guard refuses links first).
     """
     try:
         return open(path, mode, opener=_no_follow)
     except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise
         raise ValueError(
             f"{path} cannot be written ({error.strerror or error}): a run appends a row to it "
             f"every generation. Fix: make it writable (chmod u+w {shlex.quote(str(path))}, or "
