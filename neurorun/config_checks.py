@@ -33,8 +33,8 @@ if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its 
     from neurorun.envs import Backend
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
-# More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but
-# torch_threads=100000 crashed the process (SIGSEGV) as it exited, after the run had finished.
+# More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but a
+# huge one crashes the process as it exits, after the run has finished.
 MAX_THREADS = 1024
 
 

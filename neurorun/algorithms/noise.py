@@ -33,7 +33,7 @@ NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
 _MASK = (1 << 63) - 1
 SQUARE_NUMBERS = 1 << 18  # weighted_sums squares rows in blocks of about this many numbers
-# (1 MB of float32: the block stays in cache; whole 100,000-wide shares took 6x longer)
+# (1 MB of float32: the block stays in cache, where whole wide shares would not)
 
 
 def row_seeds(draw: int, rows: np.ndarray) -> np.ndarray:

@@ -7,10 +7,10 @@ depend on thread timing. Its autoreset is gymnasium's next-step autoreset: the s
 
 Seeds: EnvPool fixes each env's seed when the pool is created (``env_seed``) and ignores
 ``reset(seed=...)``. ``reset(seeds)`` therefore builds a new pool whose env ``i`` is seeded
-``seeds[i]`` (0.4-0.7 ms per gymnasium MuJoCo env on 2 cores, on models without what only
-rendering uses: ``envpool_models``; 0.02 ms per classic-control env); an env's later episodes
-continue its own generator. The same seeds give the same episodes. The first
-``reset`` builds the first pool; spaces and options come from EnvPool's spec (no env built).
+``seeds[i]`` (the price of seeding every evaluation, kept low by ``envpool_models``: the
+costs are in docs/benchmarks.md); an env's later episodes continue its own generator. The
+same seeds give the same episodes. The first ``reset`` builds the first pool; spaces and
+options come from EnvPool's spec (no env built).
 """
 
 from __future__ import annotations
@@ -271,6 +271,6 @@ EQUIVALENT_IDS = (
     "Humanoid-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5",
 )
 # Tested equal, but left on gymnasium by `auto`: gymnasium's own numpy vector env steps it
-# faster than EnvPool's threads do in neurorun (benchmarks/results/envpool.json: a
-# microsecond simulator, where each EnvPool step's hand-over to its threads costs more).
+# faster than EnvPool's threads do in neurorun (docs/benchmarks.md: a microsecond simulator,
+# where each EnvPool step's hand-over to its threads costs more).
 AUTO_GYMNASIUM = ("CartPole-v1",)

@@ -1,9 +1,8 @@
 """EnvPool's MuJoCo models without what only rendering uses, for the pools of evaluations.
 
 A pool builds each of its envs' models from the env's XML, and MuJoCo draws the model's
-textures as it compiles it: measured on 2 cores, a pool of 64 HalfCheetah-v5 envs took 80-100
-ms to build with them and 25-40 ms without, Humanoid-v5 110 and 45-65 ms, paid at every
-evaluation (EnvPool seeds an env only as it builds it, so every new seed needs a new pool).
+textures as it compiles it: most of a pool's build time, paid at every evaluation (EnvPool
+seeds an env only as it builds it, so every new seed needs a new pool; docs/benchmarks.md).
 Textures and materials only colour the rendering, which neurorun's pools never draw: without
 them the simulation is the same, step for step (tests/envs/test_envpool_models.py compares).
 

@@ -128,8 +128,7 @@ class TracedOnce:
     memory estimate, the evaluation's start and stage programs of each batch size (vmapped
     over it), the center's test episodes and the host path's step all call the same two jitted
     functions, and jax traces a jitted function once per argument shapes (not per batch size:
-    vmap batches the traced program). A CheetahRun run traced its reset (~2 s a trace here)
-    about ten times before, and took 1.6x as long on a warm compilation cache. The backends
+    vmap batches the traced program), and a trace of the physics takes seconds. The backends
     build one per env config and process (their caches), so later runs in the process trace
     nothing again.
     """

@@ -6,8 +6,8 @@ brax's EpisodeWrapper and batched by brax's VmapWrapper, as ``brax.envs.create``
 autoreset wrapper. ``env_config`` overrides keys of the env's default config
 (``registry.get_default_config(name)``); unknown keys are refused. Where the config has an
 ``impl`` (the physics implementation) and env_config does not set it, neurorun picks ``jax``
-when jax runs on the CPU (Playground's default, ``warp``, ran CheetahRun 6x slower there) or
-Warp is not installed, and leaves Playground's default on accelerators.
+when jax runs on the CPU (Playground's default, ``warp``, is several times slower there:
+docs/backends.md) or Warp is not installed, and leaves Playground's default on accelerators.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ``logger.<name>.timeout_s``.
 
 A tracking server that accepts connections and never answers held an MLflow run silent for
-541 s (MLflow's and W&B's own timeouts and retries, minutes of them, are for a server that
+minutes (MLflow's and W&B's own timeouts and retries, minutes of them, are for a server that
 answers slowly or went away), and a full disk made TensorBoard's writer fail at every flush.
 Before the run's first generation, a tracker that fails or does not answer in time stops the run
 with one line naming the setting and the fix, as any tracker that cannot start. After it, such a

@@ -50,8 +50,8 @@ def check_video_settings(section: Mapping[str, Any]) -> None:
 
 def write_gif(frames: Iterable[np.ndarray], path: Path, fps: float) -> None:
     """(H, W, 3) uint8 ``frames`` (at least one) as a looping GIF at ``fps``, each frame with
-    its own palette of up to 256 colours (Pillow's fast octree: a 600 x 400 CartPole frame took
-    11 ms to quantize and write, 45 ms with the median cut Pillow picks by itself)."""
+    its own palette of up to 256 colours (Pillow's fast octree, a fraction of the median cut's
+    time that Pillow picks by itself: docs/trackers.md)."""
     from PIL import Image
 
     images = (Image.fromarray(np.asarray(frame, dtype=np.uint8)).quantize(

@@ -17,9 +17,8 @@ The views are made once per ``set_parameters``; a call only runs the steps.
 Host path: on CPU, a feed-forward network of the network language runs in numpy
 through :mod:`neurorun.nets.arrays`, the code the compiled jax evaluation
 runs too. Between the steps of a Python simulator a torch op costs several times what it costs
-in a tight loop (measured: one small ``baddbmm``, 10 us alone, added 40 us per CartPole vector
-step; numpy ops added about a third of that), and for humanoid-sized layers numpy's stacked
-matmul reads the weights about twice as fast as ``baddbmm``. Layers with more than 4 outputs
+in a tight loop, numpy's ops less, and for humanoid-sized layers numpy's stacked matmul reads
+the weights faster than ``baddbmm`` (docs/benchmarks.md). Layers with more than 4 outputs
 keep a contiguous (P, in, out) copy of their weights for it, made in ``set_parameters``.
 """
 

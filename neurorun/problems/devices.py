@@ -7,8 +7,7 @@ command sets the count before anything imports jax (``host_device_flags``) and n
 count the user's own ``XLA_FLAGS`` (or jax's ``JAX_NUM_CPU_DEVICES``, which wins over it)
 forces. A count (or highest id + 1) above ``DEVICES_PER_CORE`` per usable core, from any of
 the three, is refused before jax starts: XLA would make every one of
-them (a million host devices filled 24 GB and the kernel's OOM killer ended the run), and no
-machine has that many accelerators per core.
+them, each holding memory of its own, and no machine has that many accelerators per core.
 """
 
 from __future__ import annotations

@@ -65,11 +65,8 @@ def is_mujoco_env(name: str) -> bool:
 
 class MujocoDrawing:
     """MuJoCo's renderer of one model, FRAME_WIDTH x FRAME_HEIGHT, without multisampling,
-    shadows, reflections and skybox, reading no depth: software OpenGL (EGL's llvmpipe on a
-    machine without a GPU) drew a HalfCheetah frame in 124 ms with shadows, reflections and
-    skybox (load ~12), and without them in 14 ms through gymnasium's renderer (which reads the
-    depth too), 11 ms through MuJoCo's with 4 samples a pixel (the model's), 2.5 ms with one
-    (load ~4.5)."""
+    shadows, reflections and skybox, reading no depth: each of them multiplies the time of a
+    frame on software OpenGL (EGL's llvmpipe on a machine without a GPU; docs/trackers.md)."""
 
     def __init__(self, model: Any, camera: Any):
         import mujoco

@@ -123,11 +123,11 @@ def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column
             color = line.get_color()
 
 
-MIN_DPI, MAX_DPI = 10, 1200  # 1200 dpi: 8400 x 5400 pixels, ~180 MB; 10000 took many GB
+MIN_DPI, MAX_DPI = 10, 1200  # 1200 dpi: 8400 x 5400 pixels, ~180 MB; far more may not fit
 
 
 def dpi_int(text: str) -> int:
-    """argparse type: a dpi from MIN_DPI to MAX_DPI (0 was a traceback, 10000 a bad_alloc)."""
+    """argparse type: a dpi from MIN_DPI to MAX_DPI."""
     try:
         value = int(text)
     except ValueError:
