@@ -1,8 +1,9 @@
 """What runs inside one ray actor: a Problem replica that evaluates sub-batches and shares.
 
 Plain Python (ray wraps the class with ``ray.remote`` in the main process), so it can be
-tested without ray. Everything it receives and returns is tensors, arrays, small dicts and
-``EvaluationStats`` records.
+tested without ray. Besides its problem's keywords and, in distributed mode, the algorithm's
+replica and noise table (once per algorithm), everything it receives and returns is tensors,
+arrays, small dicts and ``EvaluationStats`` records.
 """
 
 from __future__ import annotations
