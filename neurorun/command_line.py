@@ -24,6 +24,7 @@ from neurorun.resume import require_saved_config
 from neurorun.run_folder import (
     hold_for_run,
     refuse_existing_sweep,
+    refuse_lost_state,
     refuse_misplaced,
     require_creatable,
 )
@@ -132,6 +133,7 @@ def folder_error(argv: Sequence[str]) -> str | None:
             _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
             refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
             require_saved_config(given["resume"])
+            refuse_lost_state(given["resume"])  # again under the lock: RunFolder
         if "hydra.sweep.dir" in given and asks_for_sweep(argv):
             refuse_existing_sweep(given["hydra.sweep.dir"])
             for job in Path(given["hydra.sweep.dir"]).glob("*/"):  # Hydra logs into each

@@ -26,6 +26,7 @@ from neurorun.layout import (
     HYDRA_DIR,
     LOCK_FILE,
     LOG_FILE,
+    READ,
     STATE_FILE,
     SWEEP_RECORD,
     VIDEOS_DIR,
@@ -58,6 +59,21 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
             f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
             f"there would overwrite it. Fix: `{resume_command(folder)}` to continue it, or "
             "another folder.")
+
+
+def refuse_lost_state(folder: str | Path) -> None:
+    """ValueError (one line) when `folder` has a checkpoint's policies but no resume state:
+    its run checkpointed (the policies and state.pt are written as one unit), and resuming it
+    from generation 0 would cut its metrics and replace its policies."""
+    state = Path(folder) / CHECKPOINT_DIR / STATE_FILE
+    kept = [name for name in READ if (Path(folder) / name).is_file()]
+    if kept and not state.is_file():
+        raise ValueError(
+            f"resume={str(folder)!r}: {CHECKPOINT_DIR}/ holds a checkpoint's policies ("
+            f"{', '.join(Path(name).name for name in kept)}) but not {STATE_FILE}, the resume "
+            "state saved with them: resuming from generation 0 would cut its metrics "
+            f"and replace its policies. Fix: restore {state} (from a copy of the run), or start "
+            "a new run in another folder.")
 
 
 def refuse_existing_sweep(folder: str | Path) -> None:
@@ -250,8 +266,9 @@ class RunFolder:
     Raises (construction):
         FolderInUseError: another process holds it.
         ValueError: a new run into a folder holding one; resume of a folder with a corrupt
-            state (one line each, with the fix). A resumed folder without a state (its run
-            never checkpointed) starts again from generation 0, saying so.
+            state, or with a checkpoint's policies and no state (one line each, with the fix).
+            A resumed folder without a state (its run never checkpointed) starts again from
+            generation 0, saying so.
     """
 
     def __init__(self, path: str | Path, *, resume: bool):
@@ -261,6 +278,8 @@ class RunFolder:
         try:
             if not resume:
                 refuse_existing_run(self.path, "run folder")
+            else:
+                refuse_lost_state(self.path)
             remove_partial_writes(self.path)
             _check_writable(self.path / CHECKPOINT_DIR)
             self.state = load_state(self.path) if resume else None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from neurorun.layout import LOCK_FILE
+from neurorun.run_folder import RunFolder
 from tests.cli.test_run_folder_faults import config_error, neurorun
 
 
@@ -68,4 +69,25 @@ def test_a_given_output_subdir_is_refused_for_a_resume_or_a_sweep(run_copy, tmp_
     args = [arg.format(run=run_copy, tmp=tmp_path) for arg in args]
     line = config_error(neurorun(*args, "hydra.output_subdir=.hydra", cwd=tmp_path))
     assert "hydra.output_subdir='.hydra' with" in line
+    assert contents(run_copy) == before
+
+
+@pytest.mark.parametrize("kept", ["best.pt", "last.json"])
+def test_a_run_folder_with_policies_but_no_state_is_not_resumed(tmp_path, kept):
+    """A folder whose run checkpointed (its policies and state.pt are written together) but
+    lost state.pt was resumed from generation 0, cutting its metrics and replacing its
+    policies."""
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / kept).write_bytes(b"weights")
+    with pytest.raises(ValueError, match=rf"checkpoint's policies \({kept}\) but not state.pt"):
+        RunFolder(tmp_path, resume=True)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted(
+        ["checkpoints", kept, LOCK_FILE])
+
+
+def test_resuming_a_run_that_lost_its_state_changes_nothing(run_copy, tmp_path):
+    (run_copy / "checkpoints" / "state.pt").unlink()
+    before = contents(run_copy)
+    line = config_error(neurorun(f"resume={run_copy}", "generations=3", cwd=tmp_path))
+    assert "but not state.pt" in line and "start a new run in another folder" in line
     assert contents(run_copy) == before
