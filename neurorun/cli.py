@@ -51,7 +51,6 @@ from neurorun.config_checks import (
 )
 from neurorun.config_source import register_hydra_extensions
 from neurorun.hints import preset_hint
-from neurorun.layout import LOG_FILE
 from neurorun.resume import ResumeRecord, load_run_config
 from neurorun.run_folder import discard_unstarted
 from neurorun.runner import run
@@ -190,13 +189,23 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
         if exits:
             sys.exit(1)
     logging.getLogger(__name__).exception("the run failed")
-    kept = cfg.resume or not discard_unstarted(run_dir)  # a run that never started: no folder
+    if not cfg.resume:
+        discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
+    log_file = _log_file()  # gone with its folder where the run removed it (Runner)
     cause = f"{_one_line(error)}{_where(error)}" + (
-        f" (traceback: {run_dir / LOG_FILE})" if kept else "")
+        f" (traceback: {log_file})" if log_file is not None and log_file.is_file() else "")
     if exits:
         print(f"neurorun: the run failed: {cause}", file=sys.stderr)
         sys.exit(1)
     return cause
+
+
+def _log_file() -> Path | None:
+    """The file Hydra's job logging writes the run's log to (``<hydra.job.name>.log`` in the
+    run folder, unless its config names another), or None."""
+    handlers = logging.getLogger().handlers
+    files = [Path(h.baseFilename) for h in handlers if isinstance(h, logging.FileHandler)]
+    return files[0] if files else None
 
 
 def _use_host_devices(cfg: DictConfig) -> None:

@@ -476,6 +476,19 @@ def _check_videos(cfg: DictConfig) -> None:
         raise ConfigError(str(error)) from None
 
 
+def _check_tracker_timeouts(cfg: DictConfig) -> None:
+    """logger.<tracker>.timeout_s of each section that sets one, before a run folder is made
+    (the tracker checks it again as it starts)."""
+    from neurorun.loggers.bounded import timeout_of
+
+    for name, section in OmegaConf.to_container(cfg.logger, resolve=True).items():
+        if isinstance(section, dict) and "timeout_s" in section:
+            try:
+                timeout_of(name, section)
+            except ValueError as error:
+                raise ConfigError(str(error)) from None
+
+
 def validate_config(cfg: DictConfig) -> None:
     """Check the config without building any environment.
 
@@ -496,6 +509,7 @@ def validate_config(cfg: DictConfig) -> None:
     _count(cfg, "eval_episodes", minimum=1, optional=False)
     _count(cfg, "checkpoint_every", minimum=0, optional=False)
     _check_videos(cfg)
+    _check_tracker_timeouts(cfg)
     _count(cfg, "torch_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _count(cfg, "env.num_threads", minimum=1, optional=True, maximum=MAX_THREADS)
     _check_num_threads(cfg)

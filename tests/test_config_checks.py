@@ -99,6 +99,12 @@ def no_problem(monkeypatch):
     (["problem.alive_bonus_schedule=[-5,1]"], ["problem.alive_bonus_schedule=[-5, 1]", "Fix:"]),
     (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),
     (["env.num_threads=100000"], ["env.num_threads=100000", "in [1, 1024]", "Fix:"]),
+    # issue 51 re-probe F12: threading's wait overflowed past ~292 years (OverflowError); a
+    # tracker's bound is checked with the config, enabled or not
+    *[([f"logger.{name}.timeout_s={value}"], [f"logger.{name}.timeout_s={shown}",
+                                              "at most 86400 (a day)", "Fix:"])
+      for name, value, shown in (("mlflow", "1e10", "10000000000.0"),
+                                 ("tensorboard", "86401", "86401"), ("wandb", "0", "0"))],
 ])
 def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
                                                              expected):

@@ -26,6 +26,8 @@ from neurorun.loggers.base import Logger
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 60.0  # logger.<name>.timeout_s where the section sets none
+# its largest: a call that takes a day has hung; threading's waits overflow past ~292 years
+MAX_TIMEOUT_S = 86400.0
 
 
 class TrackerError(ValueError):
@@ -37,12 +39,14 @@ class NoAnswerError(TimeoutError):
 
 
 def timeout_of(name: str, section: Mapping[str, Any]) -> float:
-    """``logger.<name>.timeout_s``: a number > 0 (TrackerError otherwise)."""
+    """``logger.<name>.timeout_s``: a number > 0, at most MAX_TIMEOUT_S (TrackerError
+    otherwise)."""
     value = section.get("timeout_s", TIMEOUT_S)
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and value > 0):
+            math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
         raise TrackerError(f"logger.{name}.timeout_s={value!r}: expected a number of seconds "
-                           f"> 0. Fix: logger.{name}.timeout_s={TIMEOUT_S:g}")
+                           f"> 0 and at most {MAX_TIMEOUT_S:g} (a day). Fix: "
+                           f"logger.{name}.timeout_s={TIMEOUT_S:g}")
     return float(value)
 
 

@@ -413,6 +413,27 @@ def test_a_run_without_a_best_score_says_why(tmp_path, overrides, why):
     assert line.endswith(f"best.pt ({why}; it holds the last center)")
 
 
+# issue 51 re-probe F12: a run that failed as it was built (its folder removed) pointed at the
+# traceback in the removed folder's neurorun.log; with hydra.job.name=foo, at neurorun.log
+# instead of foo.log
+@pytest.mark.parametrize(("fail", "job_name", "log"), [("reset", "neurorun", None),
+                                                        ("step", "foo", "foo.log")])
+def test_the_traceback_pointer_names_the_log_that_holds_it(tmp_path, fail, job_name, log):
+    from tests.cli.failing_env import SPEC
+
+    result = neurorun("debug=default", f"env={SPEC}", "problem.episode_length=null",
+                      f"+env.env_config.fail={fail}", "logger.console.quiet=true",
+                      f"hydra.job.name={job_name}", "hydra.run.dir=run", cwd=tmp_path,
+                      test_envs=True)
+    assert result.returncode == 1, result.stderr[-3000:]
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: the run failed")]
+    if log is None:  # failed while the problem was built: no folder is left, no pointer
+        assert not (tmp_path / "run").exists() and "traceback" not in line
+    else:
+        assert line.endswith(f"(traceback: {tmp_path / 'run' / log})")
+        assert "Traceback" in (tmp_path / "run" / log).read_text()
+
+
 # issue 37 probe C62: a misspelt key without + got Hydra's "To append to your config use
 # +algo.popsiz=10", advice neurorun then refuses: one line naming the key and the closest one
 @pytest.mark.parametrize(("override", "expected"), [

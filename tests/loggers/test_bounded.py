@@ -93,9 +93,13 @@ def test_a_tracker_that_stalls_or_fails_later_is_dropped_with_one_line(release, 
         "generation). Fix: check the server, or set logger.mlflow.enabled=false"]
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "abc", True, None])
-def test_a_time_bound_is_a_number_of_seconds_above_zero(bad):
+# re-probe F12: 1e10 passed and overflowed threading's wait (OverflowError)
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "abc", True, None, 1e10,
+                                 86400.5])
+def test_a_time_bound_is_a_number_of_seconds_above_zero_and_at_most_a_day(bad):
     with pytest.raises(TrackerError, match=rf"logger.wandb.timeout_s={bad!r}: expected a "
-                                           r"number of seconds > 0. Fix: logger.wandb"):
+                                           r"number of seconds > 0 and at most 86400 \(a day\)\."
+                                           r" Fix: logger.wandb"):
         timeout_of("wandb", {"timeout_s": bad})
     assert timeout_of("wandb", {}) == 60 and timeout_of("wandb", {"timeout_s": 2}) == 2.0
+    assert timeout_of("wandb", {"timeout_s": 86400}) == 86400.0
