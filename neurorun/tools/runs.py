@@ -206,10 +206,25 @@ def _count(value: Any, minimum: int) -> bool:
     return type(value) is int and value >= minimum
 
 
+def _distinct_runs(paths: list[str | Path]) -> list[Path]:
+    """The run folders below `paths`, each once: one reached again by another path (a
+    symbolic link, `..`, a sweep and one of its runs) is left out, with one warning."""
+    first: dict[Path, Path] = {}
+    again = []
+    for folder in (f for path in paths for f in find_run_folders(path)):
+        seen = first.setdefault(folder.resolve(), folder)
+        if seen != folder:
+            again.append(f"{folder} (= {seen})")
+    if again:
+        warnings.warn(f"{', '.join(dict.fromkeys(again))}: the same run given again; counted "
+                      "once", stacklevel=3)
+    return list(first.values())
+
+
 def load_runs(paths: list[str | Path]) -> list[Run]:
-    """Every run below `paths` that has at least one row of metrics."""
+    """Every run below `paths` that has at least one row of metrics, each once."""
     runs, empty = [], []
-    for folder in dict.fromkeys(f for path in paths for f in find_run_folders(path)):
+    for folder in _distinct_runs(paths):
         metrics = read_metrics(folder)
         if metrics:
             generations = metrics.get("generation", np.array([]))

@@ -110,3 +110,17 @@ def test_the_table_is_printed_whole_off_a_terminal(tmp_path, capsys):
     header = next(line for line in lines if "group" in line)
     assert "steps" in header and "time (s)" in header
     assert any(long in line for line in lines)  # the group is not wrapped or cut
+
+
+# issue 51 re-probe F23: a run given again by another path (`..`, a symbolic link, a sweep and
+# one of its runs) was counted twice: pgpe's group said 3 or 4 runs and its std shrank
+def test_a_run_given_by_two_paths_is_counted_once(sweep, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(sweep / "2_pgpe_s1")
+    dotted = sweep / ".." / sweep.name / "0_pgpe_s0"
+    with pytest.warns(UserWarning, match="the same run given again; counted once") as said:
+        _, rows = compare_tool.compare([sweep, dotted, link, sweep / "0_pgpe_s0"])
+    assert len(said) == 1
+    pgpe = by_group(rows)["algo=pgpe"]  # center_eval finals 5 and 1, as test_center_eval_...
+    assert (pgpe["runs"], pgpe["final_mean"], pgpe["final_std"]) == (2, 3, 2)
+    assert str(link) in str(said[0].message) and str(dotted) in str(said[0].message)
