@@ -157,7 +157,7 @@ def _brax_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spaces:
     return obs_space, act_space, act_space
 
 
-def _brax_batch(name: str, episode_length: int | None, **env_config: Any) -> Any:
+def _brax_batch(name: str, episode_length: int | None, /, **env_config: Any) -> Any:
     from neurorun.envs.brax_env import batched_brax_env
 
     return batched_brax_env(name, episode_length, **env_config)
@@ -170,7 +170,7 @@ def _playground_spaces(spec: str, name: str, env_config: dict[str, Any]) -> Spac
     return obs_space, act_space, act_space
 
 
-def _playground_batch(name: str, episode_length: int | None, **env_config: Any) -> Any:
+def _playground_batch(name: str, episode_length: int | None, /, **env_config: Any) -> Any:
     from neurorun.envs.playground_env import batched_playground_env
 
     return batched_playground_env(name, episode_length, **env_config)
@@ -265,7 +265,8 @@ def backend_of(spec: str) -> Backend:
     return BACKENDS[parse_spec(spec)[0]]
 
 
-def batched_jax_env(spec: str, episode_length: int | None = None, **env_config: Any) -> Any:
+def batched_jax_env(spec: str, episode_length: int | None = None, /,
+                    **env_config: Any) -> Any:
     """The env of a jax spec vectorized over its reset keys (``reset(keys)``: one env per key;
     episodes ended at the earlier of ``episode_length`` and the env's own limit, not reset);
     the compiled evaluation and benchmarks step it."""

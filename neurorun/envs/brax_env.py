@@ -75,7 +75,8 @@ def single_brax_env(name: str, env_config: dict[str, Any], limit: int | None = N
     return _brax_envs().create(name, episode_length=length, auto_reset=False, **config)
 
 
-def batched_brax_env(name: str, episode_length: int | None = None, **env_config: Any) -> Any:
+def batched_brax_env(name: str, episode_length: int | None = None, /,
+                     **env_config: Any) -> Any:
     """A brax env, episodes ended (brax's EpisodeWrapper) but not reset, vectorized over its
     reset keys: ``reset(keys)`` with one key per env makes a batch of ``len(keys)``; what
     ``brax.envs.create(..., auto_reset=False)`` builds, around the env traced once.

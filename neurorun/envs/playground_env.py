@@ -136,7 +136,7 @@ def playground_spaces(name: str, **env_config: Any) -> tuple[spaces.Box, spaces.
     return box(_observation_size(name, env)), box(env.action_size, 1.0)
 
 
-def batched_playground_env(name: str, episode_length: int | None = None,
+def batched_playground_env(name: str, episode_length: int | None = None, /,
                            **env_config: Any) -> Any:
     """A Playground env, episodes ended but not reset, vectorized over its reset keys:
     ``reset(keys)`` with one key per env makes a batch of ``len(keys)``.

@@ -150,7 +150,7 @@ class Problem:
                         f" on {len(devices)} devices" if len(devices) > 1 else "")
             return None
         make_batch = functools.partial(batched_jax_env, self.env_options.spec,
-                                       episode_length=self.env_options.episode_length,
+                                       self.env_options.episode_length,
                                        **self.env_options.config)
         label = (f"{self.env_options.spec} {dict(sorted(self.env_options.config.items()))} "
                  f"episode_length={self.env_options.episode_length} {self.architecture}")

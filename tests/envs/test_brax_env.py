@@ -57,3 +57,15 @@ def test_a_single_env_ends_its_episode_at_the_earlier_length(env_config, limit, 
         state = env.step(state, jax.numpy.zeros(1))  # a still pole: no early termination
         dones.append(float(state.done))
     assert dones == [0.0] * (steps - 1) + [1.0]
+
+
+@pytest.mark.parametrize("spec", ["brax::inverted_pendulum",
+                                  pytest.param("playground::CartpoleBalance",
+                                               marks=pytest.mark.extras("playground"))])
+def test_env_config_may_give_an_episode_length_beside_neurorun_s_limit(spec):
+    """`env.env_config.episode_length=50` was a TypeError (two values for episode_length)
+    on the way from the problem to the env: the limit is passed by position."""
+    from neurorun.envs import batched_jax_env
+
+    env = batched_jax_env(spec, 7, episode_length=5)
+    assert env.env.episode_length == 5  # brax's EpisodeWrapper (Playground's alike)
