@@ -1,5 +1,5 @@
-"""Run every benchmark, then write benchmarks/results/SUMMARY.md and its tables into
-docs/benchmarks.md.
+"""Run every benchmark, then write every result's table into benchmarks/results/SUMMARY.md
+(docs/benchmarks.md holds the tables that answer a question, written by hand from them).
 
     python benchmarks/run.py [--full]
 
@@ -25,8 +25,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-DOCS = HERE.parent / "docs" / "benchmarks.md"
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 # script, extra arguments with --full
 SCRIPTS = [("bench_algorithms.py", []), ("bench_nets.py", []), ("bench_eval.py", ["--full"]),
            ("bench_evotorch.py", ["--full"]), ("bench_learning.py", ["--full", "--jobs", "2"]),
@@ -531,11 +529,6 @@ def _cores() -> int:
 def write_summary() -> None:
     text = summary()
     (RESULTS / "SUMMARY.md").write_text(text)
-    page = DOCS.read_text()
-    if START in page and END in page:
-        head, rest = page.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        DOCS.write_text(f"{head}{START}\n{text}{END}{tail}")
     print(text)
 
 
@@ -543,7 +536,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the longer benchmark set")
     parser.add_argument("--summary-only", action="store_true",
-                        help="only rebuild SUMMARY.md and docs/benchmarks.md from existing results")
+                        help="only rebuild SUMMARY.md from existing results")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
