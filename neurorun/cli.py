@@ -88,9 +88,8 @@ def task_overrides(hydra_cfg: DictConfig) -> list[str]:
     return OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
 
 
-def _resumed_config(cfg: DictConfig) -> DictConfig:
-    """A resumed run's saved config with this command line's overrides applied on top."""
-    overrides = task_overrides(HydraConfig.get())
+def _resumed_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """A resumed run's saved config with this command line's ``overrides`` applied on top."""
     try:
         return load_run_config(cfg.resume, overrides)
     except (FileNotFoundError, ValueError) as error:
@@ -118,15 +117,16 @@ def _where(error: BaseException) -> str:
     return f", in {own[-1].name} ({own[-1].filename}:{own[-1].lineno})" if own else ""
 
 
-def _job(cfg: DictConfig, failed_jobs: FailedJobs) -> float | None:
+def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> float | None:
     """One run; returns its objective (None: the job failed, kept in ``failed_jobs``, or has
-    no objective, which Optuna's sweeper records as a failed trial)."""
+    no objective, which Optuna's sweeper records as a failed trial). ``kept_back``: the resume's
+    overrides held back from Hydra (``command_line.held_for_resume``)."""
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
         release()  # a signal during Hydra's set-up of a single run is raised here
-        cfg, result = _train(cfg, hydra_cfg, run_dir, sweep)
+        cfg, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
     except (Exception, KeyboardInterrupt) as error:
         cause = _failed(error, cfg, run_dir, exits=not sweep)
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
@@ -144,8 +144,8 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs) -> float | None:
     return objective
 
 
-def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
-           sweep: bool) -> tuple[DictConfig, dict[str, Any]]:
+def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
+           kept_back: list[str]) -> tuple[DictConfig, dict[str, Any]]:
     """The config that runs (a resumed run's saved one, this command's overrides on top) and
     what its run returned."""
     check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
@@ -160,8 +160,9 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path,
             hooks = preset_hint(cfg.env.id, lambda name: compose(
                 "config", overrides=[f"experiment={name}"]))
     if cfg.resume:
-        cfg = _resumed_config(cfg)
-        hooks = ResumeRecord(task_overrides(hydra_cfg))
+        overrides = [*task_overrides(hydra_cfg), *kept_back]
+        cfg = _resumed_config(cfg, overrides)
+        hooks = ResumeRecord(overrides)
     _use_host_devices(cfg)
     return cfg, run(cfg, run_dir=run_dir, callbacks=hooks)
 
@@ -276,6 +277,7 @@ def _main() -> None:
         print(f"neurorun: config error: {message}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     named = command_line.folder_interpolations(sys.argv[1:])
+    sys.argv[1:], kept_back = command_line.held_for_resume(sys.argv[1:])
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
     failed_jobs = FailedJobs()  # a sweep's, reported when it ends
@@ -283,7 +285,7 @@ def _main() -> None:
     @hydra.main(version_base="1.3", config_path="pkg://neurorun.conf", config_name="config")
     def app(cfg: DictConfig) -> float | None:
         """One job; returns its objective, for sweepers."""
-        return _job(cfg, failed_jobs)
+        return _job(cfg, failed_jobs, kept_back)
 
     # one run: signals wait from here until its job starts (`_job` releases them), so Hydra's
     # set-up (run folder, logging, saved configs) runs whole. Not in a sweep, whose jobs may

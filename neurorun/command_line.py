@@ -85,6 +85,31 @@ def asks_for_sweep(argv: Sequence[str]) -> bool:
     return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
 
 
+def held_for_resume(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(what Hydra reads, the overrides held back)``: for a single run's `resume=<folder>`,
+    the run's overrides are held back from Hydra, which would check them against the packaged
+    defaults (an option of the run's algo=cem that algo=pgpe lacks was refused), and apply to
+    the run's own saved config (``resume.load_run_config``). Hydra keeps resume=, the hydra
+    keys, the flags, and what it will say it cannot parse (or is a sweep); elsewhere it gets
+    ``argv`` whole."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if asks_for_sweep(argv) or given_values(argv).get("resume") in (None, ""):
+        return list(argv), []
+    parser = OverridesParser.create()
+    kept, held = [], []
+    for arg in argv:
+        try:
+            override = None if arg.startswith("-") else parser.parse_override(arg)
+        except HydraException:
+            override = None
+        run_key = override is not None and not override.is_sweep_override() and \
+            override.key_or_group != "resume" and not override.key_or_group.startswith("hydra")
+        (held if run_key else kept).append(arg)
+    return kept, held
+
+
 def folder_interpolations(argv: Sequence[str]) -> list[str]:
     """The overrides that give a key the run folder is named after (FOLDER_KEYS) an
     interpolation (``${...}``): Hydra resolves them to name the folder."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from neurorun.layout import LOCK_FILE
 from neurorun.run_folder import RunFolder
@@ -91,3 +92,23 @@ def test_resuming_a_run_that_lost_its_state_changes_nothing(run_copy, tmp_path):
     line = config_error(neurorun(f"resume={run_copy}", "generations=3", cwd=tmp_path))
     assert "but not state.pt" in line and "start a new run in another folder" in line
     assert contents(run_copy) == before
+
+
+def test_a_resumes_overrides_are_checked_against_the_runs_own_config(tmp_path):
+    """`resume=<a CEM run> algo.parenthood_ratio=0.4` was refused (algo=pgpe, the packaged
+    default, has no such option), and an option of pgpe's reached the run's config check."""
+    run_dir = tmp_path / "cem"
+    started = neurorun("debug=default", "algo=cem", "algo.popsize=6",
+                       f"hydra.run.dir={run_dir}", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr[-3000:]
+    pgpe_only = config_error(neurorun(f"resume={run_dir}", "algo.symmetric=false",
+                                      cwd=tmp_path))
+    assert "the saved config has no key 'algo.symmetric'" in pgpe_only
+    resumed = neurorun(f"resume={run_dir}", "generations=3", "algo.parenthood_ratio=0.4",
+                       cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (record,) = (run_dir / ".hydra").glob("resumed_*")
+    config = OmegaConf.load(record / "config.yaml")
+    assert (config.algo.name, config.algo.parenthood_ratio, config.generations) == ("cem", 0.4, 3)
+    assert OmegaConf.load(record / "overrides.yaml") == [
+        f"resume={run_dir}", "generations=3", "algo.parenthood_ratio=0.4"]
