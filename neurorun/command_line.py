@@ -1,8 +1,9 @@
 """The command line as given, before Hydra reads it: the overrides that Hydra's grammar or
 struct mode would misread are rewritten (a network string's parentheses, a new key under an
-open mapping), and the folders it names are checked before Hydra writes into them; then, in
-Hydra's hook before it writes (``FolderClaim``), the run or sweep folder is claimed, and a
-run's is locked."""
+open mapping), a resume's overrides are held back for the run's own config, and the folders it
+names are checked before Hydra writes into them; then, in Hydra's hook before it writes
+(``FolderClaim``), the run or sweep folder is claimed, and a run's is locked (a sweep's job's
+as Hydra reads ``hydra.output_subdir``: ``job_output_subdir``)."""
 
 from __future__ import annotations
 
