@@ -12,7 +12,7 @@ BUDGET = ["generations=2", "eval_episodes=1", "logger.console.quiet=true"]
 EXTRA_BUDGET = {
     # popsize 460 on Humanoid
     "experiment=humanoid": ["algo.popsize=20"],
-    # popsize 256 compiles five stage programs of brax humanoid (minutes): 16 compiles one
+    # popsize 256 compiles brax humanoid's queue and drain programs (~a minute): 16 the drain alone
     "env=brax::humanoid": ["algo.popsize=16"],
     "hparams_search=": ["hydra.sweeper.n_trials=1"],
     "hydra/sweeper=optuna": ["hydra.sweeper.n_trials=1"],
