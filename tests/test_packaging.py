@@ -28,7 +28,7 @@ def test_every_config_file_is_package_data():
 def test_the_core_install_holds_no_extra_and_every_extra_is_declared():
     import re
 
-    from neurorun.extras import EXTRAS
+    from neurorun.common.extras import EXTRAS
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {re.match(r"[\w-]+", requirement).group() for requirement in project["dependencies"]}

@@ -23,9 +23,9 @@ from typing import Any, Literal
 import torch
 from gymnasium import spaces
 
+from neurorun.common.extras import require
+from neurorun.common.user_code import import_object, is_import_path
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
-from neurorun.extras import require
-from neurorun.imports import import_object, is_import_path
 
 Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
 

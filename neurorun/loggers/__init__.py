@@ -17,7 +17,7 @@ from neurorun.loggers.base import Logger, LoggerContext, LoggerGroup
 from neurorun.loggers.console import ConsoleLogger
 from neurorun.loggers.files import MetricsFiles
 from neurorun.loggers.trackers import MLflowLogger, TensorBoardLogger, WandbLogger
-from neurorun.status import StopLimits
+from neurorun.loop.status import StopLimits
 
 # every logger by the name of its config section (`logger.<name>`), in the order they log;
 # a new logger is a Logger subclass with `from_settings` in its own file, plus its row here

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neurorun.status import StopLimits
+from neurorun.loop.status import StopLimits
 
 
 @dataclass(frozen=True)

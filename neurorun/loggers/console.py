@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.tree import Tree
 
 from neurorun.loggers.base import Logger, LoggerContext
-from neurorun.status import StopLimits
+from neurorun.loop.status import StopLimits
 
 LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.getLogger(__name__))
 

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from neurorun import jsonio
+from neurorun.common import jsonio
 from neurorun.loggers.base import Logger, LoggerContext
 
 CSV_NAME = "metrics.csv"

@@ -19,7 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import (
+from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
+from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
+from neurorun.loggers.files import CSV_NAME
+from neurorun.record.layout import (
     BEST_POLICY,
     MLFLOW_ARTIFACTS,
     MLFLOW_DB,
@@ -27,9 +30,6 @@ from neurorun.layout import (
     VIDEOS_DIR,
     policy_path,
 )
-from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
-from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
-from neurorun.loggers.files import CSV_NAME
 
 
 def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:

@@ -121,8 +121,8 @@ def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch
 
 
 def test_the_config_check_refuses_a_table_the_memory_cannot_hold():
-    from neurorun import config_checks
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
+    from neurorun.config import checks as config_checks
 
     cfg = compose_config(["debug=default", "algo.noise_source=table",
                           "algo.noise_table_size=100000000000000"])

@@ -80,7 +80,7 @@ def test_the_progress_bar_shows_a_compile_while_it_runs_then_the_generations_aga
                             stream=io.StringIO())
     console.start({})
     console.begin()
-    said = logging.getLogger("neurorun.problems.compiling")
+    said = logging.getLogger("neurorun.problems.jax.compiling")
     said.info("compiling ...", extra={"activity": "compiling the queue program of X"})
     assert console.progress.tasks[0].description == "compiling the queue program of X"
     said.info("compiled", extra={"activity": None})
@@ -112,9 +112,9 @@ def test_library_messages_print_while_shown_and_leave_the_users_level_alone(caps
     library.setLevel(logging.ERROR)  # the user's choice
     try:
         hide = show_library_messages(quiet=False)
-        logging.getLogger("neurorun.runner").info("picked envpool")
+        logging.getLogger("neurorun.loop.runner").info("picked envpool")
         hide()
-        logging.getLogger("neurorun.runner").warning("not shown: handler gone")
+        logging.getLogger("neurorun.loop.runner").warning("not shown: handler gone")
         assert capsys.readouterr().err == "neurorun: picked envpool\n"
         assert library.level == logging.ERROR
     finally:

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.sense import best, reached
 from neurorun.loggers.files import JSONL_NAME
-from neurorun.sense import best, reached
 
 CHOICES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
            "neg_interactions_to_target")

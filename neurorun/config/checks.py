@@ -4,7 +4,7 @@ Everything here runs before any environment steps, so a bad config stops the run
 `ConfigError` that names the key, the value and the fix. The schema is the packaged configs'
 keys in OmegaConf's struct mode; a rule a library part enforces itself (rollout options, the
 backend table's episode length and extra, ray's actor restarts) is that part's function,
-called here. `neurorun/build.py` builds the parts of a config that passed.
+called here. `neurorun/loop/build.py` builds the parts of a config that passed.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
 
-from neurorun.extras import MissingExtraError, require
-from neurorun.objective import objective_error
-from neurorun.restarts import RESTART_DEFAULTS, check_strategy, restart_settings
+from neurorun.common.extras import MissingExtraError, require
+from neurorun.loop.objective import objective_error
+from neurorun.loop.restarts import RESTART_DEFAULTS, check_strategy, restart_settings
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm

@@ -1,5 +1,5 @@
 """Building a checked run config's parts: the problem, the algorithm and the evaluator
-(`neurorun/config_checks.py` checks the config first)."""
+(`neurorun/config/checks.py` checks the config first)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neurorun.config_checks import ConfigError, algo_error, algo_options
-from neurorun.seeding import derive_seed
+from neurorun.common.seeding import derive_seed
+from neurorun.config.checks import ConfigError, algo_error, algo_options
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
+    from neurorun.loop.restarts import Attempt
     from neurorun.problems import Evaluator, Problem
-    from neurorun.restarts import Attempt
 
 
 def resolve_env_backend(cfg: DictConfig) -> str | None:
@@ -59,7 +59,7 @@ def build_algorithm(cfg: DictConfig, problem: Problem, restart: int = 0,
                     start: Attempt | None = None) -> SearchAlgorithm:
     """The algorithm sized for ``problem``; ``restart`` k > 0: the k-th restart (its own seed
     and, without algo.center_init, its own start drawn from problem.initial_bounds), with the
-    popsize and step size factor of its ``start`` (`neurorun.restarts`)."""
+    popsize and step size factor of its ``start`` (`neurorun.loop.restarts`)."""
     from neurorun.algorithms import make_algorithm
 
     seed = int(cfg.seed)

@@ -33,9 +33,9 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
-from neurorun.command_line import job_output_subdir
+from neurorun.cli.command_line import job_output_subdir
 from neurorun.envs.backends import canonical_env_id, preset_slug
-from neurorun.layout import job_dir_name, run_dir_name, sweep_dir_name
+from neurorun.record.layout import job_dir_name, run_dir_name, sweep_dir_name
 
 GROUP = "env"
 TUNED = "env_algo"  # an algorithm's settings for one env: env_algo/<env>/<algo>.yaml

@@ -1,11 +1,11 @@
 """The traced part of the compiled evaluation: one device's phase of a rollout as a jax loop.
 
-Each device runs its own share of the (solution, episode) pairs (``jax_rollout.split_pairs``)
+Each device runs its own share of the (solution, episode) pairs (``rollout.split_pairs``)
 as a queue over its own env slots; the tables of its pairs (their solution, their reset key,
 their action-noise key) are its inputs, so a pair's episode does not depend on the device that
 runs it. A phase steps the device's slots until every pair has run, or, when ``limit >= 0``,
 until its queue is empty and at most ``limit`` slots are still busy (the host then moves those
-slots into the next phase's smaller batch: see :mod:`neurorun.problems.jax_rollout`).
+slots into the next phase's smaller batch: see :mod:`neurorun.problems.jax.rollout`).
 
 The slots are stepped in chunks of ``Static.chunk`` envs, one call of the env's step each,
 and only the chunks that hold a busy slot are stepped: once the queue is empty, the busy slots

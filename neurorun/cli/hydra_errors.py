@@ -74,7 +74,7 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
 def _env_path(argv: Sequence[str]) -> str | None:
     """Why an `env=` option of ``argv`` (one of a sweep's too) is refused: a name with path
     parts, which can name a packaged file outside env/ (`env=../config`)."""
-    from neurorun.config_source import env_path_error
+    from neurorun.cli.env_source import env_path_error
 
     for arg in argv:
         key, sep, value = arg.lstrip("+~").partition("=")

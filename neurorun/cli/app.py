@@ -18,7 +18,7 @@ command and exit status 128 + the signal number (130, 143, 138, 129), without a 
 from __future__ import annotations
 
 # isort: off
-import neurorun.startup  # first: Ctrl-C while the modules below load is one line, not a traceback
+import neurorun.cli.startup  # first: Ctrl-C while the modules below load: one line, no traceback
 # isort: on
 
 import contextlib
@@ -41,23 +41,24 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun import claims, command_line, hydra_errors
-from neurorun.atomic import is_disk_full
-from neurorun.config_checks import (
+from neurorun.cli import command_line, hydra_errors
+from neurorun.cli.env_source import register_hydra_extensions
+from neurorun.cli.hints import preset_hint
+from neurorun.cli.sweeps import FailedJobs
+from neurorun.common.atomic import is_disk_full
+from neurorun.config.checks import (
     CONFIG_ERROR_EXIT,
     ConfigError,
     FolderInUseError,
     check_interpolations,
 )
-from neurorun.config_source import register_hydra_extensions
-from neurorun.hints import preset_hint
-from neurorun.resume import ResumeRecord, load_run_config
-from neurorun.run_folder import discard_unstarted
-from neurorun.runner import run
-from neurorun.signals import exit_status, held, hold, interrupts_on_signals, release
-from neurorun.sweeps import FailedJobs
+from neurorun.config.resume import ResumeRecord, load_run_config
+from neurorun.loop.runner import run
+from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
+from neurorun.record import claims
+from neurorun.record.run_folder import discard_unstarted
 
-neurorun.startup.loaded()  # from here main() catches Ctrl-C
+neurorun.cli.startup.loaded()  # from here main() catches Ctrl-C
 
 # Hydra needs the env config source and the run-folder resolvers before any compose, including
 # compose calls of Python users and tests that import CONFIG_MODULE from here.
@@ -69,8 +70,8 @@ CONFIG_MODULE = "neurorun.conf"
 def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False) -> DictConfig:
     """The config the command would run with these overrides, for Python use and tests.
 
-        from neurorun.cli import compose_config
-        from neurorun.runner import run
+        from neurorun.cli.app import compose_config
+        from neurorun.loop.runner import run
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
@@ -104,7 +105,7 @@ def _one_line(error: BaseException) -> str:
 def _where(error: BaseException) -> str:
     """``, in <function> (<file>:<line>)``: the innermost frame of the error (or of the errors
     that caused it) in the user's own code, not in neurorun, Python or an installed package."""
-    library = [str(Path(__file__).parent), *{sysconfig.get_path(name) for name in
+    library = [str(Path(__file__).parents[1]), *{sysconfig.get_path(name) for name in
                                              ("stdlib", "platstdlib", "purelib", "platlib")}]
     frames, seen = [], set()
     while error is not None and id(error) not in seen:
@@ -259,7 +260,7 @@ def _interrupted(error: KeyboardInterrupt) -> None:
 def main() -> None:
     """Console-script entry point (Ctrl-C before the run starts, while Hydra composes the
     config, ends the same way as later: one line, exit status 130; while this module's imports
-    load, neurorun.startup does the same)."""
+    load, neurorun.cli.startup does the same)."""
     try:
         _main()
     except KeyboardInterrupt as error:

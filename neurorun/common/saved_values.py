@@ -1,5 +1,5 @@
 """The rules of the values that both state.pt and a policy file hold: a solution and
-observation statistics. Both readers (state.pt's checks in :mod:`neurorun.state_record`, a
+observation statistics. Both readers (state.pt's checks in :mod:`neurorun.record.state`, a
 policy's loader through :meth:`RunningNorm.from_export`) refuse the same values by these
 rules, each in its own words."""
 

@@ -13,7 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from neurorun.envs.backends import preset_slug
-from neurorun.runner import Callbacks, Runner
+from neurorun.loop.runner import Callbacks, Runner
 
 
 def _packaged(*parts: str) -> Any:

@@ -18,12 +18,12 @@ from typing import Any
 
 import torch
 
-from neurorun import jsonio
-from neurorun.atomic import Write, text_file, torch_file
-from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
-from neurorun.record_check import first_line
-from neurorun.state_record import RunState, check_record
-from neurorun.status import BestCenter
+from neurorun.common import jsonio
+from neurorun.common.atomic import Write, text_file, torch_file
+from neurorun.loop.status import BestCenter
+from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
+from neurorun.record.record_check import first_line
+from neurorun.record.state import RunState, check_record
 
 
 def _as_list(value: Any) -> Any:
@@ -112,7 +112,7 @@ def load_state(run_dir: str | Path) -> RunState | None:
 
     Raises:
         ValueError: the file is truncated, not a torch file, holds other objects, or a record
-            no run writes (state_record.check_record) (one line).
+            no run writes (state.check_record) (one line).
     """
     path = Path(run_dir) / CHECKPOINT_DIR / STATE_FILE
     if not path.is_file():

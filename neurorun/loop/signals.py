@@ -13,7 +13,7 @@ sets a run up, where a KeyboardInterrupt could be raised inside code that only r
 
 Python runs a signal's handler only between bytecodes of the main thread, so a main thread
 stuck in compiled code (jax making its devices, XLA compiling, a C library waiting) would let a
-signal wait for ever. `watch()` (which `interrupts_on_signals` and `neurorun.startup` call) has
+signal wait for ever. `watch()` (which `interrupts_on_signals` and `neurorun.cli.startup` call) has
 a thread read the signals from Python's wakeup fd: one the main thread has not answered (its
 handler has not run) within `GRACE_S` seconds ends the process with one line and 128 + the
 signal number, saving nothing more. A patient block (the runner's loop, which saves the last

@@ -1,6 +1,6 @@
 """The Runner: builds problem, algorithm and loggers from a config and runs generations.
 
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
     metrics = run(cfg)            # cfg: the composed config (see neurorun/conf/config.yaml)
 
 One generation: ask, evaluate (asking for more while `algo.num_interactions` is not reached,
@@ -8,7 +8,7 @@ up to `algo.popsize_max`), tell, evaluate the center on seeded test episodes eve
 `eval_every` generations, log, a video of the center every `logger.video_every`, checkpoint.
 The run stops at `generations`, `max_interactions`, `max_time` or when the center's evaluation
 reaches `target_score`.
-`run` needs no Hydra; `neurorun.cli` only composes the config and calls it.
+`run` needs no Hydra; `neurorun.cli.app` only composes the config and calls it.
 """
 
 from __future__ import annotations
@@ -24,17 +24,27 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from neurorun import atomic, checkpoint
 from neurorun.algorithms.base import SearchDivergedError, population_stats
-from neurorun.build import (
+from neurorun.common import atomic
+from neurorun.common.seeding import derive_seed, rng_state, seed_everything, set_rng_state
+from neurorun.common.sense import improves
+from neurorun.config.checks import ConfigError, distributed_mode, validate_config
+from neurorun.loggers import LoggerGroup, make_loggers
+from neurorun.loggers.console import show_library_messages
+from neurorun.loggers.videos import RunVideos
+from neurorun.loop.build import (
     build_algorithm,
     build_parts,
     check_generation_fits,
     make_evaluator,
     resolve_env_backend,
 )
-from neurorun.config_checks import ConfigError, distributed_mode, validate_config
-from neurorun.layout import (
+from neurorun.loop.objective import objective_value
+from neurorun.loop.restarts import RestartSchedule, StallWatch, restart_settings
+from neurorun.loop.signals import held, interrupts_on_signals
+from neurorun.loop.status import BestCenter, GenerationStatus, StopLimits
+from neurorun.record import checkpoint
+from neurorun.record.layout import (
     BEST_POLICY,
     CHECKPOINT_DIR,
     LAST_POLICY,
@@ -44,17 +54,8 @@ from neurorun.layout import (
     run_dir_name,
     saved_config_path,
 )
-from neurorun.loggers import LoggerGroup, make_loggers
-from neurorun.loggers.console import show_library_messages
-from neurorun.loggers.videos import RunVideos
-from neurorun.objective import objective_value
-from neurorun.restarts import RestartSchedule, StallWatch, restart_settings
-from neurorun.run_folder import RunFolder
-from neurorun.seeding import derive_seed, rng_state, seed_everything, set_rng_state
-from neurorun.sense import improves
-from neurorun.signals import held, interrupts_on_signals
-from neurorun.state_record import RunState, check_layout
-from neurorun.status import BestCenter, GenerationStatus, StopLimits
+from neurorun.record.run_folder import RunFolder
+from neurorun.record.state import RunState, check_layout
 
 log = logging.getLogger(__name__)
 

@@ -62,7 +62,7 @@ def open_regular(path: str | Path) -> BinaryIO:
         descriptor = None
     mode = os.stat(path).st_mode if descriptor is None else os.fstat(descriptor).st_mode
     if not stat.S_ISREG(mode):
-        from neurorun.layout import entry_kind  # layout loads torch (the envs)
+        from neurorun.record.layout import entry_kind  # layout loads torch (the envs)
 
         if descriptor is not None:
             os.close(descriptor)

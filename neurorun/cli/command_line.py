@@ -18,11 +18,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun.claims import claiming
-from neurorun.config_checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
-from neurorun.layout import misplaced_names, output_subdir, taken_name
-from neurorun.resume import require_saved_config
-from neurorun.run_folder import (
+from neurorun.config.checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
+from neurorun.config.resume import require_saved_config
+from neurorun.record.claims import claiming
+from neurorun.record.layout import misplaced_names, output_subdir, taken_name
+from neurorun.record.run_folder import (
     hold_for_run,
     refuse_existing_sweep,
     refuse_lost_state,

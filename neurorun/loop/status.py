@@ -1,12 +1,12 @@
 """What one generation reports (the metric columns and their meaning), when a run stops, and
-the best center so far, each in one place, for a given objective sense (neurorun.sense)."""
+the best center so far, each in one place, for a given objective sense (neurorun.common.sense)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from neurorun.sense import TARGET_SIGNS, improves, reached
+from neurorun.common.sense import TARGET_SIGNS, improves, reached
 
 
 @dataclass

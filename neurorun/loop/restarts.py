@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from neurorun.seeding import derive_seed
-from neurorun.sense import improves, maximized
+from neurorun.common.seeding import derive_seed
+from neurorun.common.sense import improves, maximized
 
 RESTART_STRATEGIES = ("same", "ipop", "bipop")
 # restart.* where a config has no value: a run saved before restarts existed never restarts

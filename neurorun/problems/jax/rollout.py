@@ -1,7 +1,7 @@
 """The compiled evaluation of jax envs (brax, MuJoCo Playground): a rollout as jax programs.
 
 ``JaxRollout`` runs what :func:`neurorun.problems.rollout.rollout` runs, with its semantics,
-as compiled jax programs (:mod:`neurorun.problems.jax_program`): the policy
+as compiled jax programs (:mod:`neurorun.problems.jax.program`): the policy
 (:mod:`neurorun.nets.arrays` on jax.numpy), the env step with next-step autoreset and action
 clipping (the step and key sequence of ``JaxVecEnv``), the work queue of (solution, episode)
 pairs over env slots, per-pair returns and lengths, non-finite flags and observation
@@ -42,7 +42,7 @@ import torch
 from torch import Tensor
 
 from neurorun.nets.arrays import ArrayPolicy
-from neurorun.problems.compiling import Program, watched
+from neurorun.problems.jax.compiling import Program, watched
 from neurorun.problems.options import RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
 from neurorun.problems.running_norm import RunningNorm
@@ -157,7 +157,7 @@ class JaxRollout:
     # ----- plans -----
     def _drain_static(self, normalize: bool) -> Any:
         """The drain program's shape: the same for every rollout of this env and network."""
-        from neurorun.problems.jax_program import Static
+        from neurorun.problems.jax.program import Static
 
         slots, chunk = ((DRAIN_SLOTS, DRAIN_CHUNK) if self.cpu
                         else (ACCELERATOR_DRAIN_SLOTS, ACCELERATOR_DRAIN_SLOTS))
@@ -177,7 +177,7 @@ class JaxRollout:
 
     def _queue_static(self, split: PairSplit, usable: int, normalize: bool,
                       collect: bool, noisy: bool) -> Any:
-        from neurorun.problems.jax_program import Static
+        from neurorun.problems.jax.program import Static
 
         chunk = usable if self.one_batch or not self.cpu else self._chunk(
             min(usable, QUEUE_CHUNK))
@@ -258,7 +258,7 @@ class JaxRollout:
         def shape(*dims: int, dtype: Any = np.float32) -> Any:
             return jax.ShapeDtypeStruct((devices, *dims), dtype, sharding=sharding)
 
-        from neurorun.problems.jax_program import Inputs
+        from neurorun.problems.jax.program import Inputs
 
         inputs = Inputs(
             shape(drain.solutions + 1, params.shape[1]), shape(drain.pairs, dtype=np.int32),
@@ -316,7 +316,7 @@ class JaxRollout:
         import jax
         from jax.sharding import PartitionSpec as P
 
-        from neurorun.problems import jax_program
+        from neurorun.problems.jax import program as jax_program
 
         env, policy = self.env, self.policy
         if kind == "first":
@@ -376,7 +376,7 @@ class Tables(NamedTuple):
 def _stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any,
                     center: Any, scale: Any, shift: Any, stdev: Any) -> Any:
     """``jax_program.Inputs`` of every device, stacked on a leading device axis."""
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     return jax_program.Inputs(np.ascontiguousarray(params), pair_solution, pair_keys,
                               noise_keys, np.ascontiguousarray(center),

@@ -1,6 +1,6 @@
 """Reading a loaded record that can lie (state.pt): each getter refuses, in one line naming
 the file, the key and what was expected, a value the runner never writes
-(:mod:`neurorun.state_record` holds the rules of each key)."""
+(:mod:`neurorun.record.state` holds the rules of each key)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 import numpy as np
 import torch
 
-from neurorun.config_checks import ConfigError
-from neurorun.saved_values import SavedValueError
+from neurorun.common.saved_values import SavedValueError
+from neurorun.config.checks import ConfigError
 
 MISSING = object()  # shown as "missing"
 INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
@@ -67,7 +67,7 @@ class RecordCheck:
             self.refuse(key, value, "values > 0 (a standard deviation)")
 
     def follows(self, prefix: str, rule: Callable[..., None], *args: Any, **kwargs: Any) -> None:
-        """``rule(*args, **kwargs)`` (one of :mod:`neurorun.saved_values`' rules, which name
+        """``rule(*args, **kwargs)`` (one of :mod:`neurorun.common.saved_values`' rules, which name
         the keys below ``prefix``) refuses nothing."""
         try:
             rule(*args, **kwargs)

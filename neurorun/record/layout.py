@@ -22,8 +22,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from neurorun.claims import folder_name
 from neurorun.envs.backends import env_slug
+from neurorun.record.claims import folder_name
 
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
 CHECKPOINT_DIR = "checkpoints"

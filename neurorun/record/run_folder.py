@@ -18,10 +18,10 @@ import stat
 import tempfile
 from pathlib import Path
 
-from neurorun.checkpoint import load_state
-from neurorun.claims import made_here, make_folders
-from neurorun.config_checks import FolderInUseError
-from neurorun.layout import (
+from neurorun.config.checks import FolderInUseError
+from neurorun.record.checkpoint import load_state
+from neurorun.record.claims import made_here, make_folders
+from neurorun.record.layout import (
     CHECKPOINT_DIR,
     HYDRA_DIR,
     LOCK_FILE,

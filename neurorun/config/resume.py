@@ -10,13 +10,13 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from neurorun.atomic import atomic_write
-from neurorun.claims import new_folder
-from neurorun.imports import code_in_config, refuse_untrusted
-from neurorun.layout import resume_command, resume_record, saved_config_path
-from neurorun.runner import Callbacks, Runner
-from neurorun.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
-from neurorun.signals import held
+from neurorun.common.atomic import atomic_write
+from neurorun.common.user_code import code_in_config, refuse_untrusted
+from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
+from neurorun.loop.runner import Callbacks, Runner
+from neurorun.loop.signals import held
+from neurorun.record.claims import new_folder
+from neurorun.record.layout import resume_command, resume_record, saved_config_path
 
 
 def require_saved_config(run_dir: str | Path) -> Path:

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from neurorun.config_checks import ConfigError
-from neurorun.layout import saved_config_path
-from neurorun.record_check import MISSING, RecordCheck, key_name
-from neurorun.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
-from neurorun.saved_values import check_sums, check_vector
-from neurorun.seeding import numpy_state, python_state
-from neurorun.status import GenerationStatus
+from neurorun.common.saved_values import check_sums, check_vector
+from neurorun.common.seeding import numpy_state, python_state
+from neurorun.config.checks import ConfigError
+from neurorun.loop.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
+from neurorun.loop.status import GenerationStatus
+from neurorun.record.layout import saved_config_path
+from neurorun.record.record_check import MISSING, RecordCheck, key_name
 
 
 @dataclass

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from neurorun.atomic import atomic_write_text
+from neurorun.common.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 RECORD = "neurorun-compiles.json"  # in jax's cache folder (jax reads only its *-cache files)

@@ -1,9 +1,9 @@
 """Ctrl-C while the `neurorun` command starts: importing its modules (torch, hydra, ...) takes
 seconds, before `cli.main` can catch a KeyboardInterrupt, and Python would print a traceback.
-`neurorun.cli` imports this module before any other; until `loaded()` hands Ctrl-C back, it
+`neurorun.cli.app` imports this module before any other; until `loaded()` hands Ctrl-C back, it
 ends the process with one line and exit status 130, as a later Ctrl-C does. SIGTERM, SIGHUP
 and SIGUSR1 (which end a run as Ctrl-C does) likewise say so in one line, where they ended the
-process silently. They are watched (`neurorun.signals.watch`): while a module loads in compiled
+process silently. They are watched (`neurorun.loop.signals.watch`): while a module loads in compiled
 code for longer than the signal's grace, the watcher ends the process.
 """
 
@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from neurorun.signals import answered, said, watch
+from neurorun.loop.signals import answered, said, watch
 
 
 def _interrupted(signum: int, frame: object) -> None:
