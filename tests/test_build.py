@@ -8,7 +8,7 @@ import torch
 from omegaconf import open_dict
 
 from neurorun.cli.app import compose_config
-from neurorun.config.checks import ConfigError
+from neurorun.common.errors import ConfigError
 from neurorun.loop.build import (
     build_algorithm,
     build_parts,

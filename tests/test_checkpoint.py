@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 
 from neurorun.cli.app import compose_config
 from neurorun.common import atomic
+from neurorun.common.errors import ConfigError
 from neurorun.config import resume
-from neurorun.config.checks import ConfigError
 from neurorun.loop.runner import run
 from neurorun.record import layout, run_folder
 

@@ -4,7 +4,7 @@ one line naming the key, its value and the fix, before any env, logger or ray ac
 import pytest
 
 import neurorun.problems
-from neurorun.config.checks import ConfigError
+from neurorun.common.errors import ConfigError
 from neurorun.loop.runner import Runner, run
 from tests.test_runner import tiny
 

@@ -17,8 +17,9 @@ import pytest
 
 from neurorun.cli.app import compose_config
 from neurorun.common import extras
+from neurorun.common.errors import ConfigError
 from neurorun.common.extras import MissingExtraError, require
-from neurorun.config.checks import ConfigError, validate_config
+from neurorun.config.checks import validate_config
 from neurorun.envs import batched_jax_env, env_spaces, make_env, resolve_backend
 from neurorun.tools import export, plot
 

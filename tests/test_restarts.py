@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.config.checks import ConfigError
 from neurorun.loop.restarts import Attempt, RestartSchedule, StallWatch
 from neurorun.loop.runner import run
 from tests.test_runner import metrics, tiny, without_time
@@ -156,7 +156,7 @@ def test_a_config_without_restart_keys_gets_the_packaged_values():
     from omegaconf import OmegaConf
 
     from neurorun.cli.app import compose_config
-    from neurorun.loop.restarts import restart_settings
+    from neurorun.config.schema import restart_settings
     packaged = OmegaConf.to_container(compose_config([]).restart)
     assert restart_settings(None) == packaged
     assert restart_settings({"patience": 3}) == {**packaged, "patience": 3}

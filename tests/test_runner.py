@@ -9,8 +9,8 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.config.checks import ConfigError
 from neurorun.loop.build import build_parts
 from neurorun.loop.runner import Callbacks, Runner, run
 

@@ -260,7 +260,7 @@ def test_pickles_load_only_with_trust_pickle(tmp_path, where):
 def test_resume_never_unpickles_code_from_state_pt(tmp_path):
     import torch
 
-    from neurorun.config.checks import ConfigError
+    from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import run
 
     tiny = compose_config(["debug=default", "logger.console.quiet=true", "generations=1"])
@@ -319,7 +319,7 @@ def test_resume_refuses_a_folder_whose_written_files_link_elsewhere(trained, nam
                                   "neurorun.log", "checkpoints", ".hydra",
                                   ".hydra/config.yaml", "tensorboard"])
 def test_a_run_refuses_links_where_it_writes_before_writing_anything(trained, name):
-    from neurorun.config.checks import ConfigError
+    from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import run
 
     config = load_run_config(trained, ["generations=4"])
@@ -436,7 +436,7 @@ def _set(key: str, value):
      "best.obs_stats.count"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
 def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
-    from neurorun.config.checks import ConfigError
+    from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import run
 
     path = _craft_state(trained_copy, _set(key, value))

@@ -44,15 +44,12 @@ from omegaconf.errors import OmegaConfBaseException
 from neurorun.cli import command_line, hydra_errors
 from neurorun.cli.env_source import register_hydra_extensions
 from neurorun.cli.hints import preset_hint
+from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
 from neurorun.common.atomic import is_disk_full
-from neurorun.config.checks import (
-    CONFIG_ERROR_EXIT,
-    ConfigError,
-    FolderInUseError,
-    check_interpolations,
-)
-from neurorun.config.resume import ResumeRecord, load_run_config
+from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError
+from neurorun.config.checks import check_interpolations
+from neurorun.config.resume import load_run_config
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.record import claims

@@ -18,7 +18,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun.config.checks import CONFIG_ERROR_EXIT, OPEN_MAPPINGS
+from neurorun.common.errors import CONFIG_ERROR_EXIT
+from neurorun.config.checks import OPEN_MAPPINGS
 from neurorun.config.resume import require_saved_config
 from neurorun.record.claims import claiming
 from neurorun.record.layout import misplaced_names, output_subdir, taken_name

@@ -23,7 +23,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from neurorun.config.checks import CONFIG_ERROR_EXIT
+from neurorun.common.errors import CONFIG_ERROR_EXIT
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
 

@@ -24,9 +24,14 @@ from hydra.plugins.config_source import ConfigSource
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, ConfigTypeError, OmegaConfBaseException
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.extras import MissingExtraError, require
-from neurorun.loop.objective import objective_error
-from neurorun.loop.restarts import RESTART_DEFAULTS, check_strategy, restart_settings
+from neurorun.config.schema import (
+    RESTART_DEFAULTS,
+    check_strategy,
+    objective_error,
+    restart_settings,
+)
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm
@@ -36,17 +41,6 @@ _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.
 # More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but a
 # huge one crashes the process as it exits, after the run has finished.
 MAX_THREADS = 1024
-
-
-CONFIG_ERROR_EXIT = 2  # the exit status of every config error of the `neurorun` command
-
-
-class ConfigError(ValueError):
-    """An invalid config: the message names the key, the value and the fix."""
-
-
-class FolderInUseError(ConfigError):
-    """The run folder belongs to another running process (its files are not ours to touch)."""
 
 
 def _count(cfg: DictConfig, key: str, *, minimum: int, optional: bool,
@@ -398,7 +392,7 @@ def _check_parallel(cfg: DictConfig) -> None:
 
 
 def _free_memory() -> int:
-    from neurorun.problems.memory import device_free_bytes
+    from neurorun.common.memory import device_free_bytes
 
     return device_free_bytes(torch.device("cpu"))
 
@@ -406,8 +400,8 @@ def _free_memory() -> int:
 def _check_local_actors(cfg: DictConfig) -> None:
     """A local ray's actor count (a number, or one per parallel.num_cpus) that this machine's
     memory cannot hold, refused before ray starts."""
+    from neurorun.common.memory import MEMORY_SHARE
     from neurorun.parallel.workload import check_local_actors
-    from neurorun.problems.memory import MEMORY_SHARE
 
     if cfg.parallel.get("address"):  # a joined cluster: its nodes hold the actors
         return

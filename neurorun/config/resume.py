@@ -1,7 +1,7 @@
 """The config of a resumed run: the run folder's saved config with the command line's keys
 on top, under the rules of what a resumed run may change (never its groups, seed, network or
 env) and without running code or reading the environment the file names unless told
-(``trust_code=true``); and its record in the run folder (``ResumeRecord``)."""
+(``trust_code=true``). Its record in the run folder is cli/resume_record.py's."""
 
 from __future__ import annotations
 
@@ -10,13 +10,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from neurorun.common.atomic import atomic_write
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
-from neurorun.loop.runner import Callbacks, Runner
-from neurorun.loop.signals import held
-from neurorun.record.claims import new_folder
-from neurorun.record.layout import resume_command, resume_record, saved_config_path
+from neurorun.record.layout import resume_command, saved_config_path
 
 
 def require_saved_config(run_dir: str | Path) -> Path:
@@ -98,19 +94,3 @@ def _covers(override_key: str, key: str) -> bool:
     """Whether setting ``override_key`` sets ``key`` (itself, a parent or a child of it)."""
     return override_key == key or key.startswith(override_key + ".") or \
         override_key.startswith(key + ".")
-
-
-class ResumeRecord(Callbacks):
-    """Records a resume in .hydra/resumed_<date>/ as its run starts (after every check, under
-    the folder's lock): the config it runs with and the command line's ``overrides``. A resume
-    refused or stopped before leaves no record (Hydra saves none for a resume)."""
-
-    def __init__(self, overrides: list[str]):
-        self.overrides = overrides
-
-    def on_run_start(self, runner: Runner) -> None:
-        with held():  # a signal now waits for the record's end: never an empty folder
-            folder = Path(new_folder(resume_record(runner.run_dir)))
-            for name, config in (("config.yaml", runner.cfg),
-                                 ("overrides.yaml", OmegaConf.create(self.overrides))):
-                atomic_write(folder / name, lambda path, c=config: OmegaConf.save(c, path))

@@ -21,9 +21,9 @@ from typing import Any
 
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
-from neurorun.loggers.files import CSV_NAME
 from neurorun.record.layout import (
     BEST_POLICY,
+    CSV_NAME,
     MLFLOW_ARTIFACTS,
     MLFLOW_DB,
     TENSORBOARD_DIR,

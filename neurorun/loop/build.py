@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.config.checks import ConfigError, algo_error, algo_options
+from neurorun.config.checks import algo_error, algo_options
 
 if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
     from neurorun.algorithms import SearchAlgorithm

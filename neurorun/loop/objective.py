@@ -17,28 +17,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
-from typing import Any
 
 from neurorun.common.sense import best, reached
-from neurorun.loggers.files import JSONL_NAME
-
-CHOICES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
-           "neg_interactions_to_target")
-_MEAN_LAST = re.compile(r"mean_center_eval_last_([1-9][0-9]*)")
-
-
-def objective_error(name: Any, target_score: float | None) -> str | None:
-    """What is wrong with `objective=<name>` in this config (None: nothing)."""
-    if name not in CHOICES[:2] + CHOICES[3:] and not (
-            isinstance(name, str) and _MEAN_LAST.fullmatch(name)):
-        return (f"objective={name!r}: expected one of {', '.join(CHOICES)}. "
-                "Fix: objective=best_center_eval.")
-    if name == "neg_interactions_to_target" and target_score is None:
-        return ("objective=neg_interactions_to_target needs a target, but target_score=null. "
-                "Fix: target_score=<score>.")
-    return None
+from neurorun.config.schema import MEAN_LAST
+from neurorun.record.layout import JSONL_NAME
 
 
 def objective_value(name: str, run_dir: str | Path, target_score: float | None,
@@ -60,5 +43,5 @@ def objective_value(name: str, run_dir: str | Path, target_score: float | None,
         return float(best(sense, centers))
     if name == "last_center_eval":
         return float(centers[-1])
-    last = centers[-int(_MEAN_LAST.fullmatch(name).group(1)):]
+    last = centers[-int(MEAN_LAST.fullmatch(name).group(1)):]
     return float(sum(last) / len(last))

@@ -20,7 +20,6 @@ Mirrored algorithms (whole pairs) round an odd popsize up by one.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,30 +27,12 @@ import numpy as np
 
 from neurorun.common.seeding import derive_seed
 from neurorun.common.sense import improves, maximized
+from neurorun.config.schema import RESTART_DEFAULTS, check_strategy
+from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
 
-RESTART_STRATEGIES = ("same", "ipop", "bipop")
-# restart.* where a config has no value: a run saved before restarts existed never restarts
-# (conf/config.yaml writes the same values, with what each means)
-RESTART_DEFAULTS: dict[str, Any] = {"patience": None, "min_improvement": 0.05,
-                                    "strategy": "same", "popsize_factor": 2.0}
-REGIMES = ("small", "large")
-SMALL_STEP_RANGE = 0.01  # a small attempt's step size factor: SMALL_STEP_RANGE ** v
 # the algorithms' initial step size options (ARS explores with its fixed noise); a small
 # attempt scales whichever of them the config sets
 STEP_SIZES = ("stdev_init", "radius_init", "noise")
-
-
-def check_strategy(strategy: Any) -> str:
-    """``restart.strategy``: one of RESTART_STRATEGIES (the config checks ask this too)."""
-    if strategy not in RESTART_STRATEGIES:
-        raise ValueError(f"strategy={strategy!r}: expected one of "
-                         f"{', '.join(RESTART_STRATEGIES)}. Fix: restart.strategy=ipop.")
-    return strategy
-
-
-def restart_settings(section: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A config's ``restart`` section (None: it has none) with RESTART_DEFAULTS filled in."""
-    return {**RESTART_DEFAULTS, **(section or {})}
 
 
 @dataclass
@@ -81,17 +62,8 @@ class StallWatch:
         self.history = []
 
 
-@dataclass
-class Attempt:
-    """One start of the search and what it has used so far."""
-
-    popsize: int
-    step_factor: float = 1.0  # times the configured initial step size
-    regime: str = "large"  # whose budget its evaluations count in (bipop)
-    max_generations: int | None = None  # a small bipop attempt's cap
-    generations: int = 0
-    evaluations: int = 0  # solutions evaluated
-
+class Attempt(AttemptRecord):
+    """One start of the search and what it has used so far (its fields: AttemptRecord)."""
 
     def options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The algorithm's options (``algo.*``) for this attempt: its step size (whichever of

@@ -26,9 +26,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.common import atomic
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.common.sense import improves
-from neurorun.config.checks import ConfigError, distributed_mode, validate_config
+from neurorun.config.checks import distributed_mode, validate_config
+from neurorun.config.schema import restart_settings
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.loggers.videos import RunVideos
@@ -40,9 +42,9 @@ from neurorun.loop.build import (
     resolve_env_backend,
 )
 from neurorun.loop.objective import objective_value
-from neurorun.loop.restarts import RestartSchedule, StallWatch, restart_settings
+from neurorun.loop.restarts import RestartSchedule, StallWatch
 from neurorun.loop.signals import held, interrupts_on_signals
-from neurorun.loop.status import BestCenter, GenerationStatus, StopLimits
+from neurorun.loop.status import BestCenter, StopLimits
 from neurorun.record import checkpoint
 from neurorun.record.layout import (
     BEST_POLICY,
@@ -54,6 +56,7 @@ from neurorun.record.layout import (
     run_dir_name,
     saved_config_path,
 )
+from neurorun.record.metrics import GenerationStatus
 from neurorun.record.run_folder import RunFolder
 from neurorun.record.state import RunState, check_layout
 

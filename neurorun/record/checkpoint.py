@@ -14,16 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
-from neurorun.loop.status import BestCenter
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record.record_check import first_line
 from neurorun.record.state import RunState, check_record
+
+if TYPE_CHECKING:  # the run loop's best center: an argument here, never built
+    from neurorun.loop.status import BestCenter
 
 
 def _as_list(value: Any) -> Any:

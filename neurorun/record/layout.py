@@ -1,5 +1,4 @@
-"""The names of a run folder and inside it, in one place (metric file names:
-neurorun.loggers.files).
+"""The names of a run folder and inside it, in one place.
 
     runs/<env>/<algo>/<date>_<time>_s<seed>/   a run's folder (run_dir_name)
     runs/multirun/<date>_<time>/               a sweep's folder (sweep_dir_name)
@@ -22,7 +21,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from neurorun.envs.backends import env_slug
+from neurorun.common.names import env_slug
 from neurorun.record.claims import folder_name
 
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)
@@ -38,6 +37,9 @@ TENSORBOARD_DIR = "tensorboard"  # the trackers' files (logger=...), when they w
 WANDB_DIR = "wandb"  # made by wandb in the folder it is given
 MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default store
 VIDEOS_DIR = "videos"  # the run's videos (logger.video_every): gen_<n>.gif or .mp4
+CSV_NAME = "metrics.csv"  # the metrics (loggers/files.py writes them)
+JSONL_NAME = "metrics.jsonl"
+METRIC_FILES = (CSV_NAME, JSONL_NAME)  # what a run folder's metrics are written to
 
 
 def hydra_names(job_name: Any = JOB_NAME, output_subdir: Any = HYDRA_DIR) -> tuple[str, ...]:
@@ -79,8 +81,6 @@ def video_path(run_dir: str | Path, generation: int, suffix: str) -> Path:
 
 def linked_names(run_dir: str | Path) -> list[str]:
     """The names of ``run_dir`` that neurorun writes and that are symbolic links."""
-    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
-
     folder = Path(run_dir)
     return [name for name in (*WRITTEN, *METRIC_FILES) if (folder / name).is_symlink()]
 
@@ -89,8 +89,6 @@ def taken_name(path: str, *others: str) -> str | None:
     """The name of a run folder that neurorun uses (WRITTEN, the metric files, READ, ``others``)
     that ``path`` (relative to the folder) is or lies inside, or None. Hydra's own folder
     (HYDRA_DIR) is not taken: what Hydra saves there is its own."""
-    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
-
     parts = PurePosixPath(path).parts
     for name in (*WRITTEN, *METRIC_FILES, *READ, *others):
         own = PurePosixPath(name).parts
@@ -107,8 +105,6 @@ def misplaced_names(run_dir: str | Path, job_name: Any = JOB_NAME,
     neither a symbolic link (:func:`linked_names`) nor what they expect there: a regular file,
     or a folder for FOLDERS and ``output_subdir``. A FIFO blocks whoever opens it, a device
     takes what is written to it, and a folder cannot be opened as a file."""
-    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module
-
     folders = {*FOLDERS, str(output_subdir)}
     found = []
     for name in dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir), *METRIC_FILES,

@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 import numpy as np
 import torch
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import SavedValueError
-from neurorun.config.checks import ConfigError
 
 MISSING = object()  # shown as "missing"
 INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers

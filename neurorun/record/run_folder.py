@@ -18,7 +18,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from neurorun.config.checks import FolderInUseError
+from neurorun.common.errors import FolderInUseError
 from neurorun.record.checkpoint import load_state
 from neurorun.record.claims import made_here, make_folders
 from neurorun.record.layout import (
@@ -26,6 +26,7 @@ from neurorun.record.layout import (
     HYDRA_DIR,
     LOCK_FILE,
     LOG_FILE,
+    METRIC_FILES,
     READ,
     STATE_FILE,
     SWEEP_RECORD,
@@ -45,8 +46,6 @@ _handed: dict[Path, int] = {}
 def holds_run(folder: str | Path) -> bool:
     """Whether `folder` holds an earlier run: checkpoints, or metric files with rows."""
     folder = Path(folder)
-    from neurorun.loggers.files import METRIC_FILES
-
     metrics = (folder / name for name in METRIC_FILES)
     return (folder / CHECKPOINT_DIR).is_dir() or any(
         path.is_file() and path.stat().st_size > 0 for path in metrics)
@@ -205,8 +204,6 @@ def refuse_links(run_dir: str | Path) -> None:
 def discard_unstarted(run_dir: str | Path) -> bool:
     """Remove ``run_dir`` when it holds nothing but what a run puts there before its first
     generation (its lock, Hydra's folder and log, empty metric files); whether it was."""
-    from neurorun.loggers.files import METRIC_FILES  # the loggers import this module's layout
-
     folder = Path(run_dir)
     if not folder.is_dir() or folder.is_symlink():
         return False

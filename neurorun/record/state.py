@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import numpy_state, python_state
-from neurorun.config.checks import ConfigError
-from neurorun.loop.restarts import REGIMES, SMALL_STEP_RANGE, Attempt
-from neurorun.loop.status import GenerationStatus
 from neurorun.record.layout import saved_config_path
+from neurorun.record.metrics import GenerationStatus
 from neurorun.record.record_check import MISSING, RecordCheck, key_name
+from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
 
 
 @dataclass
@@ -150,8 +150,9 @@ def _check_restart(check: RecordCheck, record: Mapping[str, Any], restarts: int,
                 "restart.attempt.generations", at_most=generation)
     check.count(check.item(attempt, "evaluations", "restart.attempt"),
                 "restart.attempt.evaluations")
-    if set(attempt) != {f.name for f in fields(Attempt)}:
-        check.refuse("restart.attempt", sorted(attempt), f"the keys {sorted(asdict(Attempt(1)))}")
+    if set(attempt) != {f.name for f in fields(AttemptRecord)}:
+        check.refuse("restart.attempt", sorted(attempt),
+                     f"the keys {sorted(asdict(AttemptRecord(1)))}")
 
 
 def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generation: int) -> int:

@@ -22,8 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
-from neurorun.loggers.files import METRIC_FILES
-from neurorun.record.layout import overrides_path, saved_config_path
+from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
 from neurorun.record.record_check import first_line, shown
 from neurorun.tools.common import ToolError, is_input, open_input
 

@@ -7,8 +7,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from neurorun.cli.app import compose_config
-from neurorun.config.checks import ConfigError
-from neurorun.envs.backends import canonical_env_id, env_slug
+from neurorun.common.errors import ConfigError
+from neurorun.common.names import canonical_env_id, env_slug
 from neurorun.loop.runner import Runner
 from neurorun.record.layout import run_dir_name
 
@@ -27,6 +27,15 @@ SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "e
 def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     assert canonical_env_id(name) == canonical
     assert env_slug(name) == slug
+
+
+def test_the_spec_prefixes_are_those_of_the_backends_table():
+    """common/names.py names the prefixes below envs/ (no torch to name a folder); a backend
+    added to the table must be added there too."""
+    from neurorun.common.names import PREFIXES
+    from neurorun.envs.backends import BACKENDS
+
+    assert sorted(PREFIXES) == sorted(set(BACKENDS) - {"factory"})
 
 
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neurorun.cli.app import compose_config
-from neurorun.config.checks import ConfigError
+from neurorun.common.errors import ConfigError
 from neurorun.loop.objective import objective_value
 from neurorun.loop.runner import Runner
 from tests.cli.test_cli import neurorun

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.config.checks import ConfigError
 from neurorun.envs import UnknownEnvError, make_env, parse_spec, resolve_backend
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
 from neurorun.loop.runner import run

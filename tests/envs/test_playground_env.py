@@ -108,7 +108,7 @@ def test_steps_match_a_direct_playground_loop_with_next_step_autoreset():
 
 def test_cuda_device_without_a_cuda_jax_is_refused_before_compiling(monkeypatch, tmp_path):
     from neurorun.cli.app import compose_config
-    from neurorun.config.checks import ConfigError
+    from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import Runner
 
     if jax.default_backend() != "cpu":

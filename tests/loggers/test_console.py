@@ -4,8 +4,9 @@ import io
 
 import pytest
 
-from neurorun.loggers import ConsoleLogger, StopLimits
+from neurorun.loggers import ConsoleLogger
 from neurorun.loggers.console import config_tree, format_header, format_row
+from neurorun.loop.status import StopLimits
 
 STATUS = {"generation": 3, "mean_eval": 12.345, "median_eval": 10.0, "pop_best_eval": 40.0,
           "center_eval": None, "best_sample_eval": 41.0, "popsize": 20, "stdev_mean": 0.5,

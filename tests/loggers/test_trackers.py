@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from neurorun.cli.app import compose_config
-from neurorun.config.checks import ConfigError
+from neurorun.common.errors import ConfigError
 from neurorun.loggers import make_loggers
 from neurorun.loop.runner import Runner
 from neurorun.loop.status import StopLimits

@@ -22,7 +22,7 @@ import torch
 from PIL import Image
 
 from neurorun.cli.app import compose_config
-from neurorun.config.checks import ConfigError
+from neurorun.common.errors import ConfigError
 from neurorun.config.resume import load_run_config
 from neurorun.loggers import LOGGERS, Logger
 from neurorun.loggers import videos as run_videos

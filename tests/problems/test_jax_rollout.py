@@ -195,7 +195,7 @@ def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
 def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles(tmp_path,
                                                                                 monkeypatch):
     from neurorun.cli.app import compose_config
-    from neurorun.config.checks import ConfigError
+    from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import Runner
     from neurorun.problems import memory
     from neurorun.problems import problem as problem_module
