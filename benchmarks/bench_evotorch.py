@@ -13,7 +13,7 @@ on both:
 - the network ``Linear(obs_length, 16) >> Tanh() >> Linear(16, act_length)``, one episode
   per solution, no observation normalization (off on both sides), the same episode cut;
 - EvoTorch as GymNE (one episode at a time) and VecGymNE (the population stepped together);
-  neurorun through ``neurorun.runner.run`` with ``parallel=local`` (no center evaluation,
+  neurorun through ``neurorun.loop.runner.run`` with ``parallel=local`` (no center evaluation,
   no checkpoints until the end, console quiet: only what a generation needs), on the backend
   ``env.backend=auto`` picks (EnvPool for the ids tested equal to gymnasium's, with one
   thread: ``neurorun_backend`` in the results);
@@ -167,8 +167,8 @@ def _backend(case: Case) -> str:
 
 def run_neurorun(case: Case) -> dict[str, Any]:
     """The same PGPE run through neurorun's runner; times between generation ends."""
-    from neurorun.cli import compose_config
-    from neurorun.runner import Callbacks, run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import Callbacks, run
 
     class Timer(Callbacks):
         def __init__(self) -> None:

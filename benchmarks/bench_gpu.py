@@ -3,7 +3,7 @@ score after a fixed budget.
 
     python benchmarks/bench_gpu.py [--cases ant_evojax,ant_4096,...] [--smoke]
 
-Every case is a ``neurorun`` run (``neurorun.runner.run`` on the composed config) with
+Every case is a ``neurorun`` run (``neurorun.loop.runner.run`` on the composed config) with
 ``problem.device=cuda``; the center is evaluated once, after the last generation, on seeded
 test episodes without reward shaping (the score). Reported per case: generations,
 popsize, total wall seconds, compile seconds (the first generation's time minus the median of
@@ -73,8 +73,8 @@ SMOKE = ["algo.popsize=8", "problem.num_episodes=1", "problem.episode_length=20"
 
 
 def run_case(name: str, smoke: bool) -> dict[str, Any]:
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     overrides, generations, episodes = CASES[name]
     if smoke:

@@ -45,7 +45,7 @@ CURVE_COLUMNS = ("elapsed_s", "total_interaction_count", "center_eval", "episode
 
 def _neurorun(args: list[str], cache: Path) -> tuple[subprocess.CompletedProcess, float]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "neurorun.cli", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "neurorun.cli.app", *args], capture_output=True,
                           text=True, env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache)})
     return done, time.perf_counter() - started
 

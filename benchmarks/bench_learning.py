@@ -2,7 +2,7 @@
 
     python benchmarks/bench_learning.py [--full] [--seeds 3] [--algos pgpe,snes]
 
-Each run goes through ``neurorun.runner.run(compose_config([...]))``, the path of the
+Each run goes through ``neurorun.loop.runner.run(compose_config([...]))``, the path of the
 ``neurorun`` command, with a ``max_time`` cap, a center evaluation every generation (the mean
 of 5 seeded test episodes; its cost is in the time) and checkpoints only at the end. A run is
 solved when the center's evaluation reaches the env's target: CartPole-v1 475, Pendulum-v1
@@ -106,9 +106,9 @@ def run_folder(args: list[str], folder: Path, label: list[str]) -> dict[str, Any
 
     ``label`` becomes the folder's .hydra/overrides.yaml: neurorun-plot groups runs by it.
     """
-    from neurorun.cli import compose_config
-    from neurorun.layout import overrides_path
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
+    from neurorun.record.layout import overrides_path
 
     shutil.rmtree(folder, ignore_errors=True)
     started = time.perf_counter()

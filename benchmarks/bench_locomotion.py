@@ -21,7 +21,7 @@ Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: th
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization;
 ``normalized``: a PGPE preset with normalized fitness instead of centered ranks) or
 ``neurorun env=<Env> problem.observation_normalization=true <ALGO_SETTINGS> ...`` (the other
-algorithms, on the env preset's reward shift and target), through ``neurorun.runner.run``, the
+algorithms, on the env preset's reward shift and target), through ``neurorun.loop.runner.run``, the
 path of the ``neurorun`` command, on the default backend (EnvPool, both cores). A run is
 solved at the first center evaluation (5 seeded test episodes, the env's own return) that
 reaches the threshold of Mania, Guy & Recht 2018, Table 1. Every finished run is appended at once to
@@ -130,7 +130,7 @@ def run_task(task: str, algo: str, seed: int, cap_scale: float,
              algo == "env_only" else [f"env={env}", "problem.observation_normalization=true",
                                       "generations=100000"])  # the cap stops it, as presets
     if algo == "env_only":  # the env preset's own budget, as the user gets it
-        from neurorun.cli import compose_config
+        from neurorun.cli.app import compose_config
 
         cap = float(compose_config([f"env={env}"]).max_time)
     args = [*start, *ALGO_SETTINGS[algo], f"seed={seed}",
@@ -204,7 +204,7 @@ def run_evotorch(env: str, threshold: float, seed: int, max_time: float) -> dict
     """The ``pgpe`` setup on EvoTorch's GymNE until ``threshold`` or ``max_time``."""
     from omegaconf import OmegaConf
 
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
 
     cfg = compose_config([f"env={env}", "problem.observation_normalization=true",
                           *ALGO_SETTINGS["pgpe"]])
@@ -289,7 +289,7 @@ def compare_evotorch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _eval_in_fresh_process(folder: Path, seed: int) -> float:
     """The mean return neurorun-eval reports for the best policy on the 5 test episodes that
     scored it during the run (their seeds start at derive_seed(seed, "evaluation"))."""
-    from neurorun.seeding import derive_seed
+    from neurorun.common.seeding import derive_seed
 
     command = [str(Path(sys.executable).with_name("neurorun-eval")), str(folder), "--episodes",
                "5", "--seed", str(derive_seed(seed, "evaluation")), "--json"]

@@ -9,7 +9,7 @@ most BUDGET evaluations, with each strategy:
 - pycma 4.5.0 (``cma.fmin``, ``restarts=9``, ``incpopsize=2``, ``bipop``), in
   benchmarks/.venv-pycma (made on first use with one pip command): its own stop criteria
   (tolfun, tolx, stagnation, ...) end an attempt;
-- neurorun: ``make_algorithm("cmaes")`` in float64 driven by ``neurorun.restarts`` exactly as the
+- neurorun: ``make_algorithm("cmaes")`` in float64, driven by ``neurorun.loop.restarts`` as the
   runner drives it (``RestartSchedule.restart_due`` after every generation with the center's
   value as its center evaluation, ``restart.patience`` PATIENCE, ``min_improvement`` 0.05), and
   ``same`` (no growth, on the first SAME_SEEDS seeds) to show what the population growth buys.
@@ -33,7 +33,7 @@ import torch
 from harness import RESULTS, write_result
 
 from neurorun.algorithms import make_algorithm
-from neurorun.restarts import RestartSchedule, StallWatch
+from neurorun.loop.restarts import RestartSchedule, StallWatch
 
 HERE = Path(__file__).resolve().parent
 VENV = HERE / ".venv-pycma"

@@ -41,10 +41,10 @@ SHARE = 0.10  # the most of a run's time its videos may take
 
 def measure(env: str, generations: int, videos: int) -> dict:
     """One case: its seconds per generation and per video, and the video_every they give."""
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
     from neurorun.loggers.base import Logger
     from neurorun.loggers.videos import RunVideos
-    from neurorun.runner import Callbacks, run
+    from neurorun.loop.runner import Callbacks, run
 
     elapsed: list[float] = []
     filmed: list[dict] = []

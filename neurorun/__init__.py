@@ -16,3 +16,17 @@ __version__ = "0.1.0"
 # (docs/benchmarks.md). torch reads the variable once, at its first allocation, so it is set
 # before neurorun imports torch; a value the user set wins.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+
+# the public names, imported when first used: `import neurorun` stays light (no torch)
+_LAZY = {"run": "neurorun.loop.runner", "Callbacks": "neurorun.loop.runner",
+         "compose_config": "neurorun.cli.app"}
+__all__ = ["Callbacks", "__version__", "compose_config", "run"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'neurorun' has no attribute {name!r}")

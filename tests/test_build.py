@@ -7,16 +7,16 @@ import pytest
 import torch
 from omegaconf import open_dict
 
-from neurorun.build import (
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.loop.build import (
     build_algorithm,
     build_parts,
     make_evaluator,
     problem_kwargs,
     resolve_env_backend,
 )
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
-from neurorun.restarts import Attempt
+from neurorun.loop.restarts import Attempt
 
 ENVPOOL = importlib.util.find_spec("envpool") is not None
 

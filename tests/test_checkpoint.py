@@ -11,10 +11,12 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from neurorun import atomic, layout, resume, run_folder
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
-from neurorun.runner import run
+from neurorun.cli.app import compose_config
+from neurorun.common import atomic
+from neurorun.common.errors import ConfigError
+from neurorun.config import resume
+from neurorun.loop.runner import run
+from neurorun.record import layout, run_folder
 
 TIME_COLUMNS = ("elapsed_s", "steps_per_s")
 
@@ -185,8 +187,8 @@ def test_a_signal_as_a_generation_is_logged_saves_that_generation(tmp_path, monk
     loggers write generation 3 (it waits for the row and the snapshot) or after (in a
     callback), the state after generation 3 is saved, and the run resumes exactly."""
     from neurorun.loggers.base import LoggerGroup
-    from neurorun.runner import Callbacks
-    from neurorun.signals import RunInterrupted
+    from neurorun.loop.runner import Callbacks
+    from neurorun.loop.signals import RunInterrupted
 
     def terminate(generation):
         if generation == 3:

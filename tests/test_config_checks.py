@@ -4,8 +4,8 @@ one line naming the key, its value and the fix, before any env, logger or ray ac
 import pytest
 
 import neurorun.problems
-from neurorun.config_checks import ConfigError
-from neurorun.runner import Runner, run
+from neurorun.common.errors import ConfigError
+from neurorun.loop.runner import Runner, run
 from tests.test_runner import tiny
 
 
@@ -132,7 +132,7 @@ def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatc
     (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
 def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
     from neurorun.algorithms import ALGORITHMS
-    from neurorun.config_checks import distributed_mode
+    from neurorun.config.checks import distributed_mode
 
     cfg = tiny(*overrides)
     assert distributed_mode(cfg, ALGORITHMS[cfg.algo.name]) is expected
@@ -145,13 +145,13 @@ def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides
 ])
 def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypatch, overrides,
                                                              expected):
-    import neurorun.build
+    import neurorun.loop.build
 
     def refuse(*args, **kwargs):
         raise AssertionError("the evaluator was built before the config was checked")
 
-    monkeypatch.setattr(neurorun.build, "make_evaluator", refuse)
-    monkeypatch.setattr("neurorun.runner.make_evaluator", refuse)
+    monkeypatch.setattr(neurorun.loop.build, "make_evaluator", refuse)
+    monkeypatch.setattr("neurorun.loop.runner.make_evaluator", refuse)
     with pytest.raises(ConfigError, match=expected):
         Runner(tiny(*overrides), run_dir=tmp_path)
 

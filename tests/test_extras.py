@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from neurorun import extras
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError, validate_config
+from neurorun.cli.app import compose_config
+from neurorun.common import extras
+from neurorun.common.errors import ConfigError
+from neurorun.common.extras import MissingExtraError, require
+from neurorun.config.checks import validate_config
 from neurorun.envs import batched_jax_env, env_spaces, make_env, resolve_backend
-from neurorun.extras import MissingExtraError, require
 from neurorun.tools import export, plot
 
 BRAX_LINE = "env=brax::ant needs jax and brax: pip install 'neurorun[jax]'"
@@ -96,7 +97,7 @@ def neurorun_without(modules, *args, cwd):
         command = [str(Path(sys.executable).with_name("neurorun"))]
     else:
         command = [sys.executable, "-c", f"import sys; sys.modules.update(dict.fromkeys("
-                   f"{modules!r})); from neurorun.cli import main; main()"]
+                   f"{modules!r})); from neurorun.cli.app import main; main()"]
     return subprocess.run([*command, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=120)
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from neurorun.jsonio import dumps, finite_or_null
+from neurorun.common.jsonio import dumps, finite_or_null
 
 
 def test_nonfinite_floats_become_null_at_any_depth():

@@ -28,7 +28,7 @@ def test_every_config_file_is_package_data():
 def test_the_core_install_holds_no_extra_and_every_extra_is_declared():
     import re
 
-    from neurorun.extras import EXTRAS
+    from neurorun.common.extras import EXTRAS
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {re.match(r"[\w-]+", requirement).group() for requirement in project["dependencies"]}
@@ -38,3 +38,27 @@ def test_the_core_install_holds_no_extra_and_every_extra_is_declared():
     assert "neurorun[jax]" in optional["playground"]
     (everything,) = optional["all"]
     assert set(EXTRAS) <= set(re.search(r"\[(.*)\]", everything).group(1).split(","))
+
+
+def test_the_public_names_load_when_used_and_import_neurorun_loads_no_torch():
+    """`neurorun.run`, `neurorun.Callbacks` and `neurorun.compose_config` are the run loop's
+    and the command's own (README); `import neurorun` alone loads no torch (it sets torch's
+    allocator variable before torch is loaded)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, neurorun; print('torch' in sys.modules); "
+            "print(neurorun.run.__module__, neurorun.Callbacks.__module__, "
+            "neurorun.compose_config.__module__)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.split("\n")
+    assert shown[:2] == ["False", "neurorun.loop.runner neurorun.loop.runner neurorun.cli.app"]
+
+
+def test_every_console_script_names_a_function():
+    import importlib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    for name, target in scripts.items():
+        module, _, function = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), name

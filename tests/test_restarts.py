@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.config_checks import ConfigError
-from neurorun.restarts import Attempt, RestartSchedule, StallWatch
-from neurorun.runner import run
-from neurorun.seeding import derive_seed
+from neurorun.common.errors import ConfigError
+from neurorun.common.seeding import derive_seed
+from neurorun.loop.restarts import Attempt, RestartSchedule, StallWatch
+from neurorun.loop.runner import run
 from tests.test_runner import metrics, tiny, without_time
 
 
@@ -91,14 +91,14 @@ def test_an_ipop_run_grows_its_population_and_resumes_exactly(tmp_path):
     assert [int(r["popsize"]) for r in rows] == [10] * 3 + [20] * 3 + [40] * 3
     cut = tmp_path / "cut"
     run(tiny(*common, "generations=5"), run_dir=cut)
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
 
     run(load_run_config(cut, ["generations=9"]), run_dir=cut)
     assert without_time(metrics(cut)) == without_time(rows)
 
 
 def test_a_bipop_run_takes_small_attempts_after_a_large_one_and_resumes_exactly(tmp_path):
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
 
     common = [*STALLED, "restart.strategy=bipop", "seed=3"]
     run(tiny(*common, "generations=10"), run_dir=tmp_path / "straight")
@@ -138,7 +138,7 @@ def test_the_library_refuses_an_unknown_strategy_as_the_config_checks_do():
 
 
 def test_a_crafted_restart_record_is_refused(tmp_path):
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
 
     run_dir = tmp_path / "run"
     run(tiny(*STALLED, "restart.strategy=ipop", "generations=5"), run_dir=run_dir)
@@ -155,8 +155,8 @@ def test_a_config_without_restart_keys_gets_the_packaged_values():
     """A run saved before restarts existed reads what config.yaml sets today: never restart."""
     from omegaconf import OmegaConf
 
-    from neurorun.cli import compose_config
-    from neurorun.restarts import restart_settings
+    from neurorun.cli.app import compose_config
+    from neurorun.config.schema import restart_settings
     packaged = OmegaConf.to_container(compose_config([]).restart)
     assert restart_settings(None) == packaged
     assert restart_settings({"patience": 3}) == {**packaged, "patience": 3}

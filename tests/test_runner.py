@@ -8,11 +8,11 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from neurorun.build import build_parts
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
-from neurorun.runner import Callbacks, Runner, run
-from neurorun.seeding import derive_seed
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.common.seeding import derive_seed
+from neurorun.loop.build import build_parts
+from neurorun.loop.runner import Callbacks, Runner, run
 
 DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_sample_eval",
                "center_eval", "popsize", "total_interaction_count", "total_episode_count",
@@ -212,8 +212,8 @@ def test_a_stalled_search_restarts_from_a_new_start_and_resumes_exactly(tmp_path
     assert len(set(centers[:3])) == 1 and len(set(centers[3:6])) == 1  # attempts do not move
     cut = tmp_path / "cut"
     run(tiny(*common[1:], "generations=4"), run_dir=cut)
-    from neurorun.layout import saved_config_path
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
+    from neurorun.record.layout import saved_config_path
 
     saved_config_path(cut).parent.mkdir(parents=True, exist_ok=True)
     saved_config_path(cut).write_text(OmegaConf.to_yaml(tiny(*common[1:], "generations=4")))
@@ -230,8 +230,8 @@ def test_restarts_need_room_in_the_budget(tmp_path):
 
 def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
     """Its saved config has no restart section, its state no restart keys."""
-    from neurorun.layout import saved_config_path
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
+    from neurorun.record.layout import saved_config_path
 
     run_dir = tmp_path / "old"
     cfg = tiny("generations=2")
@@ -289,8 +289,8 @@ def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
 def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
     """Issue 37 small item: resume keeps the run's seed (its random state is saved); a seed
     edited into .hydra/config.yaml is refused as seed= on the command line is."""
-    from neurorun.layout import saved_config_path
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
+    from neurorun.record.layout import saved_config_path
 
     run_dir = tmp_path / "run"
     run(tiny("generations=2", "seed=3"), run_dir=run_dir)
@@ -310,12 +310,12 @@ def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_pat
                                                                           monkeypatch):
     """Issue 37 small item: parallel=ray refuses some settings only once ray is up (after the
     loggers started); the console's config and header come once everything is built."""
-    import neurorun.runner
+    import neurorun.loop.runner
     from neurorun.loggers.console import format_header
 
     def refuse(cfg, problem):
         raise ConfigError("parallel: refused")
-    monkeypatch.setattr(neurorun.runner, "make_evaluator", refuse)
+    monkeypatch.setattr(neurorun.loop.runner, "make_evaluator", refuse)
     shown = ("debug=default", "logger.console.quiet=false", "logger.console.plain=true")
     with pytest.raises(ConfigError, match="refused"):
         Runner(compose_config(list(shown)), run_dir=tmp_path / "run")

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from neurorun.sense import best, check_sense, improves, maximized, reached
+from neurorun.common.sense import best, check_sense, improves, maximized, reached
 
 
 @pytest.mark.parametrize(("sense", "value", "incumbent", "expected"), [
@@ -45,7 +45,7 @@ def test_check_sense_names_the_senses():
 
 
 def test_the_sweep_objective_follows_the_sense(tmp_path):
-    from neurorun.objective import objective_value
+    from neurorun.loop.objective import objective_value
     rows = [{"center_eval": c, "total_interaction_count": 100 * (g + 1)}
             for g, c in enumerate([10.0, 30.0, 5.0])]
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from neurorun.signals import RunInterrupted, exit_status, held, interrupts_on_signals
+from neurorun.loop.signals import RunInterrupted, exit_status, held, interrupts_on_signals
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
@@ -184,7 +184,7 @@ def test_more_signals_while_the_run_stops_wait_for_its_clean_up(monkeypatch):
             os.kill(os.getpid(), signal.SIGTERM)
             saved.append("the state")
     assert saved == ["the state"] and raised.value.signum == signal.SIGTERM
-    monkeypatch.setattr("neurorun.signals.GRACE_S", 0.0)
+    monkeypatch.setattr("neurorun.loop.signals.GRACE_S", 0.0)
     with pytest.raises(RunInterrupted) as raised, interrupts_on_signals():
         try:
             os.kill(os.getpid(), signal.SIGTERM)

@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from neurorun.restarts import StallWatch
-from neurorun.status import GenerationStatus, StopLimits
+from neurorun.loop.restarts import StallWatch
+from neurorun.loop.status import StopLimits
+from neurorun.record.metrics import GenerationStatus
 
 ROW = dict(generation=3, popsize=4, mean_eval=1.0, median_eval=1.0, pop_best_eval=2.0,
            best_sample_eval=2.0, center_eval=None, nonfinite_center_evals=0, restarts=0,

@@ -23,9 +23,9 @@ import torch
 from omegaconf import OmegaConf
 from tools.helpers import PLOT_TOOL, rows, save_checkpoint, write_run
 
-from neurorun.cli import compose_config
-from neurorun.imports import UntrustedCodeError, names_code
-from neurorun.resume import load_run_config
+from neurorun.cli.app import compose_config
+from neurorun.common.user_code import UntrustedCodeError, names_code
+from neurorun.config.resume import load_run_config
 from neurorun.tools import evaluate, render
 
 TRAP = '''
@@ -260,8 +260,8 @@ def test_pickles_load_only_with_trust_pickle(tmp_path, where):
 def test_resume_never_unpickles_code_from_state_pt(tmp_path):
     import torch
 
-    from neurorun.config_checks import ConfigError
-    from neurorun.runner import run
+    from neurorun.common.errors import ConfigError
+    from neurorun.loop.runner import run
 
     tiny = compose_config(["debug=default", "logger.console.quiet=true", "generations=1"])
     run(tiny, run_dir=tmp_path)
@@ -278,7 +278,7 @@ def test_resume_never_unpickles_code_from_state_pt(tmp_path):
 @pytest.fixture
 def trained(tmp_path):
     """A finished debug run (2 generations, checkpoints) in tmp_path/run."""
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
 
     run(compose_config(["debug=default", "logger.console.quiet=true"]),
         run_dir=tmp_path / "run")
@@ -319,8 +319,8 @@ def test_resume_refuses_a_folder_whose_written_files_link_elsewhere(trained, nam
                                   "neurorun.log", "checkpoints", ".hydra",
                                   ".hydra/config.yaml", "tensorboard"])
 def test_a_run_refuses_links_where_it_writes_before_writing_anything(trained, name):
-    from neurorun.config_checks import ConfigError
-    from neurorun.runner import run
+    from neurorun.common.errors import ConfigError
+    from neurorun.loop.runner import run
 
     config = load_run_config(trained, ["generations=4"])
     outside, before = _link_out(trained, name)
@@ -344,7 +344,7 @@ def test_metric_files_never_open_through_a_link(tmp_path):
 
 
 def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_path):
-    from neurorun.atomic import atomic_write_text
+    from neurorun.common.atomic import atomic_write_text
 
     outside = tmp_path / "outside.json"
     outside.write_text("keep\n")
@@ -359,7 +359,7 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
 @pytest.fixture(scope="module")
 def trained_once(tmp_path_factory):
     """A finished debug run, trained once for this module's state.pt cases."""
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
 
     folder = tmp_path_factory.mktemp("trained") / "run"
     run(compose_config(["debug=default", "logger.console.quiet=true"]), run_dir=folder)
@@ -436,8 +436,8 @@ def _set(key: str, value):
      "best.obs_stats.count"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
 def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
-    from neurorun.config_checks import ConfigError
-    from neurorun.runner import run
+    from neurorun.common.errors import ConfigError
+    from neurorun.loop.runner import run
 
     path = _craft_state(trained_copy, _set(key, value))
     names = ("metrics.csv", "metrics.jsonl")
@@ -451,7 +451,7 @@ def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, va
 
 def test_a_state_the_runner_wrote_without_a_best_resumes(trained_copy):
     """A run whose center evaluations were never finite saves best.score None: not refused."""
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
 
     _craft_state(trained_copy, _set("best", {"solution": None, "score": None,
                                              "generation": 0, "obs_stats": None}))
@@ -465,7 +465,7 @@ def test_a_state_saved_before_clipup_counted_its_steps_resumes(trained_copy):
     momentum, velocity) resumes, counting from 0, which with no decay changes no step."""
     import torch
 
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
 
     def drop_steps(state):
         assert set(state["algorithm"]["search"]["optimizer"]) == {
@@ -485,7 +485,7 @@ def test_a_resume_that_changes_clipups_settings_steps_with_them(trained_copy):
     (the state holds them), so the override was recorded in the config and ignored."""
     import torch
 
-    from neurorun.runner import run
+    from neurorun.loop.runner import run
 
     saved = torch.load(trained_copy / "checkpoints" / "state.pt", weights_only=True)
     assert saved["algorithm"]["search"]["optimizer"]["max_speed"] != 0.05
@@ -621,7 +621,7 @@ def test_compare_does_not_print_an_environment_variable_a_config_names(tmp_path,
 def test_a_saved_config_holding_terminal_control_characters_is_refused(text, tmp_path):
     """re-probe F11: YAML's escapes (\\e is ESC) put terminal escape sequences into a saved
     config's values, which resume's messages then printed as they were."""
-    from neurorun.saved_yaml import SavedFileError
+    from neurorun.config.saved_yaml import SavedFileError
 
     run = _saved_run(tmp_path / "run")
     config = run / ".hydra" / "config.yaml"

@@ -32,7 +32,7 @@ import torch
 
 from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
-from neurorun.sense import check_sense, maximized
+from neurorun.common.sense import check_sense, maximized
 
 log = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from neurorun.algorithms.options import require_count
+from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
 
 NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
@@ -112,8 +113,6 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
 def _check_table_memory(size: int) -> None:
     """ValueError before a table of ``size`` float32 numbers is made when the memory cannot
     hold it (1e14 failed inside torch mid-run), naming the largest size that fits."""
-    from neurorun.problems.memory import MEMORY_SHARE, device_free_bytes  # no cycle at import
-
     free = device_free_bytes(torch.device("cpu"))
     if size * 4 > MEMORY_SHARE * free:
         raise ValueError(

@@ -15,7 +15,6 @@ thing).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -23,38 +22,14 @@ from typing import Any, Literal
 import torch
 from gymnasium import spaces
 
+from neurorun.common.extras import require
+from neurorun.common.names import PREFIXES
+from neurorun.common.user_code import import_object, is_import_path
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
-from neurorun.extras import require
-from neurorun.imports import import_object, is_import_path
 
 Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
 
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
-
-
-def canonical_env_id(name: str) -> str:
-    """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
-    for backend in PREFIXES:
-        if name.startswith(backend + "/"):
-            return f"{backend}::{name[len(backend) + 1:]}"
-    return name
-
-
-def env_slug(env_id: Any) -> str:
-    """A folder- and file-name-safe form of an env id: `brax::humanoid` -> `brax_humanoid`.
-
-    The default backend's prefix is dropped (`gym::Humanoid-v5` -> `Humanoid-v5`), so both
-    spellings of one gymnasium env share a preset and a runs folder.
-    """
-    text = canonical_env_id(str(env_id))
-    text = text.removeprefix("gym::")
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_") or "env"
-
-
-def preset_slug(env_id: Any) -> str:
-    """The file name of ``env_id``'s packaged presets (env, env_algo, experiment): one per
-    task, so `envpool::Id` and `gym::Id` use those of `Id`."""
-    return env_slug(str(env_id).removeprefix("envpool::"))
 
 
 def resolve_backend(spec: str, backend: str = "auto") -> str:
@@ -256,8 +231,6 @@ BACKENDS: dict[str, Backend] = {
                           extra="playground"),
     "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
 }
-# spec prefixes, `<prefix>::<name>`: every backend but a factory (`pkg.module:function`)
-PREFIXES = tuple(name for name in BACKENDS if name != "factory")
 
 
 def backend_of(spec: str) -> Backend:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurorun.common.extras import require
 from neurorun.envs.base import (
     ActionAdapter,
     EnvStepError,
@@ -36,7 +37,6 @@ from neurorun.envs.base import (
     policy_action_space,
 )
 from neurorun.envs.envpool_models import lean_model_options
-from neurorun.extras import require
 
 logger = logging.getLogger(__name__)
 

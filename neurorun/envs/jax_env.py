@@ -228,7 +228,7 @@ def next_step_autoreset(env: Any) -> Any:
     on (``next_keys``); actions are clipped to the action space [-1, 1]. A batch whose every
     env is pending is not stepped, only reset (the compiled evaluation's first step: its carry
     starts with a state of zeros). The compiled evaluation (:mod:`neurorun.problems.
-    jax_rollout`) steps with this function too."""
+    jax.rollout`) steps with this function too."""
     import jax
     import jax.numpy as jnp
 

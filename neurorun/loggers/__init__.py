@@ -13,11 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.loggers.base import Logger, LoggerContext, LoggerGroup
+from neurorun.loggers.base import Limits, Logger, LoggerContext, LoggerGroup
 from neurorun.loggers.console import ConsoleLogger
 from neurorun.loggers.files import MetricsFiles
 from neurorun.loggers.trackers import MLflowLogger, TensorBoardLogger, WandbLogger
-from neurorun.status import StopLimits
 
 # every logger by the name of its config section (`logger.<name>`), in the order they log;
 # a new logger is a Logger subclass with `from_settings` in its own file, plus its row here
@@ -30,7 +29,7 @@ LOGGERS: dict[str, type[Logger]] = {
 }
 
 
-def make_loggers(settings: Mapping[str, Any], run_dir: str | Path, limits: StopLimits,
+def make_loggers(settings: Mapping[str, Any], run_dir: str | Path, limits: Limits,
                  offsets: Mapping[str, int] | None = None) -> LoggerGroup:
     """The loggers `settings` (the config's `logger` section) asks for: each of LOGGERS that
     is always on or whose section says `enabled: true`.
@@ -53,5 +52,5 @@ def make_loggers(settings: Mapping[str, Any], run_dir: str | Path, limits: StopL
     return LoggerGroup(loggers)
 
 
-__all__ = ["LOGGERS", "ConsoleLogger", "Logger", "LoggerContext", "LoggerGroup", "MLflowLogger",
-           "MetricsFiles", "StopLimits", "TensorBoardLogger", "WandbLogger", "make_loggers"]
+__all__ = ["LOGGERS", "ConsoleLogger", "Limits", "Logger", "LoggerContext", "LoggerGroup",
+           "MLflowLogger", "MetricsFiles", "TensorBoardLogger", "WandbLogger", "make_loggers"]

@@ -6,9 +6,17 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from neurorun.status import StopLimits
+
+class Limits(Protocol):
+    """What the loggers read of a run's stop rules (the run loop's ``StopLimits``): how far the
+    closest one is, and the target."""
+
+    target_score: float | None
+
+    def progress(self, status: Mapping[str, Any]) -> tuple[str, float]:
+        """(name, fraction done) of the stop rule closest to ending the run."""
 
 
 @dataclass(frozen=True)
@@ -16,7 +24,7 @@ class LoggerContext:
     """What a logger may need of its run besides its own config section."""
 
     run_dir: Path
-    limits: StopLimits  # the stop conditions (the console's progress bar)
+    limits: Limits  # the stop conditions (the console's progress bar)
     offsets: Mapping[str, int] | None = None  # the metric files' sizes to resume at (None: fresh)
 
 

@@ -19,8 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.tree import Tree
 
-from neurorun.loggers.base import Logger, LoggerContext
-from neurorun.status import StopLimits
+from neurorun.loggers.base import Limits, Logger, LoggerContext
 
 LIBRARY_LOGGER = "neurorun"  # what neurorun's modules report through (logging.getLogger(__name__))
 
@@ -153,7 +152,7 @@ class ConsoleLogger(Logger):
 
     always_on = True  # quiet mode still prints the start and end summary
 
-    def __init__(self, limits: StopLimits, *, plain: bool | None = None, quiet: bool = False,
+    def __init__(self, limits: Limits, *, plain: bool | None = None, quiet: bool = False,
                  show_config: bool = True, stream: TextIO | None = None):
         self.limits = limits
         self.console = Console(file=stream or sys.stdout, highlight=False)

@@ -12,12 +12,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from neurorun import jsonio
+from neurorun.common import jsonio
 from neurorun.loggers.base import Logger, LoggerContext
-
-CSV_NAME = "metrics.csv"
-JSONL_NAME = "metrics.jsonl"
-METRIC_FILES = (CSV_NAME, JSONL_NAME)  # what a run folder's metrics are written to
+from neurorun.record.layout import CSV_NAME, JSONL_NAME
 
 
 def _no_follow(path: str, flags: int) -> int:

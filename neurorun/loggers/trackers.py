@@ -19,17 +19,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import (
+from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
+from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
+from neurorun.record.layout import (
     BEST_POLICY,
+    CSV_NAME,
     MLFLOW_ARTIFACTS,
     MLFLOW_DB,
     TENSORBOARD_DIR,
     VIDEOS_DIR,
     policy_path,
 )
-from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
-from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
-from neurorun.loggers.files import CSV_NAME
 
 
 def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:

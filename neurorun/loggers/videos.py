@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neurorun.atomic import atomic_write, is_disk_full
-from neurorun.layout import video_path
+from neurorun.common.atomic import atomic_write, is_disk_full
+from neurorun.record.layout import video_path
 
 if TYPE_CHECKING:
     from neurorun.loggers.base import Logger

@@ -7,7 +7,7 @@ differ). The same functions serve two paths:
 
 * the host path of :class:`~neurorun.nets.batched.BatchedPolicy` (numpy, on CPU envs that
   speak numpy), and
-* the compiled evaluation of jax envs (:mod:`neurorun.problems.jax_rollout`), where the
+* the compiled evaluation of jax envs (:mod:`neurorun.problems.jax.rollout`), where the
   whole rollout is one ``jax.jit`` program.
 
 Every layer of the network language has a form here; a user's own module (any other class,

@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import nn
 
-from neurorun.imports import import_object, is_import_path
+from neurorun.common.user_code import import_object, is_import_path
 from neurorun.nets.parser import parse_network
 
 

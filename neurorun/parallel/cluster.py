@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from neurorun.extras import require
+from neurorun.common.extras import require
 
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
 RAYLET_LOG = logging.getLogger("raylet")  # not under "ray", whose level ERROR would drop them

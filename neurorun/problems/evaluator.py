@@ -2,7 +2,7 @@
 ``EvaluationStats``: the figures of one evaluation (its ``last_stats``).
 
 ``Problem`` (in this process) and ``neurorun.parallel.RayEvaluator`` (on ray actors) both
-satisfy it; ``neurorun.build.make_evaluator`` returns one or the other. A Problem makes the
+satisfy it; ``neurorun.loop.build.make_evaluator`` returns one or the other. A Problem makes the
 figures, the ray evaluator merges its sub-batches' and the runner its rounds'.
 """
 

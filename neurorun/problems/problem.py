@@ -14,7 +14,7 @@ two deliberate choices:
 Evaluation streams (solution, episode) pairs over at most ``max_num_envs`` env slots (see
 ``rollout`` and ``Schedule``); with ``streaming=False`` solutions run in lock-step sub-batches
 of ``max_num_envs``, each slot running its solution's episodes one after another. On jax envs
-(brax, Playground) the whole rollout is one compiled jax program (``jax_rollout``) when the
+(brax, Playground) the whole rollout is one compiled jax program (``problems/jax/``) when the
 network has a jax form (every network string has; a user's torch module has not, and is
 evaluated step by step from Python).
 
@@ -55,7 +55,7 @@ from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
 from neurorun.problems.evaluator import EvaluationStats
 from neurorun.problems.export import EnvPolicy
-from neurorun.problems.jax_rollout import JaxRollout
+from neurorun.problems.jax.rollout import JaxRollout
 from neurorun.problems.memory import (
     HOST_SLOTS,
     TEST_SLOTS,

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from neurorun.saved_values import SavedValueError, check_sums, check_vector
+from neurorun.common.saved_values import SavedValueError, check_sums, check_vector
 
 MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
 

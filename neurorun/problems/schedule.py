@@ -9,7 +9,7 @@ end, step by step, never on wall-clock timing, so results are the same for the s
 The rules are written once, as pure functions of arrays in the API that numpy and jax.numpy
 share (``Ops``, as :mod:`neurorun.nets.arrays` does for the layers): the step-by-step host
 loop (:mod:`neurorun.problems.rollout`, through :class:`Schedule`) and the jitted loop of
-each device (:mod:`neurorun.problems.jax_program`) both run them. A queue's pairs are given
+each device (:mod:`neurorun.problems.jax.program`) both run them. A queue's pairs are given
 by a table of their solutions (``pair_solution``), so a device's share of the pairs is a
 queue of its own; solution ``n`` marks a padding pair (no solution: never run).
 

@@ -14,9 +14,9 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from neurorun.atomic import atomic_write
-from neurorun.extras import MissingExtraError
-from neurorun.saved_yaml import NotRegularFileError, open_regular
+from neurorun.common.atomic import atomic_write
+from neurorun.common.extras import MissingExtraError
+from neurorun.config.saved_yaml import NotRegularFileError, open_regular
 
 EXIT_BAD_INPUT = 2
 
@@ -124,7 +124,7 @@ def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
         except OSError as error:
             if error.errno != errno.ENXIO:
                 raise
-            from neurorun.layout import entry_kind  # layout loads torch (the envs)
+            from neurorun.record.layout import entry_kind  # layout loads torch (the envs)
 
             kind = entry_kind(path.stat().st_mode)
             unread = " that no process reads" if kind == "a FIFO" else ""
@@ -226,7 +226,7 @@ def check_episode_seeds(seed: int, episodes: int) -> None:
 def add_policy_options(parser: Any) -> None:
     """The options of the tools that load policies: ``--checkpoint`` of a run folder, and the
     opt-ins ``--trust-pickle`` and ``--trust-code``."""
-    from neurorun.layout import BEST_POLICY, LAST_POLICY
+    from neurorun.record.layout import BEST_POLICY, LAST_POLICY
 
     parser.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
                         help="which checkpoint of a run folder (best)")

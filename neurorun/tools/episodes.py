@@ -18,7 +18,7 @@ def available_memory() -> int:
     """Bytes this machine can still give (MemAvailable)."""
     import torch
 
-    from neurorun.problems.memory import device_free_bytes
+    from neurorun.common.memory import device_free_bytes
 
     return device_free_bytes(torch.device("cpu"))
 
@@ -27,7 +27,7 @@ def check_memory(episodes: int, per_episode: int, what: str) -> None:
     """ToolError (one line) before any episode runs when ``episodes`` episodes, each holding
     ``per_episode`` bytes of ``what``, would not fit in the memory available (a share of it,
     as a run's generation plans); it names the largest count that fits."""
-    from neurorun.problems.memory import MEMORY_SHARE
+    from neurorun.common.memory import MEMORY_SHARE
 
     spare = MEMORY_SHARE * available_memory()
     need = episodes * per_episode

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neurorun.layout import BEST_POLICY
-from neurorun.saved_yaml import open_regular
+from neurorun.config.saved_yaml import open_regular
+from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -73,7 +73,7 @@ def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
     """(episodes, base seed) of the center evaluation of the run `checkpoint` belongs to (its
     saved config's eval_episodes and seed, as the runner derives it), or None outside a run
     (a refused config is a ToolError, as for every tool)."""
-    from neurorun.seeding import derive_seed
+    from neurorun.common.seeding import derive_seed
 
     settings = run_settings(checkpoint)
     episodes, seed = settings.get("eval_episodes"), settings.get("seed")

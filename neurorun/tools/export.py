@@ -23,11 +23,11 @@ import torch
 from gymnasium import spaces
 
 import neurorun
-from neurorun import jsonio
-from neurorun.extras import require
-from neurorun.jsonio import finite_or_null
-from neurorun.layout import BEST_POLICY
+from neurorun.common import jsonio
+from neurorun.common.extras import require
+from neurorun.common.jsonio import finite_or_null
 from neurorun.problems.export import EnvPolicy
+from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import ToolError, add_policy_options, run_tool, write_output
 from neurorun.tools.evaluate import recorded_center_eval
 from neurorun.tools.export_formats import (

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from neurorun.checkpoint import META_TYPES
-from neurorun.imports import UntrustedCodeError, names_code, refuse_untrusted
-from neurorun.layout import BEST_POLICY, CHECKPOINT_DIR
+from neurorun.common.saved_values import SavedValueError, check_vector
+from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.problems.running_norm import RunningNorm
-from neurorun.record_check import first_line, shown
-from neurorun.saved_values import SavedValueError, check_vector
+from neurorun.record.checkpoint import META_TYPES
+from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR
+from neurorun.record.record_check import first_line, shown
 from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from neurorun.extras import require
+from neurorun.common.extras import require
 from neurorun.tools.common import ToolError, check_writable, run_tool, write_output
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
 

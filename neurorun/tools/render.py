@@ -19,13 +19,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from neurorun.layout import BEST_POLICY
 from neurorun.problems.playback import (
     Episode,
     is_mujoco_env,
     offscreen_pygame,
     prepare_mujoco_gl,
 )
+from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,

@@ -21,10 +21,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
-from neurorun.layout import overrides_path, saved_config_path
-from neurorun.loggers.files import METRIC_FILES
-from neurorun.record_check import first_line, shown
-from neurorun.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
+from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
+from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
+from neurorun.record.record_check import first_line, shown
 from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",

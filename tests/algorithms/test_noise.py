@@ -110,9 +110,9 @@ def test_a_table_smaller_than_a_row_is_refused():
 # 400 TB mid-run; a table the memory cannot hold is refused before it is made, with the largest
 # size that fits
 def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch):
-    from neurorun.problems import memory
+    from neurorun.algorithms import noise
 
-    monkeypatch.setattr(memory, "device_free_bytes", lambda device: 10**9)  # 1 GB free
+    monkeypatch.setattr(noise, "device_free_bytes", lambda device: 10**9)  # 1 GB free
     monkeypatch.setattr(torch, "empty", lambda *a, **k: pytest.fail("the table was allocated"))
     with pytest.raises(ValueError, match=r"^noise_table_size=100,000,000,000,000: .*400,000\.0 GB"
                        r".*1\.0 GB free.*Fix: algo.noise_table_size=200,000,000 or less"):
@@ -121,8 +121,8 @@ def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch
 
 
 def test_the_config_check_refuses_a_table_the_memory_cannot_hold():
-    from neurorun import config_checks
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
+    from neurorun.config import checks as config_checks
 
     cfg = compose_config(["debug=default", "algo.noise_source=table",
                           "algo.noise_table_size=100000000000000"])

@@ -9,7 +9,7 @@ import sys
 
 from hydra.experimental.callback import Callback
 
-from neurorun import signals
+from neurorun.loop import signals
 
 
 class StuckInC(Callback):

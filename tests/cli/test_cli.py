@@ -12,7 +12,7 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun.algorithms import ALGORITHMS
-from neurorun.cli import compose_config
+from neurorun.cli.app import compose_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,7 +126,7 @@ def test_a_cmaes_popsize_too_small_is_a_config_error_without_a_resume_hint(tmp_p
 
 
 def test_a_run_folder_that_cannot_be_made_is_refused_before_hydra_makes_it(tmp_path):
-    from neurorun.command_line import folder_error
+    from neurorun.cli.command_line import folder_error
 
     (tmp_path / "a_file").write_text("")
     for folder in (tmp_path / "a_file", tmp_path / "a_file" / "sub", "/proc/self/nope"):
@@ -297,7 +297,7 @@ def test_more_ray_actors_than_cpus_share_them_and_say_so_once(tmp_path):
 
 
 def test_network_strings_are_quoted_for_hydra_as_the_shell_hands_them_over():
-    from neurorun.command_line import quote_network_strings
+    from neurorun.cli.command_line import quote_network_strings
 
     spec = "Linear(obs_length, 32) >> Tanh() >> Linear(32, act_length)"
     assert quote_network_strings([f"network.spec={spec}", "algo=pgpe"]) == [
@@ -316,7 +316,7 @@ OPEN_KEYS = {"env.env_config.sutton_barto_reward": True, "network.network_args.h
 
 
 def test_the_open_mappings_take_new_keys_as_written(tmp_path):
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
 
     cfg = compose_config(["parallel=ray", *(f"{k}={v}" for k, v in OPEN_KEYS.items())])
     assert {key: OmegaConf.select(cfg, key) for key in OPEN_KEYS} == OPEN_KEYS
@@ -325,7 +325,7 @@ def test_the_open_mappings_take_new_keys_as_written(tmp_path):
     assert plus.env.env_config == {"sutton_barto_reward": True}
     (tmp_path / ".hydra").mkdir()  # a saved run's config takes them on resume, too
     OmegaConf.save(compose_config([]), tmp_path / ".hydra" / "config.yaml")
-    from neurorun.command_line import open_mapping_overrides
+    from neurorun.cli.command_line import open_mapping_overrides
 
     resumed = load_run_config(tmp_path, open_mapping_overrides(["env.env_config.x=1"]))
     assert resumed.env.env_config == {"x": 1}

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf, open_dict
 
 from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.options import option_names
-from neurorun.cli import CONFIG_MODULE
+from neurorun.cli.app import CONFIG_MODULE
 
 CONF = Path(str(resources.files("neurorun.conf")))
 GROUPS = ("algo", "network", "env", "problem", "parallel", "logger", "experiment", "debug")

@@ -6,11 +6,11 @@ import pytest
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
-from neurorun.envs.backends import canonical_env_id, env_slug
-from neurorun.layout import run_dir_name
-from neurorun.runner import Runner
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.common.names import canonical_env_id, env_slug
+from neurorun.loop.runner import Runner
+from neurorun.record.layout import run_dir_name
 
 SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "env=brax/humanoid"]
 
@@ -27,6 +27,15 @@ SPELLINGS = ["env=brax::humanoid", "env=gym::Humanoid-v5", "env=CartPole-v1", "e
 def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     assert canonical_env_id(name) == canonical
     assert env_slug(name) == slug
+
+
+def test_the_spec_prefixes_are_those_of_the_backends_table():
+    """common/names.py names the prefixes below envs/ (no torch to name a folder); a backend
+    added to the table must be added there too."""
+    from neurorun.common.names import PREFIXES
+    from neurorun.envs.backends import BACKENDS
+
+    assert sorted(PREFIXES) == sorted(set(BACKENDS) - {"factory"})
 
 
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [
@@ -92,7 +101,7 @@ def test_an_env_name_with_path_parts_is_one_config_line_and_no_folder(tmp_path, 
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "neurorun.cli", f"env={name}",
+    done = subprocess.run([sys.executable, "-m", "neurorun.cli.app", f"env={name}",
                            "debug=default", "hydra.run.dir=run"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -108,7 +117,7 @@ def test_an_env_name_with_path_parts_is_one_config_line_and_no_folder(tmp_path, 
 def test_the_env_source_refuses_path_parts(name):
     from hydra.plugins.config_source import ConfigLoadError
 
-    from neurorun.config_source import env_path_error
+    from neurorun.cli.env_source import env_path_error
 
     assert env_path_error(name).startswith(f"env={name}: an env name has no path parts")
     with pytest.raises(ConfigLoadError, match="an env name has no path parts"):

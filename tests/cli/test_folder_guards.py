@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from neurorun.layout import LOCK_FILE
-from neurorun.run_folder import RunFolder
+from neurorun.record.layout import LOCK_FILE
+from neurorun.record.run_folder import RunFolder
 from tests.cli.test_run_folder_faults import config_error, neurorun
 
 

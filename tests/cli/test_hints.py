@@ -1,8 +1,8 @@
 """The console's hints for a bare `neurorun env=<id>`: the env's note and the tuned preset
 with how long one of its generations takes at the run's speed (issue 38)."""
 
-from neurorun.cli import compose_config
-from neurorun.hints import PACE_GENERATION, PresetPace, preset_steps
+from neurorun.cli.app import compose_config
+from neurorun.cli.hints import PACE_GENERATION, PresetPace, preset_steps
 from tests.cli.test_cli import neurorun
 
 

@@ -21,8 +21,8 @@ import torch
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
-from neurorun.claims import new_folder
-from neurorun.layout import resume_command
+from neurorun.record.claims import new_folder
+from neurorun.record.layout import resume_command
 from tests.cli.test_signals import NEURORUN, RUN, data_rows
 
 BIN = Path(sys.executable).parent  # the venv's console scripts: neurorun, neurorun-eval
@@ -108,7 +108,7 @@ def test_the_saved_config_reader_refuses_a_fifo_without_blocking(tmp_path):
     """`neurorun-eval <run>` read a FIFO .hydra/config.yaml (its center evaluation's settings)
     and hung; the reader is saved_yaml.read_config. In a subprocess: a hang fails here."""
     os.mkfifo(tmp_path / "config.yaml")
-    code = ("from neurorun.saved_yaml import SavedFileError, read_config\n"
+    code = ("from neurorun.config.saved_yaml import SavedFileError, read_config\n"
             "try:\n    read_config('config.yaml')\n"
             "except SavedFileError as error:\n    print(error)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
@@ -255,8 +255,8 @@ def test_a_new_folder_is_never_one_that_exists(tmp_path):
 def test_every_job_of_a_sweep_names_the_claimed_folder(tmp_path, monkeypatch):
     """A launcher may run jobs in other processes, which claimed nothing: the folder comes
     with the config's cache, which Hydra copies into each job's config."""
-    from neurorun import claims
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
+    from neurorun.record import claims
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(claims, "_claimed", {})

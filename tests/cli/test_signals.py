@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-NEURORUN = [sys.executable, "-m", "neurorun.cli"]
+NEURORUN = [sys.executable, "-m", "neurorun.cli.app"]
 RUN = [*NEURORUN, "env=Pendulum-v1", "env.backend=gymnasium",
        "algo.popsize=10", "problem.episode_length=50", "eval_every=0", "target_score=null",
        "checkpoint_every=1000", "logger.console.plain=true"]

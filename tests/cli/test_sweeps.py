@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
-from neurorun.objective import objective_value
-from neurorun.runner import Runner
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.loop.objective import objective_value
+from neurorun.loop.runner import Runner
 from tests.cli.test_cli import neurorun
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from neurorun.cli import compose_config
+from neurorun.cli.app import compose_config
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
-from neurorun.runner import run
+from neurorun.loop.runner import run
 
 DATA = Path(__file__).parent / "data"
 # where PGPE's defaults learn too little in the time (HalfCheetah stayed near 0): SNES

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.common.seeding import derive_seed
 from neurorun.envs import UnknownEnvError, make_env, parse_spec, resolve_backend
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
+from neurorun.loop.runner import run
 from neurorun.problems import make_problem
-from neurorun.runner import run
-from neurorun.seeding import derive_seed
 from neurorun.tools.evaluate import evaluate
 
 pytestmark = pytest.mark.extras("envpool")
@@ -167,7 +167,7 @@ def test_auto_run_is_saved_with_its_backend_and_resumes_bit_for_bit(tmp_path, ca
     assert "backend: envpool" in saved
     cut = tmp_path / "cut"
     run(tiny(*common, "generations=2"), run_dir=cut)
-    from neurorun.resume import load_run_config
+    from neurorun.config.resume import load_run_config
 
     resumed = load_run_config(cut, ["generations=4"])
     assert resumed.env.backend == "envpool"

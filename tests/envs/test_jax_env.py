@@ -39,7 +39,7 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
 
     from neurorun.envs.jax_env import TracedOnce
     from neurorun.nets.arrays import ArrayPolicy
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     walk = Walk()
     traced = TracedOnce(walk)

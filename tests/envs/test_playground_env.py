@@ -107,9 +107,9 @@ def test_steps_match_a_direct_playground_loop_with_next_step_autoreset():
 
 
 def test_cuda_device_without_a_cuda_jax_is_refused_before_compiling(monkeypatch, tmp_path):
-    from neurorun.cli import compose_config
-    from neurorun.config_checks import ConfigError
-    from neurorun.runner import Runner
+    from neurorun.cli.app import compose_config
+    from neurorun.common.errors import ConfigError
+    from neurorun.loop.runner import Runner
 
     if jax.default_backend() != "cpu":
         pytest.skip("this jax has a GPU: the refusal does not apply")

@@ -4,8 +4,9 @@ import io
 
 import pytest
 
-from neurorun.loggers import ConsoleLogger, StopLimits
+from neurorun.loggers import ConsoleLogger
 from neurorun.loggers.console import config_tree, format_header, format_row
+from neurorun.loop.status import StopLimits
 
 STATUS = {"generation": 3, "mean_eval": 12.345, "median_eval": 10.0, "pop_best_eval": 40.0,
           "center_eval": None, "best_sample_eval": 41.0, "popsize": 20, "stdev_mean": 0.5,
@@ -80,7 +81,7 @@ def test_the_progress_bar_shows_a_compile_while_it_runs_then_the_generations_aga
                             stream=io.StringIO())
     console.start({})
     console.begin()
-    said = logging.getLogger("neurorun.problems.compiling")
+    said = logging.getLogger("neurorun.problems.jax.compiling")
     said.info("compiling ...", extra={"activity": "compiling the queue program of X"})
     assert console.progress.tasks[0].description == "compiling the queue program of X"
     said.info("compiled", extra={"activity": None})
@@ -112,9 +113,9 @@ def test_library_messages_print_while_shown_and_leave_the_users_level_alone(caps
     library.setLevel(logging.ERROR)  # the user's choice
     try:
         hide = show_library_messages(quiet=False)
-        logging.getLogger("neurorun.runner").info("picked envpool")
+        logging.getLogger("neurorun.loop.runner").info("picked envpool")
         hide()
-        logging.getLogger("neurorun.runner").warning("not shown: handler gone")
+        logging.getLogger("neurorun.loop.runner").warning("not shown: handler gone")
         assert capsys.readouterr().err == "neurorun: picked envpool\n"
         assert library.level == logging.ERROR
     finally:

@@ -6,7 +6,7 @@ from importlib import resources
 import yaml
 
 from neurorun.loggers import LOGGERS, ConsoleLogger, Logger, MetricsFiles, make_loggers
-from neurorun.status import StopLimits
+from neurorun.loop.status import StopLimits
 
 LIMITS = StopLimits(generations=1)
 

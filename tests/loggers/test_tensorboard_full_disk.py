@@ -17,7 +17,7 @@ sys.modules["torch.utils.tensorboard"] = None
 import tensorboardX.record_writer
 tensorboardX.record_writer.open_file = lambda path: open("/dev/full", "wb")
 sys.argv = ["neurorun", *sys.argv[1:]]
-from neurorun.cli import main
+from neurorun.cli.app import main
 main()
 """
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
 from neurorun.loggers import make_loggers
-from neurorun.runner import Runner
-from neurorun.status import StopLimits
+from neurorun.loop.runner import Runner
+from neurorun.loop.status import StopLimits
 
 GENERATIONS = 3
 

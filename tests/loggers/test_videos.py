@@ -21,17 +21,17 @@ import pytest
 import torch
 from PIL import Image
 
-from neurorun.cli import compose_config
-from neurorun.config_checks import ConfigError
+from neurorun.cli.app import compose_config
+from neurorun.common.errors import ConfigError
+from neurorun.config.resume import load_run_config
 from neurorun.loggers import LOGGERS, Logger
 from neurorun.loggers import videos as run_videos
 from neurorun.loggers.bounded import Bounded
 from neurorun.loggers.videos import RunVideos
+from neurorun.loop.runner import Runner, run
+from neurorun.loop.signals import RunInterrupted
 from neurorun.problems import make_problem
 from neurorun.problems.playback import GymPlayer
-from neurorun.resume import load_run_config
-from neurorun.runner import Runner, run
-from neurorun.signals import RunInterrupted
 
 from .test_trackers import tensorboard_events, wandb_records
 

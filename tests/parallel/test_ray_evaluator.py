@@ -209,8 +209,8 @@ RAY_OPTIONS = ["parallel=ray", "parallel.num_actors=2", "+parallel.actor_config.
 def test_runner_with_ray_equals_the_local_run(tmp_path):
     """The whole command path: `parallel=ray` gives the local run's metrics, generation by
     generation (sync vectorization: each solution's episodes seeded by its index)."""
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     local = run(compose_config(RUNNER_COMMON), run_dir=tmp_path / "local")
     remote = run(compose_config(RUNNER_COMMON + RAY_OPTIONS + ["algo.distributed=false"]),
@@ -226,8 +226,8 @@ def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode):
     """Distributed mode from the command path (`auto`, the default, picks it on ray): the
     local run's metrics, generation by generation (sync vectorization: each solution's
     episodes seeded by its index)."""
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     choice = [] if algo == "pgpe" else ["algo=ars", "algo.popsize=10"]
     local = run(compose_config(RUNNER_COMMON + choice), run_dir=tmp_path / "local")
@@ -245,8 +245,8 @@ def test_two_actors_on_one_device_each_equal_one_process_on_two_devices(tmp_path
     """brax's compiled evaluation: the update of 2 ray actors (one host device each, the
     distributed protocol) equals one process's sharded over 2 devices: each pair's episode
     is its own, wherever it runs."""
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     common = ["debug=default", "env=brax::inverted_pendulum", "logger.console.quiet=true",
               "generations=2", "algo.popsize=8", "problem.episode_length=30",
@@ -329,9 +329,10 @@ def test_a_distributed_run_resumes_exactly(tmp_path):
     """2 + 2 generations in distributed mode equal 4 (metrics and the last center)."""
     from omegaconf import OmegaConf
 
-    from neurorun import layout, resume
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.config import resume
+    from neurorun.loop.runner import run
+    from neurorun.record import layout
 
     common = [*RUNNER_COMMON, *RAY_OPTIONS, "algo=ars", "algo.popsize=10",
               "algo.distributed=true"]

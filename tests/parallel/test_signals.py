@@ -24,7 +24,7 @@ def _rows(run_dir) -> int:
 def test_a_stop_signal_during_a_ray_run_checkpoints_it(tmp_path, signum):
     run_dir = tmp_path / "run"
     process = subprocess.Popen(
-        [sys.executable, "-m", "neurorun.cli", "parallel=ray", "parallel.num_cpus=1",
+        [sys.executable, "-m", "neurorun.cli.app", "parallel=ray", "parallel.num_cpus=1",
          "parallel.num_actors=1", "env=Pendulum-v1", "env.backend=gymnasium",
          "algo.popsize=10", "problem.episode_length=50", "eval_every=0", "target_score=null",
          "checkpoint_every=1000", "generations=100000", "logger.console.plain=true",

@@ -153,8 +153,8 @@ def test_a_cpu_share_below_rays_precision_is_refused():
 
 @pytest.mark.extras("ray")  # parallel=ray's config check asks for ray first
 def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypatch):
-    from neurorun import config_checks
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
+    from neurorun.config import checks as config_checks
 
     monkeypatch.setattr(config_checks, "_free_memory", lambda: 10**10)
     for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5,000"),

@@ -36,14 +36,14 @@ def _program(label, scale):
     import jax
     import jax.numpy as jnp
 
-    from neurorun.problems.compiling import Program
+    from neurorun.problems.jax.compiling import Program
 
     return Program(jax.jit(lambda x: jnp.sin(x) * scale), label, f"the test program {scale}")
 
 
 def test_a_program_says_what_it_compiles_and_records_how_long_it_took(cache, caplog):
 
-    from neurorun.problems.compiling import RECORD
+    from neurorun.problems.jax.compiling import RECORD
 
     with caplog.at_level(logging.INFO, logger="neurorun"):
         program = _program("label A", 3.0)
@@ -64,7 +64,7 @@ def test_a_recorded_program_says_its_last_time_and_a_cached_one_that_it_was_load
                                                                                  caplog):
     import jax
 
-    from neurorun.problems.compiling import RECORD
+    from neurorun.problems.jax.compiling import RECORD
 
     _program("label B", 2.0)(np.float32(1.0))  # compiled and written to jax's cache
     jax.clear_caches()  # this process forgets it: the next one is read from the cache
@@ -80,7 +80,7 @@ def test_a_recorded_program_says_its_last_time_and_a_cached_one_that_it_was_load
 
 def test_a_record_that_is_not_json_is_ignored_and_replaced(cache, caplog):
 
-    from neurorun.problems.compiling import RECORD
+    from neurorun.problems.jax.compiling import RECORD
 
     (cache / RECORD).write_text("[not, json")
     with caplog.at_level(logging.INFO, logger="neurorun"):
@@ -90,7 +90,7 @@ def test_a_record_that_is_not_json_is_ignored_and_replaced(cache, caplog):
 
 
 def test_the_watch_tells_a_busy_process_from_a_stuck_one(caplog):
-    from neurorun.problems.compiling import watched
+    from neurorun.problems.jax.compiling import watched
 
     with caplog.at_level(logging.INFO, logger="neurorun"):
         with watched("sleeping", 0.3, heartbeat=""):
@@ -112,7 +112,7 @@ def test_a_corrupt_cache_entry_is_said_once_and_the_program_compiles(cache, capl
     import jax
 
     from neurorun.loggers.console import show_library_messages
-    from neurorun.problems import compiling
+    from neurorun.problems.jax import compiling
 
     monkeypatch.setattr(compiling, "_SAID", set())  # said once per process: this test's own
     _program("label D", 7.0)(np.float32(1.0))
@@ -196,7 +196,7 @@ def test_a_run_writes_nothing_into_a_cache_folder_it_refuses(tmp_path):
     cache.mkdir()
     cache.chmod(0o777)
     done = subprocess.run(
-        [sys.executable, "-m", "neurorun.cli", "env=brax::inverted_pendulum", "debug=default",
+        [sys.executable, "-m", "neurorun.cli.app", "env=brax::inverted_pendulum", "debug=default",
          "generations=1", f"hydra.run.dir={tmp_path / 'run'}", "logger.console.quiet=true"],
         env={**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache)}, capture_output=True,
         text=True, timeout=600)

@@ -12,7 +12,7 @@ import pytest
 
 from neurorun.problems.devices import HOST_COUNT_FLAG, check_devices, host_device_flags
 
-NEURORUN = [sys.executable, "-m", "neurorun.cli"]
+NEURORUN = [sys.executable, "-m", "neurorun.cli.app"]
 
 
 @pytest.fixture

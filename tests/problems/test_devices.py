@@ -16,7 +16,7 @@ import torch
 
 from neurorun.problems import make_problem
 from neurorun.problems.devices import HOST_COUNT_FLAG, host_device_flags, jax_devices
-from neurorun.problems.jax_rollout import split_pairs
+from neurorun.problems.jax.rollout import split_pairs
 
 pytestmark = pytest.mark.extras("jax")
 
@@ -161,7 +161,7 @@ def test_several_cpu_devices_step_in_chunks_that_keep_lapack_inline():
     inline (a kernel that splits its batch over the thread pool stalls when every device
     does it at once): MJX's constraint solve (a Cholesky factor) of CartpoleBalance sets a
     limit on two devices, none on one. Chunked or not, the same fitness to rounding."""
-    from neurorun.problems.jax_rollout import LAPACK_INLINE_WORK, _inline_chunk
+    from neurorun.problems.jax.rollout import LAPACK_INLINE_WORK, _inline_chunk
 
     problem = make_problem("playground::CartpoleBalance", episode_length=20, devices=2,
                            max_num_envs=12, seed=0)

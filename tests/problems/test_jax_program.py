@@ -1,4 +1,4 @@
-"""The compiled evaluation's loop (``problems/jax_program.py``) on a counting env, with every
+"""The compiled evaluation's loop (``problems/jax/program.py``) on a counting env, with every
 pair's return, length and the step count worked out by hand from the queue's rules."""
 
 import jax.numpy as jnp
@@ -32,7 +32,7 @@ class Counter:
 def inputs_of(lengths, nan_pairs=()):
     """Solutions 0, 1, 2 act 0.5, -0.25 and 2 (clipped to 1) at every step; pairs are
     episode-major (pair k runs solution k % 3) with the given episode lengths."""
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     pairs = len(lengths)
     params = jnp.asarray([[0.0, 0.5], [0.0, -0.25], [0.0, 2.0], [0.0, 0.0]], jnp.float32)
@@ -51,7 +51,7 @@ def policy():
 
 
 def static_of(slots, pairs, chunk=None, solutions=3):
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     return jax_program.Static(slots=slots, chunk=chunk or slots, solutions=solutions,
                               pairs=pairs, following=0, normalize=False, collect=False,
@@ -60,7 +60,7 @@ def static_of(slots, pairs, chunk=None, solutions=3):
 
 def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1):
     """One phase of the lengths' pairs on ``slots`` env slots in chunks of ``chunk``."""
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     inputs = inputs_of(lengths, nan_pairs)
     static = static_of(slots, len(lengths), chunk)
@@ -108,7 +108,7 @@ def test_the_last_busy_slots_hand_over_to_a_drain_that_finishes_their_pairs():
     """A queue phase stops once no pair waits and at most 2 slots are busy; the drain runs
     those slots' pairs on as its own solutions 0 and 1: the pairs' returns and lengths are
     the ones of one phase to the end."""
-    from neurorun.problems import jax_program
+    from neurorun.problems.jax import program as jax_program
 
     lengths = [2, 3, 1, 2, 6, 4]
     inputs = inputs_of(lengths)

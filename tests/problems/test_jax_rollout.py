@@ -108,7 +108,7 @@ def test_chunks_and_the_drain_leave_counts_and_returns_as_they_are():
     """Slots stepped in chunks that cost only while busy, the last busy ones finished by the
     drain program: the same episodes as one batch to the end (inverted_pendulum pays 1 per
     step, so returns are lengths), fewer simulated steps."""
-    from neurorun.problems.jax_rollout import DRAIN_SLOTS, QUEUE_CHUNK
+    from neurorun.problems.jax.rollout import DRAIN_SLOTS, QUEUE_CHUNK
 
     slots = 2 * max(QUEUE_CHUNK, DRAIN_SLOTS)  # two chunks, then the drain
     problem = make_problem("brax::inverted_pendulum", MLP, episode_length=60, seed=0,
@@ -144,7 +144,7 @@ def test_a_torch_module_keeps_the_step_by_step_path_and_says_why(caplog):
 
 
 def _jax_run(*overrides):
-    from neurorun.cli import compose_config
+    from neurorun.cli.app import compose_config
 
     return compose_config(["env=brax::inverted_pendulum", "debug=default", "algo.popsize=6",
                            "problem.observation_normalization=true",
@@ -163,9 +163,9 @@ def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
     """Three generations straight, the same again, and two then one more after a resume."""
     from omegaconf import OmegaConf
 
-    from neurorun import resume
-    from neurorun.layout import saved_config_path
-    from neurorun.runner import run
+    from neurorun.config import resume
+    from neurorun.loop.runner import run
+    from neurorun.record.layout import saved_config_path
 
     run(_jax_run("generations=3"), run_dir=tmp_path / "a")
     run(_jax_run("generations=3"), run_dir=tmp_path / "b")
@@ -182,8 +182,8 @@ def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
 def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
     import json
 
-    from neurorun.runner import run
-    from neurorun.seeding import derive_seed
+    from neurorun.common.seeding import derive_seed
+    from neurorun.loop.runner import run
     from neurorun.tools.evaluate import evaluate
 
     run(_jax_run("generations=2", "eval_episodes=3"), run_dir=tmp_path)
@@ -194,11 +194,11 @@ def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):
 
 def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles(tmp_path,
                                                                                 monkeypatch):
-    from neurorun.cli import compose_config
-    from neurorun.config_checks import ConfigError
+    from neurorun.cli.app import compose_config
+    from neurorun.common.errors import ConfigError
+    from neurorun.loop.runner import Runner
     from neurorun.problems import memory
     from neurorun.problems import problem as problem_module
-    from neurorun.runner import Runner
 
     def compile_nothing(*args, **kwargs):
         raise AssertionError("a program was compiled before the memory was checked")

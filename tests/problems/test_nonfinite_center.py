@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from neurorun.cli import compose_config
-from neurorun.runner import run
-from neurorun.seeding import derive_seed
+from neurorun.cli.app import compose_config
+from neurorun.common.seeding import derive_seed
+from neurorun.loop.runner import run
 
 from .toy_env import TOY_ID, register_toy_env
 

@@ -3,8 +3,8 @@ target_score use the env's own return."""
 
 import json
 
-from neurorun.cli import compose_config
-from neurorun.runner import run
+from neurorun.cli.app import compose_config
+from neurorun.loop.runner import run
 
 from .toy_env import TOY_ID, register_toy_env
 

@@ -34,8 +34,9 @@ def save_policy(folder: Path, env: str, architecture: str, solution: torch.Tenso
     """A run folder's checkpoints/best.{pkl,pt,json} for ``architecture`` on ``env`` (saved
     under the spec ``saved_env``, default ``env``): weights ``solution`` (default: seeded
     normal draws), statistics of 50 seeded observations ``N(0.1, 0.3²)`` when ``normalize``."""
-    from neurorun import atomic, checkpoint
+    from neurorun.common import atomic
     from neurorun.problems import make_problem
+    from neurorun.record import checkpoint
 
     problem = make_problem(env, architecture, observation_normalization=normalize)
     generator = torch.Generator().manual_seed(0)

@@ -123,7 +123,7 @@ def test_eval_refuses_a_run_config_the_tools_refuse(run_dir, capsys, case):
 
 def test_a_run_config_with_the_settings_eval_reads_is_used(run_dir, capsys):
     """The counterpart: eval_episodes and seed of a readable config set the episodes."""
-    from neurorun.seeding import derive_seed
+    from neurorun.common.seeding import derive_seed
     from neurorun.tools.evaluate import evaluate
 
     saved = run_dir / ".hydra" / "config.yaml"

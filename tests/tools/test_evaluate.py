@@ -106,9 +106,9 @@ def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
     """The run's own test episodes (same seeds, frozen obs statistics): its last center_eval."""
     import csv
 
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
-    from neurorun.seeding import derive_seed
+    from neurorun.cli.app import compose_config
+    from neurorun.common.seeding import derive_seed
+    from neurorun.loop.runner import run
 
     cfg = compose_config(["debug=default", "logger.console.quiet=true", f"env={env}",
                           "generations=3", "eval_episodes=3", "seed=4",
@@ -126,8 +126,8 @@ def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys)
     seed stream, eval_episodes, episode_length) and shows the run's own figure beside it."""
     import csv
 
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     cfg = compose_config(["debug=default", "logger.console.quiet=true", "env=Pendulum-v1",
                           "generations=3", "eval_episodes=3", "seed=4",

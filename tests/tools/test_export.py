@@ -376,8 +376,8 @@ def test_an_episode_of_the_onnx_file_alone_scores_the_runs_center_return(tmp_pat
     """A real run (CartPole, normalized observations, 50-step episodes): the example script
     on the run's center-evaluation seeds returns best.json's score, episode by episode what
     neurorun-eval returns."""
-    from neurorun.cli import compose_config
-    from neurorun.runner import run
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
 
     folder = tmp_path / "run"
     run(compose_config(["debug=default", "logger.console.quiet=true", "env=CartPole-v1",

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.slow
 
 
 def save(folder, env):
-    from neurorun import atomic, checkpoint
+    from neurorun.common import atomic
     from neurorun.problems import make_problem
+    from neurorun.record import checkpoint
 
     problem = make_problem(env, "Linear(obs_length, act_length)")
     meta = {"env": env, "env_config": {}, "architecture": problem.architecture,

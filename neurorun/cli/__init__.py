@@ -1,0 +1,9 @@
+"""The command line: the Hydra app, the command line before Hydra reads it, sweeps, hints."""
+
+
+def __getattr__(name: str):
+    if name == "main":
+        from neurorun.cli.app import main
+
+        return main
+    raise AttributeError(f"module 'neurorun.cli.app' has no attribute {name!r}")

@@ -1,0 +1,309 @@
+"""The command line as given, before Hydra reads it: the overrides that Hydra's grammar or
+struct mode would misread are rewritten (a network string's parentheses, a new key under an
+open mapping), a resume's overrides are held back for the run's own config, and the folders it
+names are checked before Hydra writes into them; then, in Hydra's hook before it writes
+(``FolderClaim``), the run or sweep folder is claimed, and a run's is locked (a sweep's job's
+as Hydra reads ``hydra.output_subdir``: ``job_output_subdir``)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from neurorun.common.errors import CONFIG_ERROR_EXIT
+from neurorun.config.checks import OPEN_MAPPINGS
+from neurorun.config.resume import require_saved_config
+from neurorun.record.claims import claiming
+from neurorun.record.layout import misplaced_names, output_subdir, taken_name
+from neurorun.record.run_folder import (
+    hold_for_run,
+    refuse_existing_sweep,
+    refuse_lost_state,
+    refuse_misplaced,
+    require_creatable,
+)
+
+NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
+# what config.yaml's hydra.run.dir and hydra.sweep.subdir name the run folder after
+FOLDER_KEYS = ("resume", "env", "env.id", "algo", "algo.name", "seed")
+
+
+def rewritten(argv: Sequence[str]) -> list[str]:
+    """``argv`` as Hydra should read it (``quote_network_strings``, ``open_mapping_overrides``)."""
+    return open_mapping_overrides(quote_network_strings(argv))
+
+
+def quote_network_strings(argv: Sequence[str]) -> list[str]:
+    """Quote a network string for Hydra's override grammar as the shell hands it over:
+    `network.spec="Linear(obs_length, 32) >> Tanh()"` arrives without its quotes, and Hydra
+    reads `(`, `>>` and spaces as syntax. A value Hydra already reads as a string or a sweep
+    (`'network.spec="A","B"'`, `network.spec=pkg.mod:Net`) is left as it is."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    quoted = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key.lstrip("+~") in NETWORK_STRING_KEYS and value[:1] not in "'\"":
+            try:
+                parser.parse_override(arg)
+            except HydraException:
+                escaped = value.replace("'", "\\'")  # Hydra's escape for a quote
+                arg = f"{key}='{escaped}'"
+        quoted.append(arg)
+    return quoted
+
+
+def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
+    """A key under a free-form mapping (OPEN_MAPPINGS: passed on as it is, so any key may be
+    new) as Hydra's force-add: `env.env_config.backend=spring` -> `++env.env_config.backend=
+    spring`. Hydra's struct mode would refuse a new key without `+`; a key spelt with a
+    `+`, `++` or `~` is left as it is."""
+    opened = []
+    for arg in argv:
+        key, sep, _ = arg.partition("=")
+        if sep and any(key.startswith(path + ".") for path in OPEN_MAPPINGS):
+            arg = f"++{arg}"
+        opened.append(arg)
+    return opened
+
+
+def override_key(override: str) -> str:
+    """`+algo.popsize=6` -> "algo.popsize"."""
+    return override.lstrip("+~").split("=", 1)[0]
+
+
+def asks_for_sweep(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for a sweep (Hydra's multirun)."""
+    return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
+
+
+def held_for_resume(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(what Hydra reads, the overrides held back)``: for a single run's `resume=<folder>`,
+    the run's overrides are held back from Hydra, which would check them against the packaged
+    defaults (an option of the run's algo=cem that algo=pgpe lacks was refused), and apply to
+    the run's own saved config (``resume.load_run_config``). Hydra keeps resume=, the hydra
+    keys, the flags, and what it will say it cannot parse (or is a sweep); elsewhere it gets
+    ``argv`` whole."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    if asks_for_sweep(argv) or given_values(argv).get("resume") in (None, ""):
+        return list(argv), []
+    parser = OverridesParser.create()
+    kept, held = [], []
+    for arg in argv:
+        try:
+            override = None if arg.startswith("-") else parser.parse_override(arg)
+        except HydraException:
+            override = None
+        run_key = override is not None and not override.is_sweep_override() and \
+            override.key_or_group != "resume" and not override.key_or_group.startswith("hydra")
+        (held if run_key else kept).append(arg)
+    return kept, held
+
+
+def folder_interpolations(argv: Sequence[str]) -> list[str]:
+    """The overrides that give a key the run folder is named after (FOLDER_KEYS) an
+    interpolation (``${...}``): Hydra resolves them to name the folder."""
+    return [arg for arg in argv if "${" in arg and override_key(arg) in FOLDER_KEYS]
+
+
+def given_values(argv: Sequence[str]) -> dict[str, Any]:
+    """``key -> value`` of the overrides as Hydra reads them (its quotes and escapes
+    undone); a sweep (`a,b`) and what Hydra cannot parse (it says why) are left out."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    given = {}
+    for arg in argv:
+        try:
+            override = parser.parse_override(arg)
+        except HydraException:
+            continue
+        if not override.is_sweep_override() and not override.is_delete():
+            given[override.key_or_group] = override.value()
+    return given
+
+
+def folder_error(argv: Sequence[str]) -> str | None:
+    """What is wrong with the folders named on the command line, checked before Hydra writes
+    its files into them: `resume=` must name an earlier run (and no other folder be named
+    with hydra.run.dir=), no folder key be empty (the current folder), `hydra.sweep.dir=` of a
+    sweep must not hold a sweep, and the run or sweep folder must be one that can be made, its
+    jobs' folders hold no FIFO or device where a run opens a file. (A single run's folder is
+    checked under its lock: ``FolderClaim``.)"""
+    given = {key: str(value) for key, value in given_values(argv).items() if value is not None}
+    try:
+        if given.get("resume") == "":
+            raise ValueError("resume= names no folder. Fix: resume=<the run folder> to continue "
+                             "a run, or leave resume= out to start a new one.")
+        for key in ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir"):
+            if given.get(key) == "":  # Hydra's files among the user's (or the sweep's)
+                where = "the sweep's folder" if key.endswith("subdir") else "the current folder"
+                raise ValueError(f"{key}= names no folder: the run's files would go into {where}"
+                                 f". Fix: {key}=<a folder>, or leave {key}= out.")
+        for key in ("hydra.run.dir", "hydra.sweep.dir"):
+            if key in given and "${" not in given[key]:  # interpolated: known once composed
+                require_creatable(given[key], key)
+        if "resume" in given:
+            _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
+            refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
+            require_saved_config(given["resume"])
+            refuse_lost_state(given["resume"])  # again under the lock: RunFolder
+        if "hydra.sweep.dir" in given and asks_for_sweep(argv):
+            refuse_existing_sweep(given["hydra.sweep.dir"])
+            for job in Path(given["hydra.sweep.dir"]).glob("*/"):  # Hydra logs into each
+                refuse_misplaced(job)
+    except (FileNotFoundError, ValueError) as error:
+        return str(error)
+    return None
+
+
+def _refuse_other_folder(resume: str, run_dir: str | None) -> None:
+    """ValueError when hydra.run.dir names another folder than the one resumed: the run
+    continues in its own folder, and every path said would be wrong."""
+    if run_dir is not None and Path(run_dir).resolve() != Path(resume).resolve():
+        raise ValueError(f"resume={resume!r} continues that run in its own folder, but "
+                         f"hydra.run.dir={run_dir!r} names another. Fix: leave hydra.run.dir= "
+                         "out (copy the folder first to continue a copy).")
+
+
+def check_hydra_names(config: DictConfig) -> None:
+    """ValueError when ``hydra.job.name`` (the log's name: <name>.log in the run folder) is
+    not a plain file name, or ``hydra.output_subdir`` (Hydra's saved configs) is not a path
+    inside the run folder (Hydra would write outside it) or is one neurorun uses there
+    (``layout.taken_name``: a folder where a file belongs, or Hydra's files among its own)."""
+    name = OmegaConf.select(config, "hydra.job.name")
+    if name is not None and (not str(name).strip(".") or "/" in str(name)):
+        raise ValueError(f"hydra.job.name={name!r} names the run's log file ({name}.log in "
+                         "the run folder): it must be a plain file name. Fix: a name without "
+                         "'/', such as hydra.job.name=neurorun.")
+    subdir = OmegaConf.select(config, "hydra.output_subdir")
+    if subdir is not None and (PurePosixPath(str(subdir)).is_absolute()
+                               or ".." in PurePosixPath(str(subdir)).parts):
+        raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
+                         "config: it must lie inside the run folder. Fix: a relative path "
+                         "without '..', such as hydra.output_subdir=.hydra.")
+    taken = None if subdir is None else taken_name(str(subdir), f"{name}.log")
+    if taken is not None:
+        raise ValueError(f"hydra.output_subdir={subdir!r} is where Hydra saves the run's "
+                         f"config, but {taken} in the run folder is neurorun's. Fix: another "
+                         "name, such as hydra.output_subdir=.hydra.")
+    _refuse_given_output_subdir(config)
+
+
+def _refuse_given_output_subdir(config: DictConfig) -> None:
+    """ValueError for a ``hydra.output_subdir`` given (not ``job_output_subdir``'s, not null)
+    in a sweep or a resume: Hydra would save its files there without that resolver's guard,
+    over a resumed run's saved config, or into a sweep's job folder that is refused."""
+    given = OmegaConf.to_container(config.hydra, resolve=False).get("output_subdir")
+    resume = OmegaConf.select(config, "resume") not in (None, "")
+    if given is None or str(given).startswith("${neurorun.output_subdir:"):
+        return
+    if resume or OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
+        why = ("over the run's own saved config" if resume else
+               "before each job's folder is checked (it may hold a run)")
+        raise ValueError(f"hydra.output_subdir={given!r} with {'resume=' if resume else '-m'}: "
+                         f"Hydra would save its files there {why}. Fix: leave "
+                         "hydra.output_subdir= out, or hydra.output_subdir=null (Hydra saves "
+                         "none).")
+
+
+def job_output_subdir(resume: Any, *, _root_: DictConfig) -> str | None:
+    """``hydra.output_subdir`` (a resolver): where Hydra saves its files in a run folder
+    (``layout.output_subdir``). Hydra reads it just before it writes them, and has no hook there
+    for a sweep's job (a single run's folder is locked in ``FolderClaim``): the job's folder is
+    locked here. Where it cannot be (in use, or holding a run), Hydra saves nothing there, the
+    log Hydra opened there a moment ago is closed, and the job is refused (``RunFolder``) with
+    that folder's files unchanged."""
+    folder = OmegaConf.select(_root_, "hydra.runtime.output_dir", throw_on_missing=False)
+    if folder is not None and OmegaConf.select(_root_, "hydra.mode") == RunMode.MULTIRUN:
+        try:
+            hold_for_run(folder, resume=resume not in (None, ""))
+        except ValueError:
+            _close_logs_in(Path(folder))
+            return None
+    return output_subdir(resume)
+
+
+def _close_logs_in(folder: Path) -> None:
+    """Close and remove the logging handlers that write a file in ``folder``."""
+    loggers = [logging.getLogger(), *(logger for logger in logging.Logger.manager.loggerDict
+                                      .values() if isinstance(logger, logging.Logger))]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            if isinstance(handler, logging.FileHandler) and \
+                    Path(handler.baseFilename).parent == folder.absolute():
+                logger.removeHandler(handler)
+                handler.close()
+
+
+def refuse_misplaced_hydra_files(folder: str | Path, config: DictConfig) -> None:
+    """ValueError (one line) where Hydra's log or saved configs in ``folder``, named by the
+    config's ``hydra.job.name`` and ``hydra.output_subdir``, are a FIFO, socket, device or
+    the wrong kind of entry: Hydra would block opening them, with signals held."""
+    refuse_misplaced(folder, misplaced_names(folder, OmegaConf.select(config, "hydra.job.name"),
+                                             OmegaConf.select(config, "hydra.output_subdir")))
+
+
+class FolderClaim(Callback):
+    """Hydra's hook before it writes a run's or sweep's folder: a new one is claimed (made
+    now, never shared with a command started in the same second: ``claims``), the Hydra keys
+    that name files in it are checked, and a single run's folder is locked and checked under
+    the lock, so that nothing is written into a folder before its lock is held."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = _claim(config, "hydra.run.dir")
+        if folder is not None:
+            resume = OmegaConf.select(config, "resume") not in (None, "")
+            _refuse_on_error(lambda: (check_hydra_names(config),
+                                      refuse_misplaced_hydra_files(folder, config),
+                                      hold_for_run(folder, resume=resume)))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = _claim(config, "hydra.sweep.dir")
+        if folder is not None:
+            _refuse_on_error(lambda: (check_hydra_names(config), *(
+                refuse_misplaced_hydra_files(job, config) for job in Path(folder).glob("*/"))))
+
+
+def _claim(config: DictConfig, key: str) -> str | None:
+    """The folder ``key`` names, a new one claimed (made) as it is resolved; None when it
+    cannot be resolved (Hydra meets the error again, and the command says it in one line)."""
+    try:
+        with claiming():
+            return str(OmegaConf.select(config, key))
+    except OmegaConfBaseException as error:
+        cause: BaseException | None = error  # OmegaConf chains the resolver's error
+        while cause is not None and not isinstance(cause, OSError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:  # e.g. a file named runs
+            _refuse_on_error(lambda: _no_folder(key, cause))
+        return None
+
+
+def _no_folder(key: str, error: OSError) -> None:
+    raise ValueError(f"a new {key.split('.')[1]} folder cannot be made here ({error.strerror}: "
+                     f"{error.filename}). Fix: run where it can be made, or name one with "
+                     f"{key}=<folder>.")
+
+
+def _refuse_on_error(check: Any) -> None:
+    """Run ``check``; a ValueError (a FolderInUseError too) is one line and exit status 2
+    (Hydra turns an exception raised in its hooks into a warning, and goes on)."""
+    try:
+        check()
+    except ValueError as error:
+        print(f"neurorun: config error: {error}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)

@@ -1,0 +1,110 @@
+"""Hydra's errors about the command line, said in one line with the fix.
+
+Hydra's own report of a misspelt key advises `+algo.popsiz=10`, which neurorun's schema then
+refuses (another algorithm's option, e.g. ARS's `algo.top_directions` with `algo=cmaes`, is
+named as such); an override its grammar cannot read (unquoted non-ASCII text) is four lines about a
+lexer; a value of the wrong type for a typed key of Hydra or its plugins is six; an `env=`
+name with path parts (`env=../config`) composes whatever file it names. All
+are config errors of the command line, said as neurorun says the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Sequence
+
+from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
+from hydra.errors import OverrideParseException as ParseError
+from omegaconf import DictConfig
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
+
+
+def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
+    """The config-error line for a Hydra error about ``argv``, or None when it is another."""
+    env_path = _env_path(argv)
+    if env_path is not None:  # whatever Hydra made of the file it named
+        return env_path
+    if isinstance(error, ParseError):
+        return _unparsable(argv)
+    if isinstance(error, ConfigCompositionException) and str(error).startswith(
+            "Could not override") and isinstance(error.__cause__, ConfigAttributeError |
+                                                 ConfigKeyError):
+        return _unknown_key(error.__cause__, argv)
+    if isinstance(error, ConfigCompositionException) and isinstance(error.__cause__,
+                                                                    ValidationError):
+        # a typed key of Hydra's or a plugin's (hydra.sweeper.sampler.seed=abc): six lines
+        cause = error.__cause__
+        given = next((arg for arg in argv if arg.partition("=")[0] == cause.full_key),
+                     cause.full_key)
+        return (f"{given}: {str(cause).splitlines()[0]}. Fix: a value of that type (`neurorun "
+                "--cfg hydra` shows Hydra's keys and values).")
+    return None
+
+
+def report_like_hydra(error: CompactHydraException) -> None:
+    """What Hydra prints for an error it reports in short (exit status 1)."""
+    print(str(error), file=sys.stderr)
+    if error.__cause__ is not None:
+        print(str(error.__cause__), file=sys.stderr)
+    print("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
+          file=sys.stderr)
+    sys.exit(1)
+
+
+def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[str]) -> str:
+    """`algo.popsiz=10: no key algo.popsiz (algo=pgpe); did you mean algo.popsize? ...`"""
+    path = str(cause.full_key)
+    section, _, key = path.rpartition(".")
+    parent = cause.parent_node
+    keys = list(parent) if isinstance(parent, DictConfig) else []
+    close = difflib.get_close_matches(key, keys, n=1)
+    given = next((arg for arg in argv if arg.partition("=")[0] == path), path)
+    owners = _algorithms_with(key) if section == "algo" else []
+    if owners and "name" in keys:  # another algorithm's option (`experiment=hopper algo=cmaes`)
+        return (f"{given}: algo={parent.get('name')} has no option {key} (an option of "
+                f"{', '.join('algo=' + name for name in owners)}). Fix: leave it out, or choose "
+                "that algorithm.")
+    algo = f" (algo={parent.get('name')})" if section == "algo" and "name" in keys else ""
+    hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
+    return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "
+            "shows every key).")
+
+
+def _env_path(argv: Sequence[str]) -> str | None:
+    """Why an `env=` option of ``argv`` (one of a sweep's too) is refused: a name with path
+    parts, which can name a packaged file outside env/ (`env=../config`)."""
+    from neurorun.cli.env_source import env_path_error
+
+    for arg in argv:
+        key, sep, value = arg.lstrip("+~").partition("=")
+        if key == "env" and sep:
+            said = next(filter(None, map(env_path_error, value.split(","))), None)
+            if said is not None:
+                return said
+    return None
+
+
+def _algorithms_with(option: str) -> list[str]:
+    """The algorithms that have ``option`` (`top_directions` -> ["ars"])."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import option_names
+
+    return [name for name, cls in ALGORITHMS.items() if option in option_names(cls.Options)]
+
+
+def _unparsable(argv: Sequence[str]) -> str | None:
+    """The first override Hydra's grammar cannot read, and how to quote it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for arg in argv:
+        try:
+            parser.parse_override(arg)
+        except HydraException:
+            key, sep, value = arg.partition("=")
+            fix = (f"""quote the value: '{key}="{value}"'""" if sep and not set("'\"") & set(value)
+                   else "quote the value (key=\"value\", the whole override in the shell's '')")
+            return (f"{arg!r} cannot be parsed as an override: Hydra reads non-ASCII letters, "
+                    f"spaces and most symbols only inside quotes. Fix: {fix}.")
+    return None

@@ -1,0 +1,45 @@
+"""Ctrl-C while the `neurorun` command starts: importing its modules (torch, hydra, ...) takes
+seconds, before `cli.main` can catch a KeyboardInterrupt, and Python would print a traceback.
+`neurorun.cli.app` imports this module before any other; until `loaded()` hands Ctrl-C back, it
+ends the process with one line and exit status 130, as a later Ctrl-C does. SIGTERM, SIGHUP
+and SIGUSR1 (which end a run as Ctrl-C does) likewise say so in one line, where they ended the
+process silently. They are watched (`neurorun.loop.signals.watch`): while a module loads in compiled
+code for longer than the signal's grace, the watcher ends the process.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from neurorun.loop.signals import answered, said, watch
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    answered()
+    print(f"neurorun: {said(signum)}", file=sys.stderr)
+    sys.exit(128 + signum)
+
+
+# only Python's own handlers are replaced: a user's handler, or a signal ignored, stays as it is
+_DEFAULTS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL,
+             signal.SIGHUP: signal.SIG_DFL, signal.SIGUSR1: signal.SIG_DFL}
+_GUARDED = ([number for number, default in _DEFAULTS.items()
+             if signal.getsignal(number) is default]
+            if threading.current_thread() is threading.main_thread() else [])
+for _number in _GUARDED:
+    signal.signal(_number, _interrupted)
+_unwatch = watch(_GUARDED, _interrupted) if _GUARDED else None
+
+
+def loaded() -> None:
+    """Ctrl-C raises KeyboardInterrupt again (which `cli.main`, or a user's code, catches);
+    the other signals are Python's defaults again."""
+    global _unwatch
+    if _unwatch is not None:
+        _unwatch()
+        _unwatch = None
+    for number in _GUARDED:
+        if signal.getsignal(number) is _interrupted:
+            signal.signal(number, _DEFAULTS[number])

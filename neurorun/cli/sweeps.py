@@ -1,0 +1,191 @@
+"""Checks of an Optuna search's settings before its first trial (a Hydra callback), and the
+record of a sweep's failed jobs (`FailedJobs`).
+
+Hydra's Optuna sweeper reads its search space and trial counts only when the search starts,
+and a trial whose overrides do not compose ends the whole search: a reversed interval, zero
+trials or a search over another algorithm's keys came as a traceback, at once or after a
+trial. `SearchCheck` (hydra.callbacks in conf/config.yaml) runs what the sweeper would, once,
+before it starts: each search space is built, and the config is composed with one value of
+each searched key (and with each choice of a searched config group, e.g. algo=choice(pgpe,cem)).
+A problem is one line and exit status 2, as any config error (an interval with an infinite or
+NaN end too: Optuna took it, and its sampler failed at the first trial with an OverflowError).
+Any sweep over no value (`seed=range(0,0)`) is refused too: it ran no job, exited 0 and left a
+folder holding only multirun.yaml.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from neurorun.common.errors import CONFIG_ERROR_EXIT
+
+SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
+
+
+class FailedJobs:
+    """The failed jobs of a sweep ("job N (overrides): cause"): each said in one line as it
+    fails, all of them again when the sweep ends (``report``), exit status 2."""
+
+    def __init__(self) -> None:
+        self.causes: list[str] = []
+
+    def add(self, hydra_cfg: DictConfig, overrides: list[str], cause: str) -> None:
+        """Say it and keep it (``overrides``: the job's, as given). When it was the last trial
+        of an Optuna search and no trial completed, the search ends here with the report (the
+        sweeper would end in a traceback asking for its best trial)."""
+        job = f"job {hydra_cfg.job.num} ({' '.join(overrides)})"
+        print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
+        self.causes.append(f"{job}: {cause}")
+        trials = hydra_cfg.sweeper.get("n_trials")
+        if trials is not None and len(self.causes) == hydra_cfg.job.num + 1 == int(trials):
+            self.report(" (no trial completed: the search has no best)")
+
+    def report(self, why: str = "") -> None:
+        """Exit 2, listing the failed jobs (none failed: return)."""
+        if not self.causes:
+            return
+        print(f"neurorun: {len(self.causes)} job(s) of the sweep failed{why}:\n  "
+              + "\n  ".join(self.causes), file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
+
+
+def _refuse(message: str) -> None:
+    print(f"neurorun: config error: {message}", file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT)
+
+
+def _check_counts(sweeper: DictConfig) -> None:
+    for key, low in (("n_trials", 1), ("n_jobs", 1)):
+        value = sweeper.get(key)
+        if not isinstance(value, int) or value < low:
+            _refuse(f"hydra.sweeper.{key}={value!r}; expected an integer >= {low}. "
+                    f"Fix: e.g. hydra.sweeper.{key}={20 if key == 'n_trials' else 1}.")
+    rate = sweeper.get("max_failure_rate")
+    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        _refuse(f"hydra.sweeper.max_failure_rate={rate!r}; expected a share of the trials "
+                "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
+
+
+def _check_study(sweeper: DictConfig) -> None:
+    """The direction and storage Optuna makes its study with (both were tracebacks from inside
+    Optuna or SQLAlchemy once the search started)."""
+    direction = sweeper.get("direction")
+    direction = getattr(direction, "name", direction)  # the plugin's default is an enum
+    if direction not in ("maximize", "minimize"):  # one objective: no list of directions
+        _refuse(f"hydra.sweeper.direction={direction!r}; expected maximize or minimize. Fix: "
+                "hydra.sweeper.direction=maximize (neurorun's objective is higher-is-better).")
+    storage = sweeper.get("storage")
+    if storage is not None:
+        from optuna.storages import get_storage
+
+        try:  # the sweeper opens it next; a database URL's tables are made here, as there
+            get_storage(str(storage))
+        except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
+            text = " ".join(str(error).split())[:200] or type(error).__name__
+            _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({text}). Fix: a "
+                    "database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its folder "
+                    "made first), or hydra.sweeper.storage=null to keep the study in memory.")
+
+
+def _trial_values(arguments: list[str]) -> list[list[str]]:
+    """Each searched or fixed key's values to compose with: one, or every choice of a config
+    group (a key without a dot). Refuses a search space Optuna does not take."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra_plugins.hydra_optuna_sweeper._impl import (
+        create_optuna_distribution_from_override,
+    )
+    from optuna.distributions import CategoricalDistribution
+
+    values = []
+    for override in OverridesParser.create().parse_overrides(arguments):
+        key = override.get_key_element()
+        try:
+            space = create_optuna_distribution_from_override(override)
+        except Exception as error:  # Optuna's ValueError, the plugin's AssertionError
+            text = " ".join(str(error).split()).rstrip(".") or type(error).__name__
+            _refuse(f"the search space {override.input_line} is not one Optuna takes "
+                    f"({text}). Fix: {SPACES}.")
+        if not all(math.isfinite(getattr(space, end, 0)) for end in ("low", "high")):
+            # Optuna takes them and its sampler fails at the first trial (an OverflowError)
+            _refuse(f"the search space {override.input_line} has a bound that is not a finite "
+                    f"number. Fix: {SPACES}, low and high finite.")
+        if isinstance(space, CategoricalDistribution):
+            choices = space.choices if "." not in key.lstrip("+~") else space.choices[:1]
+        else:  # a fixed value, or a numeric range: its low end stands for all
+            choices = [getattr(space, "low", space)]
+        values.append([f"{key}={choice}" for choice in choices])
+    return values
+
+
+def _compose(overrides: list[str], algo: str) -> None:
+    """Compose the config as the sweeper's launcher would for a trial with these overrides."""
+    from hydra import compose
+    from hydra.errors import ConfigCompositionException
+
+    try:
+        compose("config", overrides=overrides)
+    except ConfigCompositionException as error:
+        first = str(error).splitlines()[0]  # "Could not override 'algo.<key>'."
+        found = re.search(r"override '([^']+)'", first)
+        key = found.group(1) if found else None
+        if key is None:
+            _refuse(f"a trial of this search would not compose ({first}). Fix: the search's "
+                    "keys and values.")
+        if key.startswith("algo."):
+            _refuse(f"the search sets {key}, which algo={algo} does not have: every trial "
+                    f"with algo={algo} would fail. Fix: search keys of algo={algo} (`neurorun "
+                    f"algo={algo} --cfg job -p algo` lists them), or the algorithm the search "
+                    "was written for.")
+        _refuse(f"the search sets {key}, which the config does not have: every trial would "
+                f"fail. Fix: correct the name, or add the key with +{key}=<value>.")
+
+
+def _check_not_empty(overrides: list[str]) -> None:
+    """A sweep of Hydra's basic sweeper over no value would launch no job (before Hydra writes
+    its sweep folder)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        listed = override.is_choice_sweep() or override.is_range_sweep()
+        if listed and not list(override.sweep_string_iterator()):
+            _refuse(f"{override.input_line} sweeps over no value, so the sweep would run no "
+                    "job. Fix: give it at least one value (e.g. seed=range(0,3)).")
+
+
+class SearchCheck(Callback):
+    """Refuses an Optuna search's bad settings before its first trial (and warns where it
+    minimizes), and any sweep over no value."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweeper = config.hydra.sweeper
+        if "optuna" not in str(sweeper.get("_target_", "")).lower():
+            _check_not_empty(list(config.hydra.overrides.task))
+            return
+        _check_counts(sweeper)
+        _check_study(sweeper)
+        if "min" in str(sweeper.get("direction")).lower():  # the objective is higher-is-better
+            print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
+                  "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set "
+                  "it).", file=sys.stderr)
+        params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
+        keyed = _trial_values([*params, *config.hydra.overrides.task])
+        fixed = [values[0] for values in keyed]
+        # one composition, and one more for each other choice of a searched config group
+        trials = [fixed] + [[*fixed[:i], value, *fixed[i + 1:]]
+                            for i, values in enumerate(keyed) for value in values[1:]]
+        for overrides in trials:
+            _compose(overrides, _chosen_algo(overrides, config))
+
+
+def _chosen_algo(overrides: list[str], config: DictConfig) -> str:
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.lstrip("+~") == "algo":
+            return value
+    return str(config.hydra.runtime.choices.get("algo"))

@@ -1,0 +1,1 @@
+"""A run's config: its checks, a resumed run's config, saved YAML."""

@@ -1,0 +1,96 @@
+"""The config of a resumed run: the run folder's saved config with the command line's keys
+on top, under the rules of what a resumed run may change (never its groups, seed, network or
+env) and without running code or reading the environment the file names unless told
+(``trust_code=true``). Its record in the run folder is cli/resume_record.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+from neurorun.common.user_code import code_in_config, refuse_untrusted
+from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
+from neurorun.record.layout import resume_command, saved_config_path
+
+
+def require_saved_config(run_dir: str | Path) -> Path:
+    """The saved config of the run in `run_dir`; FileNotFoundError (one line) if none."""
+    path = saved_config_path(run_dir)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"resume={str(run_dir)!r}: no saved config at {path}; expected the folder of an "
+            "earlier neurorun run (it holds .hydra/config.yaml). Fix: pass that folder.")
+    return path
+
+
+FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
+    "seed": "its random state is saved",
+    "network": "the checkpoint holds that network's parameters",
+    "env.id": "its policy, observation statistics and metrics belong to that env",
+}
+
+
+def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
+    """The saved config of `run_dir` with command-line `overrides` (key=value) on top.
+
+    Raises:
+        FileNotFoundError: `run_dir` has no saved config.
+        ValueError: an override changes a config group (e.g. `algo=snes`) or misses a key;
+            the file is no bounded YAML mapping, or reads the environment without trust_code.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    source = require_saved_config(run_dir)
+    config = read_config(source)  # bounded: no aliases, UTF-8, a mapping
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    opt_in = f"resume with trust_code=true: {resume_command(run_dir)} trust_code=true"
+    if not any(o.key_or_group == "trust_code" and o.value() is True for o in parsed):
+        # nothing below may resolve the file's ${oc.env:...}: the keys given here replace them
+        refuse_env_reads({key: value for key, value in env_reads(config).items()
+                          if not any(_covers(o.key_or_group, key) for o in parsed)}, source, opt_in)
+        config = without_env_reads(config)
+    named = code_in_config(config)
+    with open_dict(config):
+        config.trust_code = False  # only the command line trusts code, never the file itself
+    OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
+    for override in parsed:
+        key = override.key_or_group
+        named = {k: v for k, v in named.items() if not _covers(key, k)}  # given here: the user's
+        if key == "resume" or key.startswith("hydra."):
+            continue
+        if override.is_delete():
+            raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
+        node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+        fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
+                      if key == prefix or key.startswith(prefix + ".")), None)
+        value = override.value()
+        if fixed and (OmegaConf.to_container(node) if OmegaConf.is_config(node) else node) != value:
+            raise ValueError(
+                f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
+                f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
+        if isinstance(node, DictConfig) and not override.is_add():
+            raise ValueError(
+                f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "
+                f"groups. Fix: override single keys (e.g. {key}.<option>=...) or start a new run."
+            )
+        try:
+            OmegaConf.update(config, key, override.value(), merge=True,
+                             force_add=override.is_add() or override.is_force_add())
+        except (ConfigAttributeError, ConfigKeyError) as error:
+            raise ValueError(
+                f"resume: {override.input_line!r}: the saved config has no key {key!r}. "
+                f"Fix: check the spelling, or add it with +{override.input_line}."
+            ) from error
+    OmegaConf.set_struct(config, False)
+    if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
+        refuse_untrusted(named, source, opt_in)
+    config.resume = str(run_dir)
+    return config
+
+
+def _covers(override_key: str, key: str) -> bool:
+    """Whether setting ``override_key`` sets ``key`` (itself, a parent or a child of it)."""
+    return override_key == key or key.startswith(override_key + ".") or \
+        override_key.startswith(key + ".")

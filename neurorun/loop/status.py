@@ -1,0 +1,80 @@
+"""When a run stops and the best center so far, each in one place, for a given objective sense
+(neurorun.common.sense); what one generation reports (the metric columns) is
+record/metrics.py's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from neurorun.common.sense import TARGET_SIGNS, improves, reached
+from neurorun.record.metrics import GenerationStatus
+
+
+@dataclass
+class BestCenter:
+    """The best center so far: its parameters (None: no finite center evaluation yet), its
+    center_eval, its generation and the observation statistics it was evaluated with (a
+    RunningNorm's state dict; None without normalization). ``state_dict`` is its record in the
+    resume state (``state.pt``'s "best")."""
+
+    solution: Any = None  # (D,) tensor on the CPU
+    score: float | None = None
+    generation: int = 0
+    obs_stats: dict[str, Any] | None = None
+
+    def offer(self, sense: str, score: float | None, generation: int, center: Any,
+              obs_stats: Any) -> None:
+        """Keep ``center`` (evaluated at ``score`` with ``obs_stats``, a RunningNorm or None)
+        when ``score`` improves on the best (``improves``)."""
+        if improves(sense, score, self.score):
+            self.solution = center.detach().cpu().clone()
+            self.score, self.generation = score, generation
+            self.obs_stats = None if obs_stats is None else obs_stats.state_dict()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}  # no copies
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> BestCenter:
+        return cls(state["solution"], state["score"], int(state["generation"]),
+                   state.get("obs_stats"))  # saved before the statistics were kept: None
+
+
+@dataclass(frozen=True)
+class StopLimits:
+    """The run's stop rules (None: not set): ``reason`` says which one ends the run, and
+    ``progress`` how far the closest one is (the console's progress bar)."""
+
+    generations: int | None = None
+    max_interactions: int | None = None
+    max_time: float | None = None
+    target_score: float | None = None
+    sense: str = "max"  # target_score is reached at center_eval >= it ("min": <= it)
+
+    def reason(self, status: GenerationStatus | None) -> str | None:
+        """Why the run stops after ``status`` (None: go on; no status yet: go on)."""
+        if status is None:
+            return None
+        center, target = status.center_eval, self.target_score
+        if reached(self.sense, center, target):
+            return (f"target_score reached: center_eval {center:.2f} {TARGET_SIGNS[self.sense]} "
+                    f"{target}")
+        if self.generations is not None and status.generation >= self.generations:
+            return f"generations: {status.generation} of {self.generations} done"
+        count = status.total_interaction_count
+        if self.max_interactions is not None and count >= self.max_interactions:
+            return f"max_interactions: {count:,} >= {self.max_interactions:,}"
+        if self.max_time is not None and status.elapsed_s >= self.max_time:
+            return f"max_time: {status.elapsed_s:.1f} s >= {self.max_time} s"
+        return None
+
+    def progress(self, status: dict[str, Any]) -> tuple[str, float]:
+        """(name, fraction done) of the condition closest to stopping the run."""
+        candidates = [("generations", status.get("generation"), self.generations),
+                      ("max_interactions", status.get("total_interaction_count"),
+                       self.max_interactions),
+                      ("max_time", status.get("elapsed_s"), self.max_time)]
+        fractions = [(name, min(1.0, float(value or 0) / limit))
+                     for name, value, limit in candidates if limit]
+        return max(fractions, key=lambda item: item[1], default=("generations", 0.0))

@@ -1,0 +1,570 @@
+"""The compiled evaluation of jax envs (brax, MuJoCo Playground): a rollout as jax programs.
+
+``JaxRollout`` runs what :func:`neurorun.problems.rollout.rollout` runs, with its semantics,
+as compiled jax programs (:mod:`neurorun.problems.jax.program`): the policy
+(:mod:`neurorun.nets.arrays` on jax.numpy), the env step with next-step autoreset and action
+clipping (the step and key sequence of ``JaxVecEnv``), the work queue of (solution, episode)
+pairs over env slots, per-pair returns and lengths, non-finite flags and observation
+statistics. Nothing crosses to Python per step; the host turns per-pair results into fitness
+with the step-by-step rollout's own code (``pair_results``), so both paths give the same
+fitness, counts and statistics for the same seed, to float rounding (sums over steps are
+compensated float32 sums).
+
+Compiling a physics program takes seconds to minutes on a CPU, so a run compiles as few as it
+can, each once per shape (and keeps them in jax's persistent cache for later runs):
+
+- a **queue** program per population shape steps the pairs over the env slots, in chunks
+  that cost only while they hold a busy slot (a jax batch steps every env, busy or not: brax
+  ant early in training runs a few 1000-step episodes among many of tens of steps);
+- one **drain** program finishes every rollout's last ``DRAIN_SLOTS`` busy slots per device in
+  smaller chunks, and runs every rollout whose pairs all fit in it at once whole: the center's
+  test episodes, ``neurorun-eval``'s and a small population's. Its shape depends on nothing
+  but the slots, the chunk and whether observations are normalized, so the run's own test
+  episodes and ``neurorun-eval``'s are one program and give the same returns.
+
+Every rollout of a given shape runs the same programs in the same order, moving slots only at
+points the episodes' ends decide, so the same seed gives the same results. A physics program
+rounds differently at another chunk size or slot (brax ant: 1e-6 on the first step, which a
+chaotic env amplifies over an episode), so against the step-by-step path the results are
+equal up to that rounding (``one_batch`` steps every slot in one call, as that path does).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from neurorun.nets.arrays import ArrayPolicy
+from neurorun.problems.jax.compiling import Program, watched
+from neurorun.problems.options import RolloutOptions
+from neurorun.problems.rollout import RolloutResult, pair_results
+from neurorun.problems.running_norm import RunningNorm
+from neurorun.problems.schedule import pair_seeds
+
+log = logging.getLogger(__name__)
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): per env, a call of 32 cost
+# the least of 1-128 on brax humanoid, ant and CheetahRun here (docs/benchmarks.md)
+DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): at most two of its calls cost
+# about one of the queue program's
+DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
+ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
+STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
+LAPACK_INLINE_WORK = 200_000  # below this many flops a call, jax's LAPACK kernels run inline
+
+
+class JaxRollout:
+    """Compiled rollouts of one env and one network on ``devices`` (see the module docstring).
+
+    Args:
+        make_batch: ``() -> env`` vectorized over reset keys (``batched_jax_env``).
+        spec: the env spec, for messages.
+        policy: the array form of the network.
+        device: torch device of the results (a CUDA device: jax's GPU runs the programs).
+        devices: the jax devices that share each evaluation (None: jax's first device).
+        label: what makes the programs of this env and network what they are (the env's
+            config and the network), for the record of compile times.
+    """
+
+    def __init__(self, make_batch: Any, spec: str, policy: ArrayPolicy, device: torch.device,
+                 devices: Sequence[Any] | None = None, label: str | None = None):
+        import jax
+        from jax.sharding import Mesh
+
+        from neurorun.envs.jax_env import use_compilation_cache
+
+        use_compilation_cache()
+        self.spec, self.policy, self.device = spec, policy, device
+        self.label = label or spec
+        self.env = make_batch()
+        self.devices = list(devices or jax.devices()[:1])
+        self.cpu = self.devices[0].platform == "cpu"
+        self.mesh = Mesh(np.array(self.devices), (AXIS,))
+        # several CPU devices: chunks small enough that jax's LAPACK kernels run inline
+        self.largest_chunk = (_inline_chunk(self.env) if self.cpu and len(self.devices) > 1
+                              else None)
+        self._size: int | None = None
+        self._compiled: dict[tuple[str, Any], Program] = {}
+        self._said: set[tuple[int, int]] = set()  # splits said to leave a device idle
+        self.one_batch = False  # every slot in one step call, one program (as step by step)
+        self.last_seconds = 0.0  # the last evaluation's (a stall warning waits 10x as long)
+
+    def _observation_size(self) -> int:
+        """An observation's length (Playground's ``observation_size`` traces the env's reset at
+        every call: seconds)."""
+        if self._size is None:
+            self._size = int(self.env.observation_size)
+        return self._size
+
+    def memory_bytes(self, solutions: int, dim: int) -> tuple[int, int]:
+        """About the memory of one evaluation of ``solutions`` parameter rows of length
+        ``dim``, as (bytes whatever the slots, bytes per env slot), from the shapes of the env
+        states (traced, nothing compiled or allocated): every solution's parameters on each
+        device; per slot, three copies of its env state in flight (the loop's carry, the
+        step's output, XLA's temporaries), its parameters and its observation statistics."""
+        import jax
+
+        keys = jax.ShapeDtypeStruct((1, 2), np.uint32)
+        state = jax.eval_shape(self.env.reset, keys)
+        state_bytes = sum(leaf.size * leaf.dtype.itemsize
+                          for leaf in jax.tree_util.tree_leaves(state))
+        size = self._observation_size()
+        return (4 * dim * (solutions + 1) * len(self.devices),
+                3 * state_bytes + 4 * dim + 4 * 5 * size)
+
+    def __call__(self, params: Tensor, options: RolloutOptions, *, seed: int, streaming: bool,
+                 slots: int, normalizer: RunningNorm | None = None,
+                 collect: RunningNorm | None = None, noise_seed: int = 0,
+                 population: bool = True) -> RolloutResult:
+        """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``slots``
+        env slots in all (the arguments of :func:`neurorun.problems.rollout.rollout`);
+        ``population``: a generation's (not a center's test episodes: their split is no news)."""
+        started = time.perf_counter()
+        n, episodes = params.shape[0], options.num_episodes
+        if not streaming and slots < n:
+            raise ValueError(f"lock-step rollout of {n} solutions needs as many env slots; "
+                             f"got {slots}")
+        split = split_pairs(n, episodes, len(self.devices), streaming)
+        if population:
+            self._say_split(n, episodes, split)
+        size = self._observation_size()
+        scale, shift = (normalizer.affine("cpu", torch.float32) if normalizer is not None
+                        else (torch.ones(size), torch.zeros(size)))
+        center = (normalizer.mean.float().cpu().numpy() if normalizer is not None
+                  else np.zeros(size, np.float32))
+        common = Common(np.asarray(center, np.float32), scale.numpy(), shift.numpy(),
+                        np.float32(options.action_noise_stdev or 0.0))
+        tables = split.tables(seed, noise_seed)
+        usable = split.slots(slots)
+        totals = _Totals(size)
+        with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
+                     max(STALL_SECONDS, 10 * self.last_seconds)):
+            if self._drains_whole(split, usable, streaming):
+                out = self._drain_run(_padded(params), tables, common, normalizer, totals)
+            else:
+                out = self._queue_run(_padded(params), tables, common, split, usable,
+                                      normalizer, collect, totals)
+        out = split.gather(out)
+        self.last_seconds = time.perf_counter() - started
+        return self._result(n, out, totals, options, collect, center)
+
+    # ----- plans -----
+    def _drain_static(self, normalize: bool) -> Any:
+        """The drain program's shape: the same for every rollout of this env and network."""
+        from neurorun.problems.jax.program import Static
+
+        slots, chunk = ((DRAIN_SLOTS, DRAIN_CHUNK) if self.cpu
+                        else (ACCELERATOR_DRAIN_SLOTS, ACCELERATOR_DRAIN_SLOTS))
+        chunk = self._chunk(min(chunk, slots))
+        slots = -(-slots // chunk) * chunk
+        return Static(slots=slots, chunk=chunk, solutions=slots, pairs=slots, following=0,
+                      normalize=normalize, collect=True, noisy=True)
+
+    def _chunk(self, chunk: int) -> int:
+        return chunk if self.largest_chunk is None else max(1, min(chunk, self.largest_chunk))
+
+    def _drains_whole(self, split: PairSplit, usable: int, streaming: bool) -> bool:
+        """Whether the drain program runs this rollout whole: every device's pairs start at
+        once on its slots."""
+        return (streaming and not self.one_batch and split.pairs <= usable
+                and split.pairs <= self._drain_static(False).slots)
+
+    def _queue_static(self, split: PairSplit, usable: int, normalize: bool,
+                      collect: bool, noisy: bool) -> Any:
+        from neurorun.problems.jax.program import Static
+
+        chunk = usable if self.one_batch or not self.cpu else self._chunk(
+            min(usable, QUEUE_CHUNK))
+        return Static(slots=-(-usable // chunk) * chunk, chunk=chunk, solutions=split.n,
+                      pairs=split.pairs, following=split.following, normalize=normalize,
+                      collect=collect, noisy=noisy)
+
+    # ----- running the programs -----
+    def _queue_run(self, params: np.ndarray, tables: Tables, common: Common, split: PairSplit,
+                   usable: int, normalizer: Any, collect: Any, totals: _Totals) -> dict:
+        """The queue program until at most the drain's slots are busy and no pair waits (or
+        to the end: lock-step, one batch, an accelerator), then the drain program."""
+        import jax.numpy as jnp
+
+        static = self._queue_static(split, usable, normalizer is not None,
+                                    collect is not None, float(common.stdev) > 0)
+        drain = self._drain_static(static.normalize)
+        if not self.one_batch:  # the drain compiles beside the queue program: both are needed
+            self._program("drain", drain).compile_ahead(*self._drain_shapes(drain, params))
+        devices = len(self.devices)
+        inputs = self._put(_stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
+                                           *tables, *(np.broadcast_to(x, (devices, *x.shape))
+                                                      for x in common)))
+        carry = self._program("first", (static, usable))(inputs)
+        hands_over = (self.cpu and split.streaming and not self.one_batch
+                      and static.slots > drain.slots)
+        carry = self._program("queue", static)(inputs, carry,
+                                               jnp.int32(drain.slots if hands_over else -1))
+        totals.add(carry)
+        out = _pair_arrays(carry)
+        if hands_over and bool((carry.queue.slot_pair >= 0).any()):
+            drain_inputs, drain_carry, origin = self._program("hand over", (static, drain))(
+                inputs, carry)
+            drain_carry = self._program("drain", drain)(drain_inputs, drain_carry,
+                                                        jnp.int32(-1))
+            totals.add(drain_carry)
+            _merge(out, _pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
+        return out
+
+    def _drain_run(self, params: np.ndarray, tables: Tables, common: Common, normalizer: Any,
+                   totals: _Totals) -> dict:
+        """A rollout whose pairs all start at once, on the drain program: slot k of a device
+        runs its pair k as the drain's own solution k."""
+        import jax.numpy as jnp
+
+        static = self._drain_static(normalizer is not None)
+        devices, pairs = tables.pair_solution.shape
+        real = tables.pair_solution < params.shape[0] - 1  # (devices, T): not padding
+        own = np.zeros((devices, static.pairs + 1, params.shape[1]), np.float32)
+        own[:, :pairs] = params[tables.pair_solution]
+        solution = np.where(_widened(real, static.pairs, False),
+                            np.arange(static.pairs), static.solutions).astype(np.int32)
+        inputs = self._put(_stacked_inputs(
+            own, solution, _widened(tables.pair_keys, static.pairs, 0),
+            _widened(tables.noise_keys, static.pairs, 0),
+            *(np.broadcast_to(x, (devices, *x.shape)) for x in common)))
+        carry = self._program("first", (static, static.slots))(inputs)
+        carry = self._program("drain", static)(inputs, carry, jnp.int32(-1))
+        totals.add(carry)
+        drained = _pair_arrays(carry)
+        out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
+        failed = np.zeros((devices, params.shape[0]), bool)
+        for d in range(devices):
+            failed[d, tables.pair_solution[d][drained["failed"][d, :pairs]]] = True
+        out["failed"] = failed
+        return out
+
+    def _drain_shapes(self, drain: Any, params: np.ndarray) -> tuple:
+        """The drain program's arguments as shapes on the devices (nothing is computed)."""
+        import jax
+        import jax.numpy as jnp
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        sharding = NamedSharding(self.mesh, P(AXIS))
+        devices, size = len(self.devices), self._observation_size()
+
+        def shape(*dims: int, dtype: Any = np.float32) -> Any:
+            return jax.ShapeDtypeStruct((devices, *dims), dtype, sharding=sharding)
+
+        from neurorun.problems.jax.program import Inputs
+
+        inputs = Inputs(
+            shape(drain.solutions + 1, params.shape[1]), shape(drain.pairs, dtype=np.int32),
+            shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
+            shape(size), shape(size), shape(size), shape())
+        carry = jax.eval_shape(self._program("first", (drain, drain.slots)).function, inputs)
+        # an array without elements comes out replicated (MJX's empty fields)
+        carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
+            leaf.shape, leaf.dtype, sharding=sharding if leaf.size else
+            NamedSharding(self.mesh, P())), carry)
+        return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
+
+    def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
+        """Say once per population size when some device has no pair (or fewer than the
+        others), naming how the pairs were split."""
+        counts = split.counts()
+        if len(counts) > 1 and min(counts) < max(counts) and (n, episodes) not in self._said:
+            self._said.add((n, episodes))
+            log.info("%d solutions x %d episodes on %d devices: %s pairs each (a multiple of "
+                     "%d keeps every device busy)", n, episodes, len(counts),
+                     ", ".join(map(str, counts)), len(counts))
+
+    def _put(self, tree: Any) -> Any:
+        """``tree`` on the devices, each leaf's first axis split over them."""
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS)))
+
+    def _program(self, kind: str, static: Any) -> Program:
+        """The jitted program ``kind`` of ``static``, each device running its share
+        (``shard_map`` over the devices), compiled at its first call; the physics programs
+        (queue, drain) say what they compile."""
+        key = (kind, static)
+        if key not in self._compiled:
+            label = description = None
+            if kind in ("queue", "drain"):
+                import jax
+
+                devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
+                description = (f"the {kind} program of {self.spec} for {static.slots} env slots "
+                               f"x {devices} ({static.pairs} pairs each, {static.chunk} envs a "
+                               "step call)")
+                label = f"{self.label} | {kind} {static} | {devices} | jax {jax.__version__}"
+            self._compiled[key] = Program(self._traced(kind, static), label, description or "")
+        return self._compiled[key]
+
+    @property
+    def compile_seconds(self) -> float:
+        """Spent compiling (or loading from jax's cache) so far."""
+        return sum(program.seconds for program in self._compiled.values())
+
+    def _traced(self, kind: str, static: Any) -> Any:
+        import jax
+        from jax.sharding import PartitionSpec as P
+
+        from neurorun.problems.jax import program as jax_program
+
+        env, policy = self.env, self.policy
+        if kind == "first":
+            def body(inputs: Any) -> Any:
+                return _stacked(jax_program.first_carry(env, policy, static[0], _local(inputs),
+                                                        static[1]))
+            specs: tuple = (P(AXIS),)
+        elif kind in ("queue", "drain"):
+            def body(inputs: Any, carry: Any, limit: Any) -> Any:
+                return _stacked(jax_program.phase(env, policy, static, _local(inputs),
+                                                  _local(carry), limit))
+            specs = (P(AXIS), P(AXIS), P())
+        else:
+            def body(inputs: Any, carry: Any) -> Any:
+                return _stacked(jax_program.hand_over(_local(inputs), _local(carry), *static))
+            specs = (P(AXIS), P(AXIS))
+        return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
+                                     out_specs=P(AXIS), check_vma=False))
+
+    def _result(self, n: int, out: dict[str, np.ndarray], totals: _Totals,
+                options: RolloutOptions, collect: RunningNorm | None,
+                center: np.ndarray) -> RolloutResult:
+        device = self.device
+        returns = torch.from_numpy(out["returns"].astype(np.float64)).to(device)
+        lengths = torch.from_numpy(out["lengths"].astype(np.int64)).to(device)
+        fitness, nonfinite, kept = pair_results(returns, lengths, out["finished"],
+                                                out["failed"], n, options)
+        if collect is not None:
+            collect.update(totals.statistics(center, collect))
+        return RolloutResult(
+            fitness=fitness, nonfinite=nonfinite, episode_returns=returns[kept],
+            episode_lengths=lengths[kept], lengths=lengths, interactions=int(out["lengths"].sum()),
+            episodes=int(out["finished"].sum()), vector_steps=totals.steps,
+            simulated_steps=totals.simulated, collected=collect)
+
+
+AXIS = "devices"  # the mesh axis the pairs are split over
+
+
+class Common(NamedTuple):
+    """What every pair of a rollout reads alike (the tail of ``jax_program.Inputs``)."""
+
+    center: np.ndarray  # (O,)
+    scale: np.ndarray  # (O,)
+    shift: np.ndarray  # (O,)
+    stdev: np.floating  # ()
+
+
+class Tables(NamedTuple):
+    """Each device's own pairs: (devices, T, ...) arrays, a device's row its share."""
+
+    pair_solution: Any  # (devices, T) int32, n for padding
+    pair_keys: Any  # (devices, T, 2) uint32 reset keys
+    noise_keys: Any  # (devices, T, 2) uint32 action-noise keys
+
+
+def _stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any,
+                    center: Any, scale: Any, shift: Any, stdev: Any) -> Any:
+    """``jax_program.Inputs`` of every device, stacked on a leading device axis."""
+    from neurorun.problems.jax import program as jax_program
+
+    return jax_program.Inputs(np.ascontiguousarray(params), pair_solution, pair_keys,
+                              noise_keys, np.ascontiguousarray(center),
+                              np.ascontiguousarray(scale), np.ascontiguousarray(shift),
+                              np.ascontiguousarray(stdev))
+
+
+@dataclass(frozen=True)
+class PairSplit:
+    """How the pairs of ``n`` solutions x ``episodes`` are shared by the devices.
+
+    Streaming: pair k (episode-major, ``k = e * n + j``) goes to device ``k % devices``, so
+    each device's share is as even as the count allows, and each device runs its share as a
+    queue. Lock-step: solution j goes to device ``j // m`` (``m = ceil(n / devices)``) with
+    all its episodes; each of the device's slots runs one solution's episodes in turn.
+    ``pair_index[d, t]`` is the pair of device d's t-th pair (-1: padding).
+    """
+
+    n: int
+    episodes: int
+    pair_index: np.ndarray  # (devices, T) int64
+    following: int  # lock-step: m (a slot's next pair is its pair + m); 0: streaming
+
+    @property
+    def pairs(self) -> int:
+        return self.pair_index.shape[1]
+
+    @property
+    def streaming(self) -> bool:
+        return self.following == 0
+
+    def counts(self) -> list[int]:
+        return (self.pair_index >= 0).sum(1).tolist()
+
+    def slots(self, total: int) -> int:
+        """Env slots per device for ``total`` slots in all."""
+        if self.following:
+            return self.following
+        devices = self.pair_index.shape[0]
+        return max(1, min(-(-min(total, self.n * self.episodes) // devices), self.pairs))
+
+    def tables(self, seed: int, noise_seed: int) -> Tables:
+        """Each pair's solution, reset key (its episode seed's: ``schedule.pair_seeds``) and
+        action-noise key, per device."""
+        import jax
+
+        from neurorun.envs.jax_env import episode_keys
+
+        valid = self.pair_index >= 0
+        index = np.where(valid, self.pair_index, 0)
+        seeds = pair_seeds(int(seed), index, self.n)
+        keys = episode_keys(seeds).reshape(*seeds.shape, 2)
+        noise = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
+            jax.random.PRNGKey(int(noise_seed)), (seeds & 0xFFFFFFFF).astype(np.uint32).ravel())
+        return Tables(np.where(valid, index % self.n, self.n).astype(np.int32), keys,
+                      np.asarray(noise).reshape(*seeds.shape, 2))
+
+    def gather(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Per-device results (devices, T) as per-pair arrays (n * episodes,) in pair order,
+        and ``failed`` (devices, n + 1) as (n,)."""
+        valid = self.pair_index >= 0
+        gathered = {}
+        for name in ("returns", "lengths", "finished"):
+            values = np.zeros(self.n * self.episodes, out[name].dtype)
+            values[self.pair_index[valid]] = out[name][valid]
+            gathered[name] = values
+        gathered["failed"] = out["failed"][:, :self.n].any(0)
+        return gathered
+
+
+def split_pairs(n: int, episodes: int, devices: int, streaming: bool) -> PairSplit:
+    """The pairs of each device (see PairSplit)."""
+    total = n * episodes
+    if streaming:
+        per = -(-total // devices)
+        index = np.arange(per * devices).reshape(per, devices).T
+        return PairSplit(n, episodes, np.where(index < total, index, -1), 0)
+    m = -(-n // devices)
+    solution = np.arange(devices)[:, None] * m + np.arange(m)[None, :]  # (devices, m)
+    index = np.arange(episodes)[None, :, None] * n + solution[:, None, :]  # (devices, E, m)
+    index = np.where(solution[:, None, :] < n, index, -1).reshape(devices, episodes * m)
+    return PairSplit(n, episodes, index, m)
+
+
+def _padded(params: Tensor) -> np.ndarray:
+    """``(n + 1, D)`` float32: the parameters and the zero row of padding pairs."""
+    rows = params.detach().to("cpu", torch.float32).numpy()
+    return np.concatenate([rows, np.zeros((1, rows.shape[1]), np.float32)])
+
+
+def _widened(table: np.ndarray, width: int, fill: Any) -> np.ndarray:
+    """``table (devices, T, ...)`` as (devices, width, ...), filled with ``fill`` past T."""
+    out = np.full((table.shape[0], width, *table.shape[2:]), fill, table.dtype)
+    out[:, :table.shape[1]] = table
+    return out
+
+
+def _pair_arrays(carry: Any) -> dict[str, np.ndarray]:
+    """A phase's per-device pair results on the host: (devices, T) arrays and ``failed``
+    (devices, n + 1)."""
+    import jax
+
+    out = jax.device_get({"returns": carry.returns, "lengths": carry.lengths,
+                          "finished": carry.queue.finished, "failed": carry.queue.failed})
+    return {name: np.array(value) for name, value in out.items()}  # writable: merged into
+
+
+def _merge(out: dict[str, np.ndarray], drained: dict[str, np.ndarray], origin: np.ndarray,
+           pair_solution: np.ndarray) -> None:
+    """The drain's results into the queue program's: drain slot k of device d ran pair
+    ``origin[d, k]`` (-1: none) of that device, as the drain's solution k."""
+    for d in range(origin.shape[0]):
+        ran = origin[d] >= 0
+        pairs = origin[d][ran]
+        for name in ("returns", "lengths", "finished"):
+            out[name][d, pairs] = drained[name][d, :len(ran)][ran]
+        out["failed"][d, pair_solution[d][pairs[drained["failed"][d, :len(ran)][ran]]]] = True
+
+
+def _local(tree: Any) -> Any:
+    """A device's block of per-device arrays (leading axis 1 under shard_map) without it."""
+    import jax
+
+    return jax.tree_util.tree_map(lambda x: x[0], tree)
+
+
+def _stacked(tree: Any) -> Any:
+    """A device's results with the leading device axis that out_specs concatenates."""
+    import jax
+
+    return jax.tree_util.tree_map(lambda x: x[None], tree)
+
+
+def _inline_chunk(env: Any) -> int | None:
+    """The most envs a step call may hold so that each LAPACK kernel in ``env``'s reset and
+    step stays below ``LAPACK_INLINE_WORK`` flops (n**3 for an n x n matrix, the most any of
+    the kernels counts); None: no LAPACK kernel.
+
+    jax's CPU LAPACK kernels (the Cholesky factor and triangular solves of brax's generalized
+    backend and of MuJoCo MJX) split a batch whose work passes ``LAPACK_INLINE_WORK`` flops
+    over XLA's intra-op thread pool, one thread per core, and block their own pool thread until
+    the parts are done. When as many devices as pool threads run such a kernel at once, every
+    thread waits and none is left to do the parts: brax ant (generalized) with 128 envs a
+    device on 2 host devices stalled forever in its first reset."""
+    import re
+
+    import jax
+
+    keys = jax.ShapeDtypeStruct((1, 2), np.uint32)
+    state = jax.eval_shape(env.reset, keys)
+    actions = jax.ShapeDtypeStruct((1, env.action_size), np.float32)
+    text = (jax.jit(env.reset).lower(keys).as_text()
+            + jax.jit(env.step).lower(state, actions).as_text())
+    sizes = [max(int(n) for n in dims.split("x")[-3:-1])  # a matrix's rows and columns
+             for call in re.findall(r"@lapack_\w+.*", text)
+             for dims in re.findall(r"tensor<((?:\d+x){3,})f", call)]
+    if not sizes:
+        return None
+    return max(1, (LAPACK_INLINE_WORK - 1) // max(sizes) ** 3)
+
+
+class _Totals:
+    """Step counts and observation sums over the phases of one rollout (float64, host)."""
+
+    def __init__(self, size: int):
+        self.steps = self.simulated = 0
+        self.count = 0.0
+        self.shifted = np.zeros(size)
+        self.squares = np.zeros(size)
+
+    def add(self, carry: Any) -> None:
+        import jax
+
+        steps, simulated, count, shifted, squares = jax.device_get(
+            (carry.steps, carry.simulated, carry.obs_count.sum(), carry.obs_sum,
+             carry.obs_squares))
+        self.steps += int(np.asarray(steps).max())  # each device's vector steps, side by side
+        self.simulated += int(np.asarray(simulated).sum())
+        self.count += float(count)
+        self.shifted += np.asarray(shifted, np.float64).sum((0, 1))
+        self.squares += np.asarray(squares, np.float64).sum((0, 1))
+
+    def statistics(self, center: np.ndarray, like: RunningNorm) -> RunningNorm:
+        """The observation statistics of the sums of ``obs - center``."""
+        center = center.astype(np.float64)
+        count, shifted = self.count, self.shifted
+        return RunningNorm.from_state_dict({
+            "size": like.size, "min_variance": like.min_variance,
+            "count": torch.tensor(count), "sum": torch.from_numpy(shifted + count * center),
+            "sum_of_squares": torch.from_numpy(self.squares + 2 * center * shifted
+                                               + count * center * center)})

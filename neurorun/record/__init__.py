@@ -1,0 +1,1 @@
+"""The run folder: its layout and lock, checkpoint files, the state record."""

@@ -1,0 +1,143 @@
+"""The package's layers (docs/architecture.md, "Layers"): a folder imports only folders below
+its own, so no import points up and no two folders import each other.
+
+Every import of a neurorun module counts, function-level ones too (a deferred import is still
+an arrow); imports under ``if TYPE_CHECKING:`` do not (they never run).
+"""
+
+import ast
+from pathlib import Path
+
+import neurorun
+
+PACKAGE = Path(neurorun.__file__).parent
+
+# top first; a folder may import the folders of the tiers below its own, and its own modules.
+# problems/ has three tiers of its own: the evaluator (problem.py, from_config.py and the
+# package's exports) runs the compiled evaluation (problems/jax/), which runs the shared
+# rules (schedule, options, rollout, running_norm, memory, ...).
+TIERS = [
+    ("cli",),
+    ("loop", "tools"),
+    ("config",),
+    ("loggers", "parallel"),
+    ("record",),
+    ("problems:evaluator",),
+    ("problems.jax",),
+    ("problems",),
+    ("algorithms", "nets", "envs"),
+    ("common", "conf"),
+    ("neurorun",),  # the package root: __version__; it imports nothing
+]
+TIER = {folder: rank for rank, folders in enumerate(TIERS) for folder in folders}
+EVALUATOR = {"neurorun.problems", "neurorun.problems.problem", "neurorun.problems.from_config"}
+
+
+def folder_of(module: str) -> str:
+    """The folder a dotted module lives in, as TIERS names it."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "neurorun"
+    if parts[1] == "problems":
+        if parts[2:3] == ["jax"]:
+            return "problems.jax"
+        return "problems:evaluator" if module in EVALUATOR else "problems"
+    return parts[1] if len(parts) > 2 or (PACKAGE / parts[1]).is_dir() else "(top level)"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(dotted: str) -> bool:
+    path = PACKAGE.parent.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports_of(source: str, package: str) -> list[tuple[int, str]]:
+    """(line, module) of each neurorun module the source imports, at any depth but under
+    ``if TYPE_CHECKING:``; ``package``: the importing module's package (for relative imports)."""
+    found = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                whole = f"{base}.{alias.name}"
+                found.append((node.lineno, whole if is_module(whole) else base))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return sorted({(line, name) for line, name in found if name.split(".")[0] == "neurorun"})
+
+
+def arrows() -> list[tuple[str, int, str, str, str]]:
+    """(file, line, imported module, from folder, to folder) of every import between folders."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        source = folder_of(name)
+        for line, target in imports_of(path.read_text(), package):
+            if folder_of(target) != source:
+                found.append((str(path.relative_to(PACKAGE.parent)), line, target, source,
+                              folder_of(target)))
+    return found
+
+
+def test_nothing_is_loose_at_the_top():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"modules at the top of neurorun/, outside every folder: {loose}"
+
+
+def test_every_folder_has_a_tier():
+    folders = {folder_of(module_name(p)) for p in PACKAGE.rglob("*.py")}
+    assert folders - set(TIER) == set()
+
+
+def test_no_import_points_up_or_sideways():
+    wrong = [f"{file}:{line} imports {target} ({source} -> {to})"
+             for file, line, target, source, to in arrows()
+             if to not in TIER or TIER[to] <= TIER.get(source, -1)]
+    assert wrong == [], "imports against the layers (a folder imports only the tiers below " \
+        "its own):\n" + "\n".join(wrong)
+
+
+def test_no_two_folders_import_each_other():
+    edges = {(source, to) for _, _, _, source, to in arrows()}
+    circles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
+    assert circles == []
+
+
+def test_the_walk_counts_deferred_imports_and_leaves_out_type_only_ones():
+    source = ("from typing import TYPE_CHECKING\n"
+              "from neurorun.loop import runner\n"
+              "import neurorun.common.atomic as atomic\n"
+              "if TYPE_CHECKING:\n"
+              "    from neurorun.cli.app import main\n"
+              "def f():\n"
+              "    from neurorun.record.layout import LOG_FILE\n"
+              "    from . import seeding\n")
+    assert imports_of(source, "neurorun.common") == [
+        (2, "neurorun.loop.runner"), (3, "neurorun.common.atomic"),
+        (7, "neurorun.record.layout"), (8, "neurorun.common.seeding")]
+    assert folder_of("neurorun.problems.jax.rollout") == "problems.jax"
+    assert folder_of("neurorun.problems.problem") == "problems:evaluator"
+    assert folder_of("neurorun.problems.schedule") == "problems"
