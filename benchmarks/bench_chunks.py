@@ -1,5 +1,5 @@
 """The cost of one batched env step against the envs it steps: what the compiled evaluation's
-chunk sizes (``jax_rollout.QUEUE_CHUNK``, ``DRAIN_CHUNK``) rest on.
+chunk sizes (``problems.jax.rollout.QUEUE_CHUNK``, ``DRAIN_CHUNK``) rest on.
 
     python benchmarks/bench_chunks.py [--rounds 3] [--sizes 1 4 8 16 32 64 128]
 
