@@ -76,7 +76,7 @@ def test_nested_held_blocks_raise_the_signal_as_the_outermost_ends():
 # ----- a main thread stuck in compiled code (issue 51 item 1) -----
 STUCK = """
 import ctypes, sys
-from neurorun import signals
+from neurorun.loop import signals
 signals.GRACE_S = {grace}
 mutex = ctypes.create_string_buffer(64)  # zeroed: a default (non-recursive) pthread mutex
 libc = ctypes.CDLL(None)
@@ -147,7 +147,7 @@ def test_an_answered_signal_is_raised_as_before_and_a_forked_child_is_not_watche
     by it); a forked child's signals are its own."""
     code = """
 import os, signal, sys, time
-from neurorun import signals
+from neurorun.loop import signals
 signals.GRACE_S = 0.5
 with signals.interrupts_on_signals():
     child = os.fork()
