@@ -16,7 +16,7 @@ import torch
 
 from neurorun.problems import make_problem
 from neurorun.problems.devices import HOST_COUNT_FLAG, host_device_flags, jax_devices
-from neurorun.problems.jax.rollout import split_pairs
+from neurorun.problems.jax.pairs import split_pairs
 
 pytestmark = pytest.mark.extras("jax")
 

@@ -1,6 +1,6 @@
 """The traced part of the compiled evaluation: one device's phase of a rollout as a jax loop.
 
-Each device runs its own share of the (solution, episode) pairs (``rollout.split_pairs``)
+Each device runs its own share of the (solution, episode) pairs (``pairs.split_pairs``)
 as a queue over its own env slots; the tables of its pairs (their solution, their reset key,
 their action-noise key) are its inputs, so a pair's episode does not depend on the device that
 runs it. A phase steps the device's slots until every pair has run, or, when ``limit >= 0``,
