@@ -161,7 +161,6 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         overrides = [*task_overrides(hydra_cfg), *kept_back]
         cfg = _resumed_config(cfg, overrides)
         hooks = ResumeRecord(overrides)
-    _use_host_devices(cfg)
     return cfg, run(cfg, run_dir=run_dir, callbacks=hooks)
 
 
@@ -205,34 +204,6 @@ def _log_file() -> Path | None:
     handlers = logging.getLogger().handlers
     files = [Path(h.baseFilename) for h in handlers if isinstance(h, logging.FileHandler)]
     return files[0] if files else None
-
-
-def _use_host_devices(cfg: DictConfig) -> None:
-    """On a jax env, give jax's CPU the host devices ``problem.devices`` asks for (XLA reads
-    the count once, when jax starts: before the run builds anything), unless the user's
-    XLA_FLAGS force a count; say which count it is. Elsewhere, say that a count or ids given
-    are ignored."""
-    from neurorun.envs import backend_of
-    from neurorun.loggers.console import show_library_messages
-    from neurorun.problems.devices import check_devices, host_device_flags
-
-    log = logging.getLogger("neurorun.devices")
-    try:
-        jax_env = backend_of(str(cfg.env.id)).jax_batch is not None
-        devices = check_devices(OmegaConf.select(cfg, "problem.devices", default="auto"))
-        if not jax_env:
-            if devices != "auto":  # on the console too: the run's own shows messages later
-                hide = show_library_messages(quiet=True)
-                log.warning("problem.devices=%s is for brax and Playground envs (their "
-                            "compiled evaluation): env %s ignores it", devices, cfg.env.id)
-                hide()
-            return
-        flags, said = host_device_flags(devices, os.environ)
-    except ValueError as error:  # the run's own checks say it in full
-        raise ConfigError(str(error)) from None
-    if flags is not None:
-        os.environ["XLA_FLAGS"] = flags
-    log.info(said)
 
 
 def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -130,3 +132,32 @@ def make_evaluator(cfg: DictConfig, problem: Problem) -> Evaluator:
         except (ValueError, ImportError) as error:
             raise ConfigError(f"parallel: {error}") from error
     raise ConfigError(f"parallel.name={name!r}: expected 'local' or 'ray'. Fix: parallel=local.")
+
+
+def use_host_devices(cfg: DictConfig) -> None:
+    """On a jax env, give jax's CPU the host devices ``problem.devices`` asks for (XLA reads
+    the count once, when jax starts: before the run builds anything), unless the user's
+    XLA_FLAGS force a count; say which count it is. Elsewhere, say that a count or ids given
+    are ignored. The run's entry (``loop.runner.run``) calls it, so ``run(cfg)`` from Python
+    sets the count as the command does, where jax has not started yet in the process."""
+    from neurorun.envs import backend_of
+    from neurorun.loggers.console import show_library_messages
+    from neurorun.problems.devices import check_devices, host_device_flags
+
+    log = logging.getLogger("neurorun.devices")
+    try:
+        jax_env = backend_of(str(cfg.env.id)).jax_batch is not None
+        devices = check_devices(OmegaConf.select(cfg, "problem.devices", default="auto"))
+        if not jax_env:
+            if devices != "auto":  # on the console too: the run's own shows messages later
+                hide = show_library_messages(quiet=True)
+                log.warning("problem.devices=%s is for brax and Playground envs (their "
+                            "compiled evaluation): env %s ignores it", devices, cfg.env.id)
+                hide()
+            return
+        flags, said = host_device_flags(devices, os.environ)
+    except ValueError as error:  # the run's own checks say it in full
+        raise ConfigError(str(error)) from None
+    if flags is not None:
+        os.environ["XLA_FLAGS"] = flags
+    log.info(said)

@@ -40,6 +40,7 @@ from neurorun.loop.build import (
     check_generation_fits,
     make_evaluator,
     resolve_env_backend,
+    use_host_devices,
 )
 from neurorun.loop.objective import objective_value
 from neurorun.loop.restarts import RestartSchedule, StallWatch
@@ -88,6 +89,8 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
         ConfigError: the config is invalid (raised before any environment is built), or its
             step sizes made the search diverge (the center or stdev is no longer finite).
     """
+    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    use_host_devices(cfg)  # before anything imports jax: XLA reads the count once
     runner = Runner(cfg, run_dir=run_dir, callbacks=callbacks)
     return runner.run()
 

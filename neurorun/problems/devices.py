@@ -2,12 +2,13 @@
 
 ``auto`` is every local device of jax's backend: the GPUs of a node, the cores of a TPU, or on
 a CPU one XLA host device per core this process may use. XLA makes its CPU host devices when
-jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so the ``neurorun``
-command sets the count before anything imports jax (``host_device_flags``) and never changes a
-count the user's own ``XLA_FLAGS`` (or jax's ``JAX_NUM_CPU_DEVICES``, which wins over it)
-forces. A count (or highest id + 1) above ``DEVICES_PER_CORE`` per usable core, from any of
-the three, is refused before jax starts: XLA would make every one of
-them, each holding memory of its own, and no machine has that many accelerators per core.
+jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so a run's entry
+(``loop.build.use_host_devices``) sets the count before anything imports jax
+(``host_device_flags``) and never changes a count the user's own ``XLA_FLAGS`` (or jax's
+``JAX_NUM_CPU_DEVICES``, which wins over it) forces. A count (or highest id + 1) above
+``DEVICES_PER_CORE`` per usable core, from any of the three, is refused before jax starts: XLA
+would make every one of them, each holding memory of its own, and no machine has that many
+accelerators per core.
 """
 
 from __future__ import annotations
@@ -127,8 +128,8 @@ def jax_devices(devices: Any) -> list[Any]:
     if devices == "auto":
         return present
     kind = f"{len(present)} {present[0].platform} device(s)"
-    fix = ("; on a CPU, XLA_FLAGS=" + HOST_COUNT_FLAG + "=N before jax starts (the neurorun "
-           "command sets it from problem.devices)") if present[0].platform == "cpu" else ""
+    fix = ("; on a CPU, XLA_FLAGS=" + HOST_COUNT_FLAG + "=N before jax starts (a run's entry "
+           "sets it from problem.devices)") if present[0].platform == "cpu" else ""
     if isinstance(devices, int):
         if devices > len(present):
             raise ValueError(f"problem.devices={devices}, but jax has {kind}. Fix: "

@@ -95,3 +95,21 @@ def test_jax_own_host_count_setting_is_checked_and_wins(three_cores):
     assert flags is None and said == ("jax's CPU has 24 host device(s), as JAX_NUM_CPU_DEVICES "
                                       "says")
     assert host_device_flags(2, {"JAX_NUM_CPU_DEVICES": "-1"})[0] == f"{HOST_COUNT_FLAG}=2"
+
+
+@pytest.mark.extras("jax")
+def test_run_from_python_gives_jax_the_host_devices_the_command_would(tmp_path):
+    """issue 53: the neurorun command set XLA_FLAGS from problem.devices, `run(cfg)` from
+    Python did not (its jax kept one host device): the run's entry sets it now."""
+    script = (
+        "from neurorun import compose_config, run\n"
+        f"run(compose_config(['env=brax::inverted_pendulum', 'debug=default', 'generations=1', "
+        f"'algo.popsize=4', 'problem.devices=3', 'logger.console.quiet=true']), "
+        f"run_dir={str(tmp_path / 'run')!r})\n"
+        "import jax\nprint(len(jax.local_devices()))\n")
+    environ = {key: value for key, value in os.environ.items()
+               if key not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=environ)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "3"
