@@ -6,4 +6,4 @@ def __getattr__(name: str):
         from neurorun.cli.app import main
 
         return main
-    raise AttributeError(f"module 'neurorun.cli.app' has no attribute {name!r}")
+    raise AttributeError(f"module 'neurorun.cli' has no attribute {name!r}")

@@ -28,13 +28,14 @@ def _opened(path: Path, mode: str) -> BinaryIO:
 
     Raises:
         ValueError: it cannot be written (one line naming it and the fix).
-        OSError: it is a symbolic link (ELOOP; the run folder's guard refuses links first).
+        OSError: another cause than permission (a symbolic link: ELOOP, which the run
+            folder's guard refuses first; a full disk, said as such by the command).
     """
     try:
         return open(path, mode, opener=_no_follow)
     except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.EISDIR):
+            raise  # a link (the guard refuses it first), a full disk, no descriptors left
         raise ValueError(
             f"{path} cannot be written ({error.strerror or error}): a run appends a row to it "
             f"every generation. Fix: make it writable (chmod u+w {shlex.quote(str(path))}, or "

@@ -29,7 +29,7 @@ from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.common.sense import improves
-from neurorun.config.checks import distributed_mode, validate_config
+from neurorun.config.checks import check_interpolations, distributed_mode, validate_config
 from neurorun.config.schema import restart_settings
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
@@ -90,6 +90,7 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
             step sizes made the search diverge (the center or stdev is no longer finite).
     """
     cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+    check_interpolations(cfg)  # what use_host_devices reads must resolve: one line if not
     use_host_devices(cfg)  # before anything imports jax: XLA reads the count once
     runner = Runner(cfg, run_dir=run_dir, callbacks=callbacks)
     return runner.run()

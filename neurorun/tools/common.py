@@ -144,6 +144,9 @@ def open_input(path: Path) -> BinaryIO:
     except NotRegularFileError as error:
         raise ToolError(f"{error}: the tools read a run's files only from regular files (a "
                         "FIFO would block them). Fix: put the file the run wrote there") from None
+    except OSError as error:  # no permission, an I/O error: one line, as a missing file is
+        raise ToolError(f"cannot read {str(path)!r} ({error.strerror or error}). Fix: make it "
+                        "readable (chmod u+r), or give another run or policy file") from None
 
 
 def is_input(path: Path) -> bool:

@@ -93,3 +93,17 @@ def test_a_metric_file_that_cannot_be_written_is_one_line_and_nothing_is_cut(tmp
     assert f"Fix: make it writable (chmod u+w {unwritable}" in str(info.value)
     assert "\n" not in str(info.value)
     assert {name: (tmp_path / name).read_bytes() for name in before} == before
+
+
+def test_a_full_disk_at_the_metric_files_stays_an_os_error(tmp_path, monkeypatch):
+    """Only a refused permission is said as 'cannot be written ... chmod u+w': a full disk (or
+    no descriptors left) goes on as the OSError the command says as a full disk."""
+    import errno
+
+    def full(path, flags, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", path)
+
+    monkeypatch.setattr(os, "open", full)
+    with pytest.raises(OSError) as info:
+        MetricsFiles(tmp_path)
+    assert info.value.errno == errno.ENOSPC and not isinstance(info.value, ValueError)

@@ -113,3 +113,13 @@ def test_run_from_python_gives_jax_the_host_devices_the_command_would(tmp_path):
                           timeout=300, cwd=tmp_path, env=environ)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "3"
+
+
+def test_an_unresolvable_devices_value_is_a_config_error_at_the_runs_entry(tmp_path):
+    """The run's entry reads problem.devices before the config checks: an interpolation that
+    does not resolve (a resume's override) is still the checks' one line."""
+    from neurorun import compose_config, run
+    from neurorun.common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^problem.devices='\$\{nope\}' cannot be resolved"):
+        run(compose_config(["debug=default", "problem.devices=${nope}"]), run_dir=tmp_path / "r")

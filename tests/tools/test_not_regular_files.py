@@ -89,3 +89,24 @@ def test_an_output_fifo_that_no_process_reads_is_refused(sweep, run_dir, tmp_pat
     argv = ([str(sweep), "--csv", str(fifo)] if tool == "compare" else
             [str(run_dir), "--out", str(fifo), "--format", "torchscript", "--force"])
     fails_with(capsys, tool, argv, f"{flag} {str(fifo)!r} is a FIFO that no process reads")
+
+
+@pytest.mark.parametrize("tool", ["eval", "export"])
+def test_a_policy_file_that_cannot_be_read_is_one_line(run_dir, tmp_path, capsys, monkeypatch,
+                                                       tool):
+    """A best.pt nobody may read was a PermissionError traceback (as root, chmod 000 would not
+    refuse: the open is refused here)."""
+    from neurorun.tools import common
+
+    refused = run_dir / "checkpoints" / "best.pt"
+    real = common.open_regular
+
+    def refusing(path):
+        if Path(path) == refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(common, "open_regular", refusing)
+    flags = ["--format", "torchscript", "--out", str(tmp_path / "p.pt")] if tool == "export" else []
+    fails_with(capsys, tool, [str(refused), *flags],
+               f"cannot read {str(refused)!r} (Permission denied). Fix: make it readable")
