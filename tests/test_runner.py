@@ -229,7 +229,7 @@ def test_restarts_need_room_in_the_budget(tmp_path):
 
 
 def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
-    """Its saved config has no restart section, its state no restart keys."""
+    """Its saved config has no restart section, its state (format 1) no restart keys."""
     from neurorun.config.resume import load_run_config
     from neurorun.record.layout import saved_config_path
 
@@ -242,7 +242,7 @@ def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
     saved_config_path(run_dir).write_text(OmegaConf.to_yaml(plain))
     state_path = run_dir / "checkpoints" / "state.pt"
     state = torch.load(state_path, weights_only=True)
-    for key in ("restarts", "restart_due", "stall_history"):
+    for key in ("format", "restarts", "restart_due", "stall_history"):
         state.pop(key)
     state["status"].pop("restarts")
     torch.save(state, state_path)

@@ -54,6 +54,9 @@ class SearchAlgorithm:
     DEFAULTS: ClassVar[dict[str, Any]] = {}  # algorithm-specific option defaults
     SUMS: ClassVar[dict[str, tuple[str, ...]]] = {}  # weight vector -> sums its update reads
     NEEDS_NORMS: ClassVar[bool] = False  # weights read each sample's squared noise norm
+    # the keys of its state (``_state``, at any depth) that are step sizes: a resumed state.pt
+    # must hold them > 0 (record/state.py), not only finite
+    POSITIVE: ClassVar[tuple[str, ...]] = ("sigma",)
     mirrored: bool = False  # samples 2k and 2k+1 are center + T(eps_k) and center - T(eps_k)
 
     def __init__(self, solution_length: int, *, popsize: int | None = None,
@@ -336,7 +339,7 @@ class SearchAlgorithm:
             )
         self.generation = int(state["generation"])
         self.generator.set_state(state["rng"].cpu())
-        self._draw = int(state.get("draw", 0))
+        self._draw = int(state["draw"])
         self._pending = [p.to(self.device, self.dtype).clone() for p in state["pending"]]
         self._last = dict(state["last"])
         self._load_state(state["search"])

@@ -4,7 +4,8 @@ ClipUp (Toklu et al. 2020): normalized gradient times the learning rate, heavy-b
 and the velocity clipped to `max_speed`; optionally the learning rate and `max_speed` shrink
 by `speed_decay` each step, `max_speed` to no less than `min_speed` (a center that nears its
 optimum then stops overshooting it). Adam (Kingma & Ba 2015). SGD with momentum.
-Each keeps its state (tensors, step counts) so `state_dict()` makes a resumed run bit-identical.
+Each declares what it saves: its settings (``SETTINGS``) and what its steps change (``STATE``),
+so `state_dict()` makes a resumed run bit-identical.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from neurorun.algorithms.options import require_positive
 
 
 class Optimizer:
-    """Base class: `step(gradient) -> ascent step` plus its state. `state_dict` holds the
-    settings too (lr, ...); `load_state_dict` restores only what steps change (``STATE``): the
-    settings are the config's, so a resume's override of one takes effect."""
+    """Base class: `step(gradient) -> ascent step` plus its state. `state_dict` holds
+    ``SETTINGS`` (lr, ...) and ``STATE``; `load_state_dict` restores only what steps change
+    (``STATE``): the settings are the config's, so a resume's override of one takes effect."""
 
-    STATE: tuple[str, ...] = ()
+    SETTINGS: tuple[str, ...] = ()  # saved for the record (a run's state.pt shows them)
+    STATE: tuple[str, ...] = ()  # what steps change: saved and restored
 
     def __init__(self, length: int, device: torch.device, dtype: torch.dtype):
         self._zeros = lambda: torch.zeros(length, device=device, dtype=dtype)
@@ -33,17 +35,18 @@ class Optimizer:
 
     def state_dict(self) -> dict[str, Any]:
         # references: step() assigns new tensors (as the algorithms' state_dicts assume)
-        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+        return {key: getattr(self, key) for key in (*self.SETTINGS, *self.STATE)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         for key in self.STATE:
-            if key not in state:  # saved before the key existed: it stays as built
-                continue
             value, current = state[key], getattr(self, key)
             setattr(self, key, value.to(current) if torch.is_tensor(current) else value)
 
 
 class ClipUp(Optimizer):
+    # the decay's settings, newer than the state's layout, are not saved (the config gives
+    # every setting on resume anyway: see Optimizer)
+    SETTINGS = ("lr", "max_speed", "momentum")
     STATE = ("velocity", "steps")
 
     def __init__(self, length, device, dtype, *, lr: float, max_speed: float | None = None,
@@ -52,15 +55,13 @@ class ClipUp(Optimizer):
         self.lr = float(lr)
         self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
         self.momentum = float(momentum)
-        # the decay's settings, newer than the state's layout, are left out of it (the
-        # config gives every setting on resume anyway: see Optimizer)
-        self._speed_decay, self._min_speed = float(speed_decay), float(min_speed)
+        self.speed_decay, self.min_speed = float(speed_decay), float(min_speed)
         require_positive("max_speed", self.max_speed)
         _check_fraction("momentum", self.momentum)
-        if not 0 < self._speed_decay <= 1:
+        if not 0 < self.speed_decay <= 1:
             raise ValueError(f"speed_decay={speed_decay!r}; expected a factor in (0, 1]. "
                              "Fix: 0 < speed_decay <= 1 (1: no decay).")
-        if not 0 <= self._min_speed <= self.max_speed:
+        if not 0 <= self.min_speed <= self.max_speed:
             raise ValueError(f"min_speed={min_speed!r}; expected 0 <= min_speed <= max_speed "
                              f"({self.max_speed}). Fix: a floor below the speed it decays from.")
         self.velocity = self._zeros()
@@ -69,7 +70,7 @@ class ClipUp(Optimizer):
     def scale(self) -> float:
         """This step's factor on lr and max_speed: speed_decay ** steps, floored at
         min_speed / max_speed."""
-        return max(self._speed_decay**self.steps, self._min_speed / self.max_speed)
+        return max(self.speed_decay**self.steps, self.min_speed / self.max_speed)
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         scale = self.scale()
@@ -86,6 +87,7 @@ class ClipUp(Optimizer):
 
 
 class Adam(Optimizer):
+    SETTINGS = ("lr", "beta1", "beta2", "epsilon")
     STATE = ("m", "v", "t")
 
     def __init__(self, length, device, dtype, *, lr: float, beta1: float = 0.9,
@@ -106,6 +108,7 @@ class Adam(Optimizer):
 
 
 class SGD(Optimizer):
+    SETTINGS = ("lr", "momentum")
     STATE = ("velocity",)
 
     def __init__(self, length, device, dtype, *, lr: float, momentum: float = 0.9):

@@ -38,7 +38,7 @@ class BestCenter:
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> BestCenter:
         return cls(state["solution"], state["score"], int(state["generation"]),
-                   state.get("obs_stats"))  # saved before the statistics were kept: None
+                   state["obs_stats"])
 
 
 @dataclass(frozen=True)

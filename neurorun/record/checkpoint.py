@@ -7,7 +7,8 @@
     <run>/checkpoints/state.pt   everything `resume=<run>` needs to continue bit for bit
 
 Each function gives files for `atomic.atomic_write_all` (a checkpoint is written as one unit)
-or reads them; `tools/loading.py` rebuilds a policy from its `.pt` and `.json`.
+or reads them; `tools/loading.py` rebuilds a policy from its `.pt` and `.json`. state.pt and
+each `.json` say their format (record/format.py, which reads an older one).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
+from neurorun.record.format import FORMAT, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record.record_check import first_line
 from neurorun.record.state import RunState, check_record
@@ -70,7 +72,7 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
     norm = getattr(problem, "obs_stats", None) if obs_stats is None else obs_stats
     stats = {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
-    described = {**meta, "solution_length": int(solution.numel()),
+    described = {"format": FORMAT, **meta, "solution_length": int(solution.numel()),
                  **{k: _as_list(v) for k, v in stats.items()}}
     text = jsonio.dumps(described, indent=2, default=str) + "\n"
     return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
@@ -113,8 +115,9 @@ def load_state(run_dir: str | Path) -> RunState | None:
     never code, so a state.pt from a shared folder cannot run anything.
 
     Raises:
-        ValueError: the file is truncated, not a torch file, holds other objects, or a record
-            no run writes (state.check_record) (one line).
+        ValueError: the file is truncated, not a torch file, holds other objects, a format
+            this neurorun does not read (format.FormatError), or a record no run writes
+            (state.check_record) (one line).
     """
     path = Path(run_dir) / CHECKPOINT_DIR / STATE_FILE
     if not path.is_file():
@@ -129,5 +132,6 @@ def load_state(run_dir: str | Path) -> RunState | None:
     if not isinstance(state, dict) or "generation" not in state:
         raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "
                          "Fix: resume from the run's own folder, or start a new run.")
+    upgrade_state(state, path)  # an older format's record in today's
     check_record(state, path)  # plain data can still lie: a negative count, a zero stdev
     return RunState.from_saved(state)

@@ -39,6 +39,4 @@ class GenerationStatus:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GenerationStatus:
-        names = {field.name for field in fields(cls)}
-        older = {"restarts": 0}  # columns a run saved before they existed
-        return cls(**{**older, **{k: v for k, v in values.items() if k in names}})
+        return cls(**{field.name: values[field.name] for field in fields(cls)})

@@ -8,12 +8,12 @@ resumed run checks the record before it builds anything (:func:`check_record`), 
 whose layout belongs to the algorithm and the problem against what the freshly built ones save
 (:func:`check_layout`, before any env, logger or ray actor starts). Each refusal is one line
 naming state.pt, the key and what was expected, and is a config error: resuming again would
-fail the same way.
+fail the same way. The record read here is in the current format (record/format.py reads
+older ones into it).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from collections.abc import Mapping
@@ -24,20 +24,23 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurorun.algorithms import ALGORITHMS
 from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import numpy_state, python_state
+from neurorun.common.values import is_int, is_number
+from neurorun.record.format import FORMAT
 from neurorun.record.layout import saved_config_path
 from neurorun.record.metrics import GenerationStatus
-from neurorun.record.record_check import MISSING, RecordCheck, key_name
+from neurorun.record.record_check import RecordCheck, key_name
 from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
 
 
 @dataclass
 class RunState:
     """A run after its last finished generation: what ``resume=<run>`` continues from, bit for
-    bit. Each part is its owner's ``state_dict``; runs saved by earlier versions lack the seed
-    and the restart fields (read as: no restart made or due, the same popsize throughout)."""
+    bit. Each part is its owner's ``state_dict``; state.pt holds them with the format
+    (record/format.py), which reads a file of an older format into this record."""
 
     generation: int
     elapsed_s: float  # wall time of the generations so far (the run's clock goes on from it)
@@ -48,23 +51,20 @@ class RunState:
     best_sample_eval: float | None
     status: dict[str, Any]  # the last GenerationStatus, {} before generation 1
     loggers: dict[str, int]  # the rows each metrics file holds
-    seed: int | None = None
-    restarts: int = 0
-    restart: dict[str, Any] | None = None  # restarts.RestartSchedule
-    restart_due: bool = False
-    stall_history: list[float | None] = dataclasses.field(default_factory=list)
+    seed: int | None  # None: a format-1 run that did not save it (not compared on resume)
+    restarts: int
+    restart: dict[str, Any] | None  # restarts.RestartSchedule; None: format 1, as built
+    restart_due: bool
+    stall_history: list[float | None]
 
     @classmethod
     def from_saved(cls, state: Mapping[str, Any]) -> RunState:
-        """The record of a loaded state.pt (checked by :func:`check_record`)."""
-        return cls(**{f.name: state[f.name] for f in fields(cls) if f.name in state})
+        """The record of a loaded state.pt (upgraded and checked by :func:`check_record`)."""
+        return cls(**{f.name: state[f.name] for f in fields(cls)})
 
     def as_dict(self) -> dict[str, Any]:
-        """What state.pt holds (the parts themselves, not copies)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-POSITIVE = ("sigma",)  # the search's step sizes (every algorithm's state calls them so)
+        """What state.pt holds (the parts themselves, not copies) and its format."""
+        return {"format": FORMAT, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
 
 def check_record(state: Mapping[str, Any], path: Path) -> None:
@@ -74,14 +74,14 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
     generation = check.count(state["generation"], "generation")
     # a run cannot have run longer than clocks have counted
     check.real(check.item(state, "elapsed_s"), "elapsed_s", 0.0, time.time())
-    if "seed" in state and type(state["seed"]) is not int:
+    if check.item(state, "seed") is not None and not is_int(state["seed"]):
         check.refuse("seed", state["seed"], "a whole number")
-    restarts = check.count(state.get("restarts", 0), "restarts", at_most=generation)
-    if "restart" in state:  # saved since restart strategies exist
+    restarts = check.count(check.item(state, "restarts"), "restarts", at_most=generation)
+    if check.item(state, "restart") is not None:  # None: a format-1 run saved without it
         _check_restart(check, check.mapping(state, "restart"), restarts, generation)
-    if type(state.get("restart_due", False)) is not bool:
+    if type(check.item(state, "restart_due")) is not bool:
         check.refuse("restart_due", state["restart_due"], "true or false")
-    history = state.get("stall_history", [])
+    history = check.item(state, "stall_history")
     if not isinstance(history, list):
         check.refuse("stall_history", history, "a list")
     for index, value in enumerate(history):
@@ -157,14 +157,15 @@ def _check_restart(check: RecordCheck, record: Mapping[str, Any], restarts: int,
 
 def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generation: int) -> int:
     """The algorithm's record; returns its solution length."""
-    if not isinstance(check.item(algorithm, "algorithm", "algorithm"), str):
-        check.refuse("algorithm.algorithm", algorithm["algorithm"], "an algorithm's name")
+    name = check.item(algorithm, "algorithm", "algorithm")
+    if not isinstance(name, str) or name not in ALGORITHMS:
+        check.refuse("algorithm.algorithm", name, f"an algorithm's name ({sorted(ALGORITHMS)})")
     length = check.count(check.item(algorithm, "solution_length", "algorithm"),
                          "algorithm.solution_length", minimum=1)
     # a restart starts its algorithm's count again
     check.count(check.item(algorithm, "generation", "algorithm"), "algorithm.generation",
                 at_most=generation)
-    check.count(algorithm.get("draw", 0), "algorithm.draw", at_most=2**62)
+    check.count(check.item(algorithm, "draw", "algorithm"), "algorithm.draw", at_most=2**62)
     check.torch_generator(check.item(algorithm, "rng", "algorithm"), "algorithm.rng")
     # the noise of samples asked and not yet told: the runner saves between generations
     pending = check.item(algorithm, "pending", "algorithm")
@@ -172,19 +173,20 @@ def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generatio
         check.refuse("algorithm.pending", pending,
                      "[] (a run is saved between generations: no sample asked and not told)")
     check.mapping(algorithm, "last", "algorithm")
-    _check_search(check, check.mapping(algorithm, "search", "algorithm"), "algorithm.search")
+    _check_search(check, check.mapping(algorithm, "search", "algorithm"), "algorithm.search",
+                  ALGORITHMS[name].POSITIVE)
     return length
 
 
-def _check_search(check: RecordCheck, value: Any, key: str) -> None:
-    """The search's tensors are finite (its step sizes > 0); its plain numbers (an optimizer's
-    rates, moments and step count) finite and >= 0."""
+def _check_search(check: RecordCheck, value: Any, key: str, positive: tuple[str, ...]) -> None:
+    """The search's tensors are finite (its step sizes, the algorithm's ``POSITIVE``, > 0);
+    its plain numbers (an optimizer's rates, moments and step count) finite and >= 0."""
     if isinstance(value, Mapping):
         for name, item in value.items():
-            _check_search(check, item, key_name(key, name))
+            _check_search(check, item, key_name(key, name), positive)
     elif isinstance(value, torch.Tensor):
-        check.tensor(value, key, positive=key.rpartition(".")[2] in POSITIVE)
-    elif type(value) is int:  # a step count
+        check.tensor(value, key, positive=key.rpartition(".")[2] in positive)
+    elif is_int(value):  # a step count
         check.count(value, key)
     elif type(value) is float:
         check.real(value, key, 0.0)
@@ -197,7 +199,7 @@ def _check_best(check: RecordCheck, best: Mapping[str, Any], generation: int, le
     solution = check.item(best, "solution", "best")
     if solution is not None:  # a policy file's rule
         check.follows("best", check_vector, "solution", solution, length)
-    _check_obs_stats(check, best.get("obs_stats"), "best.obs_stats")
+    _check_obs_stats(check, check.item(best, "obs_stats", "best"), "best.obs_stats")
 
 
 def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
@@ -217,14 +219,10 @@ def _check_status(check: RecordCheck, status: Mapping[str, Any], counts: Mapping
         return
     for field in fields(GenerationStatus):
         key = f"status.{field.name}"
-        if field.name not in status:
-            if field.name != "restarts":  # runs saved before restarts existed lack it
-                check.refuse(key, MISSING, "a value (the runner always saves it)")
-            continue
-        value = status[field.name]
+        value = check.item(status, field.name, "status")
         if field.type == "int":
             check.count(value, key)
-        elif not (type(value) in (int, float) or value is None and "None" in str(field.type)):
+        elif not (is_number(value) or value is None and "None" in str(field.type)):
             check.refuse(key, value, f"a number ({field.type})")
     expected = {"total_interaction_count": counts["interaction_count"],
                 "total_episode_count": counts["episode_count"]}
@@ -251,7 +249,7 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
     check.bit_generator(state.problem["rng"], "problem.rng", reference["rng"]["bit_generator"])
     check.torch_generator(state.problem["noise_rng"], "problem.noise_rng", problem.device)
     if state.best["solution"] is not None:
-        _same_layout(check, state.best.get("obs_stats"), reference["obs_stats"],
+        _same_layout(check, state.best["obs_stats"], reference["obs_stats"],
                      "best.obs_stats")
 
 
@@ -268,11 +266,6 @@ def _same_normalization(saved: bool, own: bool, path: Path) -> None:
             f"{saved_config_path(path.parent.parent)}), or start a new run in another folder.")
 
 
-# keys a state gained after runs were saved without them: such a state loads with the key's
-# value as built (ClipUp's step count: 0, which is right for a run saved with no decay)
-ADDED_LATER = {"algorithm.search.optimizer": {"steps"}}
-
-
 def _same_layout(check: RecordCheck, saved: Any, reference: Any, key: str) -> None:
     """``saved`` has ``reference``'s keys, lengths, types and tensor shapes (a None in the
     reference also takes a plain number: e.g. a random generator's cached value)."""
@@ -283,13 +276,11 @@ def _same_layout(check: RecordCheck, saved: Any, reference: Any, key: str) -> No
             check.refuse(key, saved, f"a {reference.dtype} tensor of shape "
                          f"{tuple(reference.shape)}")
     elif isinstance(reference, Mapping):
-        required = set(reference) - ADDED_LATER.get(key, set())
-        if not isinstance(saved, Mapping) or not required <= set(saved) <= set(reference):
+        if not isinstance(saved, Mapping) or set(saved) != set(reference):
             check.refuse(key, saved if not isinstance(saved, Mapping) else sorted(saved),
                          f"a mapping of {sorted(reference)}")
         for name, value in reference.items():
-            if name in saved:
-                _same_layout(check, saved[name], value, key_name(key, name))
+            _same_layout(check, saved[name], value, key_name(key, name))
     elif isinstance(reference, list | tuple):
         if not isinstance(saved, list | tuple) or len(saved) != len(reference):
             check.refuse(key, saved, f"a list of {len(reference)} items")

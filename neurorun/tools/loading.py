@@ -23,6 +23,7 @@ from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
+from neurorun.record.format import FormatError, format_of
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR
 from neurorun.record.record_check import first_line, shown
 from neurorun.tools.common import ToolError, is_input, open_input
@@ -143,6 +144,10 @@ def _read_meta(path: Path) -> dict[str, Any]:
                         "describes the checkpoint's env and network") from error
     if not isinstance(meta, dict):
         raise ToolError(f"{str(json_path)!r}: expected a JSON object, got {type(meta).__name__}")
+    try:
+        format_of(meta, json_path)  # a later neurorun's policy: its keys may mean other things
+    except FormatError as error:
+        raise ToolError(str(error)) from None
     for key, kind, fits in META_TYPES:
         if key in meta and not fits(meta[key]):
             raise ToolError(f"{str(json_path)!r}: {key}={meta[key]!r}; expected {kind}. Fix: "

@@ -124,3 +124,18 @@ def test_null_stays_where_it_is_the_default():
     clipup = make_optimizer("clipup", {"max_speed": None}, lr=0.1, length=2, device=CPU,
                             dtype=torch.float32)
     assert clipup.max_speed == pytest.approx(0.2)  # 2 x lr
+
+
+@pytest.mark.parametrize(("kind", "settings", "saved"), [
+    (ClipUp, {"speed_decay": 0.9, "min_speed": 0.01},
+     ["lr", "max_speed", "momentum", "velocity", "steps"]),  # no decay settings (see ClipUp)
+    (Adam, {}, ["lr", "beta1", "beta2", "epsilon", "m", "v", "t"]),
+    (SGD, {}, ["lr", "momentum", "velocity"]),
+], ids=["clipup", "adam", "sgd"])
+def test_an_optimizer_saves_the_keys_it_declares(kind, settings, saved):
+    """What is saved is declared (SETTINGS, STATE), not implied by an attribute's name: an
+    attribute set later is not saved (a resumed state.pt would then have to hold it)."""
+    optimizer = kind(2, CPU, torch.float32, lr=0.1, **settings)
+    optimizer.scratch = torch.zeros(2)
+    assert [*optimizer.SETTINGS, *optimizer.STATE] == saved
+    assert list(optimizer.state_dict()) == saved

@@ -156,3 +156,18 @@ def test_skipped_metrics_lines_are_counted_in_one_warning(tool, tmp_path, capsys
     warned = [line for line in capsys.readouterr().err.splitlines() if "JSON" in line]
     assert warned == [f"warning: {path}: 3 of its 6 lines are no JSON object (a run writes one "
                       "per generation): left out"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (3, ["has format 3", "formats up to 2", "upgrade neurorun"]),
+    ("2", ["format is '2'", "this neurorun's is 2"]),
+])
+def test_a_policy_json_of_a_newer_or_malformed_format_is_one_line(tmp_path, capsys, value,
+                                                                  expected):
+    """A later neurorun's policy file: its keys may mean other things, so it is not read."""
+    run = save_checkpoint(tmp_path / "run")
+    path = run / "checkpoints" / "best.json"
+    meta = json.loads(path.read_text())
+    assert meta["format"] == 2  # as a run writes it
+    path.write_text(json.dumps({**meta, "format": value}))
+    fails_with(capsys, "eval", [str(run), "--episodes", "1"], str(path), *expected)
