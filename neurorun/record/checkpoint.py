@@ -21,7 +21,7 @@ import torch
 
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
-from neurorun.record.format import FORMAT, upgrade_state
+from neurorun.record.format import stamped, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record.record_check import first_line
 from neurorun.record.state import RunState, check_record
@@ -72,8 +72,8 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
     norm = getattr(problem, "obs_stats", None) if obs_stats is None else obs_stats
     stats = {"obs_mean": None, "obs_stdev": None} if norm is None else norm.export()
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
-    described = {"format": FORMAT, **meta, "solution_length": int(solution.numel()),
-                 **{k: _as_list(v) for k, v in stats.items()}}
+    described = stamped({**meta, "solution_length": int(solution.numel()),
+                         **{k: _as_list(v) for k, v in stats.items()}})
     text = jsonio.dumps(described, indent=2, default=str) + "\n"
     return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
             (stem.with_suffix(".pt"), torch_file(weights)),

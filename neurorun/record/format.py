@@ -16,7 +16,8 @@ from typing import Any
 from neurorun.common.errors import ConfigError
 from neurorun.common.values import is_int
 
-FORMAT = 2  # the format this neurorun writes (state.pt's and the policies' "format" key)
+FORMAT = 2  # the format this neurorun writes
+KEY = "format"  # where state.pt and each policy .json say theirs
 UNVERSIONED = 1  # the files saved before the format had a version
 
 
@@ -31,7 +32,7 @@ def format_of(record: Mapping[str, Any], path: str | Path) -> int:
     Raises:
         FormatError: a format newer than :data:`FORMAT`, or not a whole number >= 1 (one line).
     """
-    version = record.get("format", UNVERSIONED)
+    version = record.get(KEY, UNVERSIONED)
     if not is_int(version) or version < 1:
         raise FormatError(
             f"{path}: format is {version!r}, expected a whole number from 1 to {FORMAT} (the "
@@ -51,8 +52,13 @@ def upgrade_state(state: dict[str, Any], path: str | Path) -> dict[str, Any]:
     the record's checks to refuse (record/state.py)."""
     for step in STATE_STEPS[format_of(state, path) - 1:]:
         step(state)
-    state["format"] = FORMAT
+    state[KEY] = FORMAT
     return state
+
+
+def stamped(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` as a file of this neurorun's format holds it: its format first."""
+    return {KEY: FORMAT, **record}
 
 
 def _state_1_to_2(state: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import numpy_state, python_state
 from neurorun.common.values import is_int, is_number
-from neurorun.record.format import FORMAT
+from neurorun.record.format import stamped
 from neurorun.record.layout import saved_config_path
 from neurorun.record.metrics import GenerationStatus
 from neurorun.record.record_check import RecordCheck, key_name
@@ -64,7 +64,7 @@ class RunState:
 
     def as_dict(self) -> dict[str, Any]:
         """What state.pt holds (the parts themselves, not copies) and its format."""
-        return {"format": FORMAT, **{f.name: getattr(self, f.name) for f in fields(self)}}
+        return stamped({f.name: getattr(self, f.name) for f in fields(self)})
 
 
 def check_record(state: Mapping[str, Any], path: Path) -> None:
