@@ -47,8 +47,8 @@ from neurorun.cli.hints import preset_hint
 from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
 from neurorun.common.atomic import is_disk_full
-from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError
-from neurorun.config.checks import check_interpolations
+from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError, one_line
+from neurorun.config.checks import resolve_config
 from neurorun.config.resume import load_run_config
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
@@ -92,11 +92,6 @@ def _resumed_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
         return load_run_config(cfg.resume, overrides)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(str(error)) from error
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text[:400]}" if text else type(error).__name__
 
 
 def _where(error: BaseException) -> str:
@@ -146,7 +141,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
            kept_back: list[str]) -> tuple[DictConfig, dict[str, Any]]:
     """The config that runs (a resumed run's saved one, this command's overrides on top) and
     what its run returned."""
-    check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume
@@ -190,7 +185,7 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
     if not cfg.resume:
         discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
     log_file = _log_file()  # gone with its folder where the run removed it (Runner)
-    cause = f"{_one_line(error)}{_where(error)}" + (
+    cause = f"{one_line(error, with_type=True)}{_where(error)}" + (
         f" (traceback: {log_file})" if log_file is not None and log_file.is_file() else "")
     if exits:
         print(f"neurorun: the run failed: {cause}", file=sys.stderr)
@@ -268,10 +263,10 @@ def _main() -> None:
             finally:
                 release()
     except (OmegaConfBaseException, HydraException) as error:
-        line = hydra_errors.one_line(error, sys.argv[1:])
+        line = hydra_errors.config_error_line(error, sys.argv[1:])
         if line is None and named:  # Hydra resolves them to name the folder
-            cause = " ".join(str(error).splitlines()[0].split())
-            line = (f"{', '.join(named)} cannot be resolved ({cause}), and the run folder is "
+            line = (f"{', '.join(named)} cannot be resolved ({one_line(error, first_line=True)}"
+                    "), and the run folder is "
                     "named after it. Fix: give it a value.")
         if line is None:
             if full_error or not isinstance(error, CompactHydraException):

@@ -19,8 +19,10 @@ from hydra.errors import OverrideParseException as ParseError
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
+from neurorun.common.errors import one_line
 
-def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
+
+def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
     """The config-error line for a Hydra error about ``argv``, or None when it is another."""
     env_path = _env_path(argv)
     if env_path is not None:  # whatever Hydra made of the file it named
@@ -37,8 +39,8 @@ def one_line(error: BaseException, argv: Sequence[str]) -> str | None:
         cause = error.__cause__
         given = next((arg for arg in argv if arg.partition("=")[0] == cause.full_key),
                      cause.full_key)
-        return (f"{given}: {str(cause).splitlines()[0]}. Fix: a value of that type (`neurorun "
-                "--cfg hydra` shows Hydra's keys and values).")
+        return (f"{given}: {one_line(cause, first_line=True)}. Fix: a value of that type "
+                "(`neurorun --cfg hydra` shows Hydra's keys and values).")
     return None
 
 

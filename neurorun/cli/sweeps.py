@@ -23,7 +23,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from neurorun.common.errors import CONFIG_ERROR_EXIT
+from neurorun.common.errors import CONFIG_ERROR_EXIT, one_line
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
 
@@ -87,10 +87,10 @@ def _check_study(sweeper: DictConfig) -> None:
         try:  # the sweeper opens it next; a database URL's tables are made here, as there
             get_storage(str(storage))
         except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
-            text = " ".join(str(error).split())[:200] or type(error).__name__
-            _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({text}). Fix: a "
-                    "database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its folder "
-                    "made first), or hydra.sweeper.storage=null to keep the study in memory.")
+            _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({one_line(error)}). "
+                    "Fix: a database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its "
+                    "folder made first), or hydra.sweeper.storage=null to keep the study in "
+                    "memory.")
 
 
 def _trial_values(arguments: list[str]) -> list[list[str]]:
@@ -108,9 +108,8 @@ def _trial_values(arguments: list[str]) -> list[list[str]]:
         try:
             space = create_optuna_distribution_from_override(override)
         except Exception as error:  # Optuna's ValueError, the plugin's AssertionError
-            text = " ".join(str(error).split()).rstrip(".") or type(error).__name__
             _refuse(f"the search space {override.input_line} is not one Optuna takes "
-                    f"({text}). Fix: {SPACES}.")
+                    f"({one_line(error, limit=None).rstrip('.')}). Fix: {SPACES}.")
         if not all(math.isfinite(getattr(space, end, 0)) for end in ("low", "high")):
             # Optuna takes them and its sampler fails at the first trial (an OverflowError)
             _refuse(f"the search space {override.input_line} has a bound that is not a finite "
@@ -131,7 +130,7 @@ def _compose(overrides: list[str], algo: str) -> None:
     try:
         compose("config", overrides=overrides)
     except ConfigCompositionException as error:
-        first = str(error).splitlines()[0]  # "Could not override 'algo.<key>'."
+        first = one_line(error, first_line=True)  # "Could not override 'algo.<key>'."
         found = re.search(r"override '([^']+)'", first)
         key = found.group(1) if found else None
         if key is None:

@@ -28,6 +28,8 @@ from typing import Any, BinaryIO
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from neurorun.common.errors import one_line
+
 MAX_BYTES = 4 << 20  # a saved config is a few KB
 MAX_DEPTH = 64  # neurorun's configs nest 4 levels; env_config and network_args a few more
 # a resolver that reads this process's environment (oc.env; env: its old name), nested or not
@@ -103,8 +105,8 @@ def read_yaml(path: str | Path) -> Any:
     try:
         return OmegaConf.create(text)
     except Exception as error:  # yaml's ConstructorError (tags, duplicate keys), OmegaConf's own
-        raise SavedFileError(f"{str(path)!r} is not a config neurorun reads ({type(error).__name__}"
-                             f": {' '.join(str(error).split())[:200]}). {FIX}") from None
+        raise SavedFileError(f"{str(path)!r} is not a config neurorun reads "
+                             f"({one_line(error, with_type=True)}). {FIX}") from None
 
 
 def _top_node(text: str, path: Path) -> yaml.NodeEvent | None:
@@ -134,8 +136,8 @@ def _top_node(text: str, path: Path) -> yaml.NodeEvent | None:
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError as error:
-        raise SavedFileError(f"{str(path)!r} is not valid YAML "
-                             f"({' '.join(str(error).split())[:200]}). {FIX}") from None
+        raise SavedFileError(f"{str(path)!r} is not valid YAML ({one_line(error)}). {FIX}") \
+            from None
     return top
 
 

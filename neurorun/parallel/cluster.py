@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from neurorun.common.errors import one_line
 from neurorun.common.extras import require
 
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
@@ -115,7 +116,7 @@ def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:
     except RuntimeError as error:
         if "Version mismatch" not in str(error):
             raise
-        versions = " ".join(" ".join(str(error).split("\n")[1:]).split())
+        versions = one_line(str(error).partition("\n")[2], limit=None)  # below "Version mismatch"
         raise ClusterError(
             f"{where}: the cluster runs another ray or Python than this process ({versions}). "
             "Fix: install the cluster's versions here (pip install ray==<its version>), or "
@@ -143,7 +144,7 @@ def _find_head(where: str, address: str) -> str:
 
 def _not_found(where: str, error: ConnectionError) -> ClusterError:
     return ClusterError(
-        f"{where}: no running ray cluster was found ({str(error).splitlines()[0]}). Fix: "
+        f"{where}: no running ray cluster was found ({one_line(error)}). Fix: "
         "start one with `ray start --head`, or set RAY_ADDRESS / parallel.address to its "
         "host:port")
 

@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from neurorun.common.errors import one_line
 from neurorun.envs import (
     EnvStepError,
     TorchVecEnv,
@@ -124,11 +125,10 @@ class Problem:
         try:
             out = self.policy(torch.zeros(1, self.obs_length))
         except (RuntimeError, ValueError) as error:
-            first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(
                 f"the network cannot take {spec}'s observations of {self.obs_length} numbers "
-                f"({first}). Fix: start it with obs_length inputs, e.g. Linear(obs_length, "
-                "...)") from None
+                f"({one_line(error, first_line=True)}). Fix: start it with obs_length inputs, "
+                "e.g. Linear(obs_length, ...)") from None
         width = int(np.prod(out.shape[1:]))
         if width != self.act_length:
             raise ValueError(

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import numpy as np
 import torch
 
-from neurorun.common.errors import ConfigError
+from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.saved_values import SavedValueError
 
 MISSING = object()  # shown as "missing"
@@ -80,7 +80,7 @@ class RecordCheck:
         try:
             load(value)
         except Exception as error:  # each library refuses in its own type
-            self.refuse(key, value, f"{kind} ({first_line(error, 120)})")
+            self.refuse(key, value, f"{kind} ({one_line(error)})")
 
     def torch_generator(self, value: Any, key: str, device: torch.device | str = "cpu") -> None:
         self.generator(value, key, "a torch generator's state",
@@ -103,9 +103,9 @@ def key_name(prefix: str, key: Any) -> str:
 
 
 def first_line(error: BaseException, limit: int = 200) -> str:
-    """An error's first line (its type's name where it says nothing), at most ``limit`` long."""
-    text = str(error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:limit]
+    """:func:`~neurorun.common.errors.one_line`'s first line, for record/checkpoint.py and
+    tools/loading.py until they import ``one_line`` itself (then this goes)."""
+    return one_line(error, limit=limit, first_line=True)
 
 
 def shown(value: Any) -> str:

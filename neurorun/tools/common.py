@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from neurorun.common.atomic import atomic_write
+from neurorun.common.errors import one_line
 from neurorun.common.extras import MissingExtraError
 from neurorun.config.saved_yaml import NotRegularFileError, open_regular
 
@@ -79,8 +80,7 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
             sys.stdout.flush()  # a full stdout fails here, not silently at exit
             return status
         except (ToolError, MissingExtraError) as error:
-            message = " ".join(str(error).split())  # one line, whatever the message held
-            print(f"{name}: error: {message}", file=sys.stderr)
+            print(f"{name}: error: {one_line(error, limit=None)}", file=sys.stderr)
             return EXIT_BAD_INPUT
         except KeyboardInterrupt:
             print(f"{name}: interrupted", file=sys.stderr)

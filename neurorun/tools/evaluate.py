@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.errors import one_line
 from neurorun.config.saved_yaml import open_regular
 from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
@@ -62,8 +63,8 @@ def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
     try:
         results = run_episodes(loaded, episodes, seed, max_steps=max_steps)
     except Exception as error:
-        raise ToolError(f"running {loaded.env!r} failed: {type(error).__name__}: {error}") \
-            from error
+        raise ToolError(f"running {loaded.env!r} failed: "
+                        f"{one_line(error, with_type=True)}") from error
     return summarize(results, source=str(loaded.source), env=loaded.env, seed=seed,
                      max_steps=step_limit(loaded, max_steps), as_run=as_run,
                      recorded_center_eval=recorded_center_eval(loaded.source))

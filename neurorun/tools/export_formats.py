@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from neurorun.common.errors import one_line
 from neurorun.nets.chain import Chain, is_recurrent
 from neurorun.problems.export import EnvPolicy
 
@@ -216,7 +217,7 @@ def export_policy(fmt: Format, policy: EnvPolicy, obs: Tensor,
             data = fmt.to_bytes(module, inputs, outputs, metadata(module, inputs))
     except Exception as error:
         raise ExportError(f"torch cannot write the policy as {fmt.name}: "
-                          f"{_first_line(error)}") from error
+                          f"{one_line(error, with_type=True, first_line=True)}") from error
     for feeds in (inputs, dict(zip(inputs, [obs, *leaves], strict=True))):
         check_same(fmt, data, module, feeds, "the policy")
     return data
@@ -242,8 +243,8 @@ def check_layer(fmt: Format, name: str, layer: nn.Module, x: Tensor) -> None:
         with torch.no_grad():
             data = fmt.to_bytes(alone, {"obs": probes}, ["y"], "")
     except Exception as error:
-        raise ExportError(f"{name} has no {fmt.name} export ({_first_line(error)}); "
-                          f"{fix}") from error
+        raise ExportError(f"{name} has no {fmt.name} export "
+                          f"({one_line(error, with_type=True, first_line=True)}); {fix}") from error
     # rounding grows with the inputs: each probe is allowed TOLERANCE times its scale
     scale = np.repeat(np.abs(scales), len(x))[:, None]
     check_same(fmt, data, alone, {"obs": probes}, name, f"; {fix}", scale)
@@ -272,8 +273,3 @@ def check_same(fmt: Format, data: bytes, module: nn.Module, feeds: dict[str, Ten
             raise ExportError(f"{name} is not written exactly as {fmt.name}: its outputs differ "
                               f"from torch's ({shown}) on inputs from sample observations{fix}")
 
-
-def _first_line(error: Exception) -> str:
-    lines = str(error).strip().splitlines()
-    text = f"{type(error).__name__}: {lines[0] if lines else ''}"
-    return text if len(text) <= 300 else text[:297] + "..."

@@ -19,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from neurorun.common.errors import one_line
 from neurorun.problems.playback import (
     Episode,
     is_mujoco_env,
@@ -79,8 +80,8 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     except Exception as error:
         if is_mujoco_env(name):
             raise no_renderer_error(error) from error
-        raise ToolError(f"rendering {loaded.env!r} failed: {type(error).__name__}: {error}") \
-            from error
+        raise ToolError(f"rendering {loaded.env!r} failed: "
+                        f"{one_line(error, with_type=True)}") from error
     write_video([frame for episode in results for frame in episode.frames], out, fps)
     return results
 

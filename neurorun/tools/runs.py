@@ -21,9 +21,10 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
+from neurorun.common.errors import one_line
 from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
 from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
-from neurorun.record.record_check import first_line, shown
+from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
@@ -190,7 +191,8 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
                 value = OmegaConf.to_container(value, resolve=True, throw_on_missing=True)
         except Exception as error:  # an unresolvable value, a ${oc.env:...} left unread
             unread = isinstance(error, MissingMandatoryValue)
-            raise ToolError(f"{str(path)!r}: {key} cannot be read ({first_line(error)}"
+            raise ToolError(f"{str(path)!r}: {key} cannot be read "
+                            f"({one_line(error, first_line=True)}"
                             f"{'; the tools read no ${oc.env:...}' if unread else ''}). Fix: "
                             "restore the file from an intact copy of the run") from None
         if value is not None and not fits(value):

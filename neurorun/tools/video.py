@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neurorun.common.errors import one_line
 from neurorun.loggers.videos import ENCODERS
 from neurorun.tools.common import ToolError, write_output
 
@@ -34,6 +35,6 @@ def write_video(frames: list[np.ndarray], path: Path, fps: float) -> Path:
 
 def no_renderer_error(error: Exception) -> ToolError:
     """The message for a MuJoCo render that failed, naming what to install."""
-    return ToolError(f"MuJoCo could not render offscreen ({type(error).__name__}: {error}); "
+    return ToolError(f"MuJoCo could not render offscreen ({one_line(error, with_type=True)}); "
                      "tried MUJOCO_GL=egl, then osmesa: install EGL (a GPU driver or libegl1) "
                      "or OSMesa (libosmesa6), or set MUJOCO_GL yourself")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.common.atomic import atomic_write_text
+from neurorun.common.errors import one_line
 
 log = logging.getLogger(__name__)
 RECORD = "neurorun-compiles.json"  # in jax's cache folder (jax reads only its *-cache files)
@@ -188,7 +189,7 @@ class _CacheErrors(logging.Handler):
                 log.warning("jax's compilation cache: an error %s an entry (%s); the run goes "
                             "on, compiling what it cannot load. Fix: remove the cache folder's "
                             "entries (jax makes them again)", kind,
-                            " ".join(text[start:].split())[:300])
+                            one_line(text[start:]))
 
 
 logging.getLogger("py.warnings").addHandler(_CacheErrors())
