@@ -24,6 +24,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from neurorun.common.errors import CONFIG_ERROR_EXIT, one_line
+from neurorun.common.values import is_int, is_number
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
 
@@ -63,11 +64,11 @@ def _refuse(message: str) -> None:
 def _check_counts(sweeper: DictConfig) -> None:
     for key, low in (("n_trials", 1), ("n_jobs", 1)):
         value = sweeper.get(key)
-        if not isinstance(value, int) or value < low:
+        if not is_int(value) or value < low:
             _refuse(f"hydra.sweeper.{key}={value!r}; expected an integer >= {low}. "
                     f"Fix: e.g. hydra.sweeper.{key}={20 if key == 'n_trials' else 1}.")
     rate = sweeper.get("max_failure_rate")
-    if not isinstance(rate, int | float) or not 0 <= rate <= 1:
+    if not is_number(rate) or not 0 <= rate <= 1:
         _refuse(f"hydra.sweeper.max_failure_rate={rate!r}; expected a share of the trials "
                 "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
@@ -222,6 +223,35 @@ def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args,
     assert "Traceback" not in result.stderr and "#0 :" not in result.stderr  # no trial ran
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: config error")]
     assert expected in line and "Fix:" in line
+    assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").iterdir())
+
+
+LOOSE_SWEEPER = {  # Optuna's sweeper, as a user's own YAML file names it: untyped
+    "_target_": "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper",
+    "direction": "maximize", "storage": None, "study_name": None, "n_trials": 2, "n_jobs": 1,
+    "max_failure_rate": 0.0, "sampler": {"_target_": "optuna.samplers.TPESampler", "seed": 0},
+    "search_space": None, "params": None, "custom_search_space": None}
+
+
+# issue 53: a sweeper config of the user's own, which Hydra does not type, ran one trial for
+# n_trials: true and took max_failure_rate: true as 1 (a bool is an int in Python)
+@pytest.mark.parametrize(("key", "expected"), [
+    ("n_trials", "hydra.sweeper.n_trials=True; expected an integer >= 1. Fix:"),
+    ("max_failure_rate", "hydra.sweeper.max_failure_rate=True; expected a share of the trials "
+                         "from 0 to 1. Fix:"),
+])
+@pytest.mark.extras("optuna")
+def test_a_count_or_share_of_true_in_a_users_sweeper_is_refused(tmp_path, key, expected):
+    folder = tmp_path / "conf" / "hydra" / "sweeper"
+    folder.mkdir(parents=True)
+    (folder / "loose.yaml").write_text(yaml.safe_dump({**LOOSE_SWEEPER, key: True}))
+    result = neurorun("-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+                      "hydra/sweeper=loose", "algo.center_learning_rate=interval(0.01,0.3)",
+                      "debug=default", "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"neurorun: config error: {expected} e.g. hydra.sweeper.{key}=" + (
+        "20." if key == "n_trials" else "0.25.")
     assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").iterdir())
 
 
