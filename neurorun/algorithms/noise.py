@@ -29,6 +29,7 @@ import torch
 
 from neurorun.algorithms.options import require_count
 from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
+from neurorun.common.values import is_int
 
 NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
@@ -102,7 +103,7 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
         return SeededNoise()
     if source == "table":
         size = max(1 << 24, 64 * dim) if table_size is None else table_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < dim:
+        if not is_int(size) or size < dim:
             raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
                              f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
         _check_table_memory(size)

@@ -10,6 +10,8 @@ from typing import Any
 
 import torch
 
+from neurorun.common.values import is_exact_number
+
 
 class SavedValueError(ValueError):
     """A value no run saves: ``key`` (its name in the file) is ``value``, and ``expected`` says
@@ -38,7 +40,7 @@ def check_sums(count: Any, total: Any, squares: Any, *, size: int | None = None,
     zero while nothing was counted. ``prefix`` goes before the keys (a policy's ``obs_``)."""
     if isinstance(count, torch.Tensor) and count.dim() == 0 and count.is_floating_point():
         count = float(count)
-    if type(count) not in (int, float) or not math.isfinite(count) or count < 0:
+    if not is_exact_number(count) or not math.isfinite(count) or count < 0:
         raise SavedValueError(f"{prefix}count", count, "a finite number >= 0 (of observations)")
     check_vector(f"{prefix}sum", total, size)
     check_vector(f"{prefix}sum_of_squares", squares, total.numel())

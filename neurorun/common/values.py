@@ -1,5 +1,6 @@
 """What a plain value is, the one way every part asks it: YAML and JSON read `true` as a bool,
-and Python's bool is an int, so a count of `true` would pass as 1 unless asked this way."""
+and Python's bool is an int, so a count of `true` would pass as 1 unless asked this way. A
+value read back from a file a run wrote is asked for exactly Python's own types."""
 
 from __future__ import annotations
 
@@ -14,3 +15,16 @@ def is_int(value: Any) -> bool:
 def is_number(value: Any) -> bool:
     """An int or a float that is not a bool (finite or not: callers that need finite say so)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_exact_int(value: Any) -> bool:
+    """Python's own int: no bool, no other int subclass (an IntEnum). For a value read back from
+    a file a run wrote (state.pt, a policy's .json), where a run writes only Python's own ints:
+    another type says the file was not written by a run."""
+    return type(value) is int
+
+
+def is_exact_number(value: Any) -> bool:
+    """Python's own int or float, as :func:`is_exact_int`: numpy's float64, a float subclass,
+    is refused too."""
+    return type(value) in (int, float)

@@ -25,6 +25,7 @@ from gymnasium import spaces
 from neurorun.common.extras import require
 from neurorun.common.names import PREFIXES
 from neurorun.common.user_code import import_object, is_import_path
+from neurorun.common.values import is_int
 from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
 
 Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
@@ -212,8 +213,7 @@ class Backend:
                           key: str = "num_threads") -> None:
         """ValueError when ``num_threads`` (config key ``key``) is not an integer >= 1 or null,
         or is set for ``spec``, an env of this backend, which has no EnvPool threads to set."""
-        if num_threads is not None and (isinstance(num_threads, bool)
-                                        or not isinstance(num_threads, int) or num_threads < 1):
+        if num_threads is not None and (not is_int(num_threads) or num_threads < 1):
             raise ValueError(f"{key}={num_threads!r}; expected an integer >= 1, or null (the "
                              "CPUs this process may use)")
         if num_threads is not None and not self.takes_threads:

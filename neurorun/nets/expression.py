@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from neurorun.common.values import is_number
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": torch.abs,
     "clamp": torch.clamp,
@@ -84,7 +86,7 @@ def _compile_call(node: ast.Call) -> Compiled:
 
 
 def _compile(node: ast.AST) -> Compiled:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and is_number(node.value):
         value = float(node.value)  # floats overflow to errors/inf instead of growing unbounded
         return lambda f, x: value
     if isinstance(node, ast.Name):

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from neurorun.common.values import is_int
 from neurorun.nets.catalog import LAYERS, REFUSED, dim_error
 from neurorun.nets.chain import Chain
 from neurorun.nets.expression import BINARY, UNARY
@@ -166,7 +167,7 @@ class _Builder:
         for operand in operands:
             if not isinstance(operand, (int, float)):
                 raise self.error(f"arithmetic needs numbers, got {operand!r}", node)
-        if op is operator.pow and all(type(x) is int for x in operands):
+        if op is operator.pow and all(is_int(x) for x in operands):
             base, exponent = operands
             if abs(base) > 1 and exponent > 0 and abs(base).bit_length() * exponent > (
                     _MAX_POWER_BITS):
@@ -178,7 +179,7 @@ class _Builder:
 
     def subscript(self, node: ast.Subscript) -> Any:
         sequence, index = self.value(node.value), self.value(node.slice)
-        if not isinstance(sequence, tuple) or type(index) is not int:
+        if not isinstance(sequence, tuple) or not is_int(index):
             raise self.error("indexing works on tuple constants with an integer, as in "
                              f"obs_shape[0]; got {sequence!r}[{index!r}]", node)
         if not -len(sequence) <= index < len(sequence):

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurorun.common.values import is_number
 from neurorun.envs import backend_of
 from neurorun.parallel import cluster
 from neurorun.parallel.distributed import (
@@ -132,8 +133,7 @@ class RayEvaluator:
             options.setdefault("scheduling_strategy", "SPREAD")
         for key in ("num_cpus", "num_gpus"):  # float('abc') said neither key nor fix
             value = options[key]
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, int | float) or not 0 <= value < float("inf")):
+            if value is not None and (not is_number(value) or not 0 <= value < float("inf")):
                 raise ValueError(f"parallel.actor_config.{key}={value!r}; expected a number "
                                  f">= 0 (what each actor holds). Fix: e.g. "
                                  f"parallel.actor_config.{key}={1 if key == 'num_cpus' else 0}")

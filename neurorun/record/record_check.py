@@ -15,6 +15,7 @@ import torch
 
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.saved_values import SavedValueError
+from neurorun.common.values import is_exact_int, is_exact_number
 
 MISSING = object()  # shown as "missing"
 INT64_MAX = 2**63 - 1  # counters end up in int64 tensors and numpy integers
@@ -45,7 +46,7 @@ class RecordCheck:
         return value
 
     def count(self, value: Any, key: str, at_most: int = INT64_MAX, minimum: int = 0) -> int:
-        if type(value) is not int or not minimum <= value <= at_most:
+        if not is_exact_int(value) or not minimum <= value <= at_most:
             self.refuse(key, value, f"a whole number from {minimum} to {at_most}")
         return value
 
@@ -53,7 +54,7 @@ class RecordCheck:
              *, optional: bool = False) -> None:
         if value is None and optional:
             return
-        if type(value) not in (int, float) or not (math.isfinite(value) and low <= value <= high):
+        if not is_exact_number(value) or not (math.isfinite(value) and low <= value <= high):
             bounds = "" if (low, high) == (-math.inf, math.inf) else f" from {low} to {high}"
             self.refuse(key, value, f"a finite number{bounds}" + (" or None" if optional else ""))
 

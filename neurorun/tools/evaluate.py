@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.common.errors import one_line
+from neurorun.common.values import is_number
 from neurorun.config.saved_yaml import open_regular
 from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
@@ -91,7 +92,7 @@ def recorded_center_eval(checkpoint: Path) -> float | None:
         value = meta.get("score", meta.get("center_eval"))
     except (OSError, ValueError, AttributeError):  # no .json beside it (or no file), not JSON
         return None
-    return float(value) if type(value) in (int, float) else None
+    return float(value) if is_number(value) else None
 
 
 def summarize(results: list[Episode], **info: Any) -> dict[str, Any]:

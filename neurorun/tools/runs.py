@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from neurorun.common.errors import one_line
+from neurorun.common.values import is_int
 from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
 from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
 from neurorun.record.record_check import shown
@@ -204,7 +205,7 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
 
 
 def _count(value: Any, minimum: int) -> bool:
-    return type(value) is int and value >= minimum
+    return is_int(value) and value >= minimum
 
 
 def _distinct_runs(paths: list[str | Path]) -> list[Path]:
