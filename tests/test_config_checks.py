@@ -1,4 +1,4 @@
-"""Config checks (config_checks.validate_config and the checks of the parts): each refusal is
+"""Config checks (config.checks.validate_config and the checks of the parts): each refusal is
 one line naming the key, its value and the fix, before any env, logger or ray actor starts."""
 
 import pytest
@@ -132,10 +132,10 @@ def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatc
     (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
 def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
     from neurorun.algorithms import ALGORITHMS
-    from neurorun.config.checks import distributed_mode
+    from neurorun.config.checks import distributed_mode, validate_config
 
-    cfg = tiny(*overrides)
-    assert distributed_mode(cfg, ALGORITHMS[cfg.algo.name]) is expected
+    config = validate_config(tiny(*overrides))
+    assert distributed_mode(config, ALGORITHMS[config.algo.name]) is expected
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import torch
 from gymnasium import spaces
-from omegaconf import OmegaConf
 
 from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.gaussian import SeparableSearch
@@ -17,7 +16,7 @@ from neurorun.algorithms.options import SearchOptions
 from neurorun.cli.app import compose_config
 from neurorun.common import names
 from neurorun.common.errors import ConfigError
-from neurorun.config import checks
+from neurorun.common.settings import setting
 from neurorun.envs import backends
 from neurorun.envs.base import TorchVecEnv
 from neurorun.loggers import LOGGERS, Logger
@@ -107,17 +106,26 @@ def make_line(spec: str, name: str, num_envs: int, options: dict) -> TorchVecEnv
 # ----- the recipe's logger ------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TinySettings:
+    """``logger.tiny.*``: its keys and their ranges (the YAML below holds the values)."""
+
+    enabled: bool = False
+    every: int = setting(1, ge=1)
+
+
 class TinyLogger(Logger):
     """Keeps what it is given (``received``: every instance's calls, in order)."""
 
+    Settings = TinySettings
     received: list[tuple[str, Any]] = []
 
     def __init__(self, every: int):
         self.every = every
 
     @classmethod
-    def from_settings(cls, section, context) -> Logger:
-        return cls(int(section["every"]))
+    def from_settings(cls, settings: TinySettings, context) -> Logger:
+        return cls(settings.every)
 
     def log(self, generation: int, status) -> None:
         if generation % self.every == 0:
@@ -230,17 +238,13 @@ def test_without_its_row_an_algorithm_is_refused(conf_dir, tmp_path):
 
 
 @pytest.fixture
-def logger_yaml(monkeypatch):
-    """The tiny section as if in the packaged conf/logger/default.yaml, which the config's
-    schema is read from."""
-    schema = OmegaConf.merge(checks._packaged_schema(),
-                             {"logger": OmegaConf.create(LOGGER_SECTION)})
-    monkeypatch.setattr(checks, "_packaged_schema", lambda: schema)
+def tiny_logger(monkeypatch):
+    """The logger's row in LOGGERS."""
+    monkeypatch.setitem(LOGGERS, "tiny", TinyLogger)
     monkeypatch.setattr(TinyLogger, "received", [])
 
 
-def test_a_new_logger_receives_every_generation(tmp_path, conf_dir, logger_yaml, monkeypatch):
-    monkeypatch.setitem(LOGGERS, "tiny", TinyLogger)
+def test_a_new_logger_receives_every_generation(tmp_path, conf_dir, tiny_logger):
     run(compose(conf_dir, "logger=recipe", "logger.tiny.enabled=true"), run_dir=tmp_path / "run")
     rows = metrics(tmp_path / "run")
     logged = [args for call, args in TinyLogger.received if call == "log"]
@@ -252,14 +256,16 @@ def test_a_new_logger_receives_every_generation(tmp_path, conf_dir, logger_yaml,
     assert [call for call, _ in TinyLogger.received] == ["log", "log", "close"]
 
 
-def test_a_logger_without_its_row_is_never_called(tmp_path, conf_dir, logger_yaml):
-    run(compose(conf_dir, "logger=recipe", "logger.tiny.enabled=true"), run_dir=tmp_path / "run")
-    assert TinyLogger.received == []
-
-
-def test_a_logger_section_missing_from_the_packaged_yaml_is_refused(tmp_path, conf_dir,
-                                                                    monkeypatch):
-    monkeypatch.setitem(LOGGERS, "tiny", TinyLogger)
+def test_a_logger_section_without_its_row_is_refused(tmp_path, conf_dir):
     with pytest.raises(ConfigError, match=r"logger\.tiny=\{.*\}: no such key"):
         run(compose(conf_dir, "logger=recipe", "logger.tiny.enabled=true"),
             run_dir=tmp_path / "run")
+    assert TinyLogger.received == []
+
+
+def test_a_logger_key_its_settings_do_not_declare_is_refused(tmp_path, conf_dir, tiny_logger):
+    with pytest.raises(ConfigError, match=r"logger\.tiny\.evry=2: no such key.*did you mean "
+                                          r"logger\.tiny\.every\?"):
+        run(compose(conf_dir, "logger=recipe", "+logger.tiny.evry=2"), run_dir=tmp_path / "run")
+    with pytest.raises(ConfigError, match=r"logger\.tiny\.every=0: expected an integer >= 1"):
+        run(compose(conf_dir, "logger=recipe", "logger.tiny.every=0"), run_dir=tmp_path / "run")

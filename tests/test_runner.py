@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
+from neurorun.config.checks import validate_config
 from neurorun.loop.build import build_parts
 from neurorun.loop.runner import Callbacks, Runner, run
 
@@ -135,7 +136,7 @@ def test_best_policy_is_the_center_with_the_best_evaluation(tmp_path):
     meta = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
     assert meta["generation"] == best_generation + 1 and meta["score"] == evals[best_generation]
     cfg = tiny()
-    problem, _ = build_parts(cfg)
+    problem, _ = build_parts(validate_config(cfg))
     returns, _ = problem.test_episodes(saved, int(cfg.eval_episodes),
                                         derive_seed(int(cfg.seed), "evaluation"))
     assert float(returns.double().mean()) == pytest.approx(evals[best_generation], rel=1e-6)

@@ -10,13 +10,15 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from neurorun.common.settings import fits
+from neurorun.common.settings import kind as kind_of
 
 Vector = float | list[float] | tuple[float, ...] | torch.Tensor
 
@@ -101,8 +103,8 @@ def options_from_flat(options_cls: type, flat: Mapping[str, Any]) -> Any:
         raise ValueError(_unknown_options_message(options_cls, remaining))
     hints = {**typing.get_type_hints(options_cls), **_group_hints(options_cls)}
     for key, value in flat.items():
-        if not _fits(value, hints[key]):
-            kind = _kind(hints[key])
+        if not fits(value, hints[key]):
+            kind = kind_of(hints[key])
             raise ValueError(f"{key}={value!r}: expected {kind}. Fix: {key}=<{kind}>.")
     return options_cls(**values)
 
@@ -112,39 +114,6 @@ def _group_hints(options_cls: type) -> dict[str, Any]:
     return {key: hint for option in dataclasses.fields(options_cls)
             if option.metadata.get("group") is not None
             for key, hint in typing.get_type_hints(option.metadata["group"]).items()}
-
-
-# What a config can hold (YAML's types), checked against an option's type hint; other values
-# (numpy arrays, tensors from Python callers) are left to the algorithm's own checks.
-_PLAIN = (bool, int, float, str, list, tuple, Mapping, type(None))
-
-
-def _fits(value: Any, hint: Any) -> bool:
-    """Whether a plain ``value`` is of type ``hint`` (text where a number or a bool belongs
-    is not: `float("no")` fails late, `bool("no")` is True)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if not isinstance(value, _PLAIN) or hint is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, arg) for arg in args)
-    if hint in (float, int):  # an int is a float here, as in YAML; a bool is neither
-        return isinstance(value, hint if hint is int else int | float) and not isinstance(
-            value, bool)
-    if origin in (list, tuple):
-        return isinstance(value, list | tuple) and all(_fits(v, args[0]) for v in value)
-    if origin is not None:  # Mapping[str, Any]
-        return isinstance(value, origin)
-    return isinstance(value, hint)
-
-
-def _kind(hint: Any) -> str:
-    """``hint`` in words: "a number or a list of numbers or null"."""
-    words = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-             type(None): "null", list: "a list of numbers", tuple: "", Mapping: "a mapping"}
-    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union,
-                                                                types.UnionType) else (hint,)
-    said = [words.get(typing.get_origin(arg) or arg, "") for arg in args]
-    return " or ".join(dict.fromkeys(word for word in said if word))
 
 
 def option_names(options_cls: type) -> list[str]:

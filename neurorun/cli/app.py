@@ -48,7 +48,7 @@ from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
 from neurorun.common.atomic import is_disk_full
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError, one_line
-from neurorun.config.checks import check_interpolations
+from neurorun.config.checks import resolve_config
 from neurorun.config.resume import load_run_config
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
@@ -141,7 +141,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
            kept_back: list[str]) -> tuple[DictConfig, dict[str, Any]]:
     """The config that runs (a resumed run's saved one, this command's overrides on top) and
     what its run returned."""
-    check_interpolations(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume

@@ -19,8 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.common.errors import CONFIG_ERROR_EXIT
-from neurorun.config.checks import OPEN_MAPPINGS
 from neurorun.config.resume import require_saved_config
+from neurorun.config.schema import OPEN_MAPPINGS
 from neurorun.record.claims import claiming
 from neurorun.record.layout import misplaced_names, output_subdir, taken_name
 from neurorun.record.run_folder import (

@@ -1,11 +1,25 @@
-"""What some config keys may hold, declared once, below the parts that use the values: the
-config checks read them before a run starts, the run loop (objective, restarts) when it runs."""
+"""The run's config, declared: one dataclass per section, the range of each key beside it
+(`neurorun.common.settings.setting`), built and checked once at the run's entry
+(`neurorun.config.checks.validate_config`) and handed to the parts, each its own section.
+
+The YAML files under neurorun/conf/ hold the values and say what each key means; this module
+holds what each key may be. A key here that no packaged YAML sets takes its default; a key a
+YAML sets that is not declared here is refused. Two sections are declared by the parts
+themselves, so that a new algorithm or logger is one file and one row: ``algo`` (the name, the
+popsize and ``distributed`` here; the options are the algorithm's ``Options`` dataclass) and
+``logger`` (one section per row of ``neurorun.loggers.LOGGERS``, each logger's ``Settings``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+import typing
+from dataclasses import dataclass, field
 from typing import Any
+
+from neurorun.common.errors import ConfigError
+from neurorun.common.settings import check_value, load_section, setting, unknown_key
 
 # objective=: the number a run hands back to a Hydra sweeper (loop/objective.py says each)
 OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
@@ -13,32 +27,220 @@ OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>
 MEAN_LAST = re.compile(r"mean_center_eval_last_([1-9][0-9]*)")
 
 RESTART_STRATEGIES = ("same", "ipop", "bipop")
-# restart.* where a config has no value: a run saved before restarts existed never restarts
-# (conf/config.yaml writes the same values, with what each means)
-RESTART_DEFAULTS: dict[str, Any] = {"patience": None, "min_improvement": 0.05,
-                                    "strategy": "same", "popsize_factor": 2.0}
+MAX_POPSIZE_FACTOR = 100  # restart.popsize_factor; pycma's incpopsize is 2
+# More threads (torch's, EnvPool's) than any machine has CPUs; torch takes any count, but a
+# huge one crashes the process as it exits, after the run has finished.
+MAX_THREADS = 1024
 
 
-def objective_error(name: Any, target_score: float | None) -> str | None:
-    """What is wrong with `objective=<name>` in this config (None: nothing)."""
+def check_objective(name: Any) -> None:
+    """``objective=<name>``: one of OBJECTIVES, ``<K>`` a count (ValueError otherwise)."""
     if name not in OBJECTIVES[:2] + OBJECTIVES[3:] and not (
             isinstance(name, str) and MEAN_LAST.fullmatch(name)):
-        return (f"objective={name!r}: expected one of {', '.join(OBJECTIVES)}. "
-                "Fix: objective=best_center_eval.")
-    if name == "neg_interactions_to_target" and target_score is None:
-        return ("objective=neg_interactions_to_target needs a target, but target_score=null. "
-                "Fix: target_score=<score>.")
-    return None
+        raise ValueError(f"objective={name!r}: expected one of {', '.join(OBJECTIVES)}. "
+                         "Fix: objective=best_center_eval.")
 
 
-def check_strategy(strategy: Any) -> str:
-    """``restart.strategy``: one of RESTART_STRATEGIES (the config checks ask this too)."""
-    if strategy not in RESTART_STRATEGIES:
-        raise ValueError(f"strategy={strategy!r}: expected one of "
-                         f"{', '.join(RESTART_STRATEGIES)}. Fix: restart.strategy=ipop.")
-    return strategy
+# ----- the rules the parts own, asked where the config is checked (their modules load then) ---
+
+def _vectorization(value: Any) -> None:
+    from neurorun.envs.gym_env import check_vectorization
+
+    check_vectorization(value)
 
 
-def restart_settings(section: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A config's ``restart`` section (None: it has none) with RESTART_DEFAULTS filled in."""
-    return {**RESTART_DEFAULTS, **(section or {})}
+def _torch_device(value: Any) -> None:
+    import torch
+
+    try:
+        torch.device(value)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={value!r}: not a torch device. Fix: device=cpu (or cuda, "
+                         "cuda:1 where a GPU is).") from None
+
+
+def _devices(value: Any) -> None:
+    from neurorun.problems.devices import check_devices
+
+    check_devices(value)
+
+
+def _alive_bonus(value: Any) -> None:
+    from neurorun.problems.options import AliveBonus
+
+    AliveBonus.parse(value)
+
+
+def _initial_bounds(value: Any) -> None:
+    from neurorun.problems.options import parse_initial_bounds
+
+    parse_initial_bounds(value)
+
+
+def _true_false_auto(value: Any) -> None:
+    if value not in (True, False, "auto") or value in (0, 1) and not isinstance(value, bool):
+        raise ValueError(f"distributed={value!r}: expected true, false or auto. Fix: "
+                         "distributed=auto (distributed on ray where the algorithm can).")
+
+
+def _num_actors(value: Any) -> None:
+    from neurorun.parallel.workload import check_workload
+
+    if value is not None:  # parallel=local's: it has no actors
+        check_workload(value, None, None)
+
+
+MAX_SHAPING = 1e100  # |a reward shaping| (problems/options.py says why)
+
+
+@dataclass(frozen=True)
+class RestartConfig:
+    """``restart.*``: when a stalled search starts again (neurorun/loop/restarts.py)."""
+
+    patience: int | None = setting(None, ge=1)
+    min_improvement: float = setting(0.05, ge=0)  # a share of the attempt's best center_eval
+    strategy: str = setting("same", choices=RESTART_STRATEGIES)
+    popsize_factor: float = setting(2.0, ge=1, le=MAX_POPSIZE_FACTOR)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """``env.*``: the task (a backend's spec) and how its envs are made."""
+
+    id: str = "CartPole-v1"
+    env_config: dict[str, Any] = field(default_factory=dict)  # the env's own keywords
+    target_score: float | None = None
+    note: str | None = None
+    backend: str = "auto"  # checked with the id, where the env is resolved (envs.backends)
+    num_threads: int | None = setting(None, ge=1, le=MAX_THREADS)
+
+
+@dataclass(frozen=True)
+class ProblemConfig:
+    """``problem.*``: how episodes become fitness (``neurorun.problems.make_problem``)."""
+
+    observation_normalization: bool = False
+    num_episodes: int = setting(1, ge=1)
+    episode_length: int | None = setting(None, ge=1)
+    decrease_rewards_by: float = setting(0.0, ge=-MAX_SHAPING, le=MAX_SHAPING)
+    alive_bonus_schedule: Any = setting(None, rule=_alive_bonus)  # [t, b] or [t0, t1, b]
+    action_noise_stdev: float | None = setting(None, ge=0, le=MAX_SHAPING)
+    max_num_envs: int | None = setting(None, ge=1)
+    streaming: bool = True
+    initial_bounds: Any = setting(None, rule=_initial_bounds)  # [low, high]
+    device: str = setting("cpu", rule=_torch_device)
+    jit: bool = True
+    devices: Any = setting("auto", rule=_devices)  # auto, a count or a list of ids
+    vectorization: str = setting("auto", rule=_vectorization)
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """``network.*``: the policy (a network string or ``pkg.module:Factory``)."""
+
+    spec: str = "Linear(obs_length, act_length)"
+    network_args: dict[str, Any] = field(default_factory=dict)  # its constants / keywords
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """``parallel.*``: where populations are evaluated (local, or ray's actors)."""
+
+    name: str = setting("local", choices=("local", "ray"))
+    num_actors: Any = setting(None, rule=_num_actors)  # a count or max, num_cpus, ...
+    num_gpus_per_actor: float | None = setting(None, ge=0)
+    actor_config: dict[str, Any] = field(default_factory=dict)  # ray's .options()
+    num_subbatches: int | None = setting(None, ge=1)
+    subbatch_size: int | None = setting(None, ge=1)
+    address: str | None = None
+    num_cpus: int | None = setting(None, ge=1)
+    include_dashboard: bool = False
+    max_actor_restarts: int = setting(3, ge=0)
+
+
+# Mappings whose keys are passed on as they are (to gymnasium.make / envpool.make, the network
+# string, ray's .options(), the center optimizer): any key may be new there (the command line
+# adds it, `cli.command_line.open_mapping_overrides`)
+OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
+                 "algo.optimizer_config")
+
+# algo.* that are the run's, not options of the algorithm
+ALGO_KEYS = ("name", "popsize", "distributed")
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """``algo.*``: the algorithm's name, popsize, distributed mode and its own options (the
+    flat keys its ``Options`` dataclass takes, checked when the algorithm is made)."""
+
+    name: str = "pgpe"
+    popsize: int | None = setting(None, ge=1)
+    distributed: Any = setting("auto", rule=_true_false_auto)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def load_algo(raw: Any, path: str = "algo") -> AlgoConfig:
+    """``algo.*`` as an AlgoConfig: a name of ALGORITHMS, and only keys its options take."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import option_names
+
+    raw = dict(raw or {})
+    name = raw.get("name", AlgoConfig.name)
+    if name not in ALGORITHMS:
+        raise ConfigError(f"{path}.name={name!r}: expected one of {sorted(ALGORITHMS)}. "
+                          f"Fix: algo=<one of them>.")
+    known = (*ALGO_KEYS, *option_names(ALGORITHMS[name].Options))
+    for key, value in raw.items():
+        if key not in known:
+            raise unknown_key(f"{path}.{key}", value, known)
+    fields = {f.name: f for f in dataclasses.fields(AlgoConfig)}
+    hints = typing.get_type_hints(AlgoConfig)
+    for key in ALGO_KEYS[1:]:
+        if key in raw:
+            check_value(f"{path}.{key}", raw[key], hints[key], fields[key].metadata)
+    return AlgoConfig(name=name, popsize=raw.get("popsize"),
+                      distributed=raw.get("distributed", "auto"),
+                      options={k: v for k, v in raw.items() if k not in ALGO_KEYS})
+
+
+def logger_section() -> type:
+    """``logger.*``'s dataclass: the videos' keys and one section per row of LOGGERS that
+    declares ``Settings`` (made per call: a test may add a row)."""
+    from neurorun.loggers import LOGGERS
+    from neurorun.loggers.videos import VideoSettings
+
+    rows = [(name, kind.Settings, field(default_factory=kind.Settings))
+            for name, kind in LOGGERS.items() if kind.Settings is not None]
+    return dataclasses.make_dataclass("LoggerConfig", rows, bases=(VideoSettings,), frozen=True)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The whole config of a run (conf/config.yaml says what each key means)."""
+
+    seed: int = setting(0, ge=0, le=2**63 - 1)
+    generations: int | None = setting(100, ge=1)
+    max_interactions: int | None = setting(None, ge=1)
+    max_time: float | None = setting(None, gt=0)
+    target_score: float | None = None
+    eval_every: int = setting(1, ge=0)
+    eval_episodes: int = setting(5, ge=1)
+    checkpoint_every: int = setting(10, ge=0)
+    objective: str = setting("best_center_eval", rule=check_objective)
+    restart: RestartConfig = field(default_factory=RestartConfig)
+    resume: str | None = None
+    trust_code: bool = False
+    torch_threads: int | None = setting(1, ge=1, le=MAX_THREADS)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    problem: ProblemConfig = field(default_factory=ProblemConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
+    logger: Any = setting(None, loader=lambda raw, path: load_section(logger_section(), raw,
+                                                                        path))
+
+
+def load_config(raw: Any) -> RunConfig:
+    """The RunConfig of a resolved config (a plain mapping), each key checked alone; the rules
+    between keys and the checks of this machine are `neurorun.config.checks`'."""
+    return load_section(RunConfig, raw)

@@ -19,7 +19,8 @@ from neurorun.loggers.files import MetricsFiles
 from neurorun.loggers.trackers import MLflowLogger, TensorBoardLogger, WandbLogger
 
 # every logger by the name of its config section (`logger.<name>`), in the order they log;
-# a new logger is a Logger subclass with `from_settings` in its own file, plus its row here
+# a new logger is a Logger subclass with its `Settings` and `from_settings` in its own file,
+# plus its row here (and its section, with what each key means, in conf/logger/default.yaml)
 LOGGERS: dict[str, type[Logger]] = {
     "console": ConsoleLogger,
     "metrics": MetricsFiles,  # no config section: always written
@@ -29,13 +30,14 @@ LOGGERS: dict[str, type[Logger]] = {
 }
 
 
-def make_loggers(settings: Mapping[str, Any], run_dir: str | Path, limits: Limits,
+def make_loggers(settings: Any, run_dir: str | Path, limits: Limits,
                  offsets: Mapping[str, int] | None = None) -> LoggerGroup:
     """The loggers `settings` (the config's `logger` section) asks for: each of LOGGERS that
     is always on or whose section says `enabled: true`.
 
     Args:
-        settings: `logger.*` as a mapping (one section per name of LOGGERS).
+        settings: `logger.*` (`neurorun.config.schema.logger_section`: one attribute per
+            name of LOGGERS that has a section).
         run_dir: the run folder.
         limits: stop conditions, for the console's progress bar.
         offsets: the metric files' sizes at the checkpoint being resumed (None: fresh files).
@@ -46,8 +48,8 @@ def make_loggers(settings: Mapping[str, Any], run_dir: str | Path, limits: Limit
     context = LoggerContext(Path(run_dir), limits, offsets)
     loggers = []
     for name, kind in LOGGERS.items():
-        section = settings.get(name) or {}
-        if kind.always_on or section.get("enabled"):
+        section = getattr(settings, name, None)
+        if kind.always_on or getattr(section, "enabled", False):
             loggers.append(kind.from_settings(section, context))
     return LoggerGroup(loggers)
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 class Limits(Protocol):
@@ -36,14 +36,17 @@ class Logger:
     final summary.
     `offsets` returns what a resumed run needs to append exactly where the checkpoint was.
     A logger is built by `from_settings` from its section of the config (`logger.<name>`,
-    its name in `neurorun.loggers.LOGGERS`).
+    its name in `neurorun.loggers.LOGGERS`), declared by its `Settings` dataclass (the keys and
+    their ranges, `neurorun.common.settings.setting`; the YAML of logger/default.yaml holds the
+    values and says what each means).
     """
 
     always_on = False  # True: runs in every run; False: when its section says `enabled: true`
+    Settings: ClassVar[type | None] = None  # its config section (None: it has none)
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        """The logger its config section asks for (a missing section is empty)."""
+    def from_settings(cls, settings: Any, context: LoggerContext) -> Logger:
+        """The logger its config section (a ``Settings``, None where it has none) asks for."""
         raise NotImplementedError
 
     def start(self, config: Mapping[str, Any]) -> None:

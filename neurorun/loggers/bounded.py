@@ -18,9 +18,12 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.settings import setting
+from neurorun.common.values import is_number
 from neurorun.loggers.base import Logger
 
 log = logging.getLogger(__name__)
@@ -38,16 +41,19 @@ class NoAnswerError(TimeoutError):
     """A tracker's call did not end within its time bound."""
 
 
-def timeout_of(name: str, section: Mapping[str, Any]) -> float:
-    """``logger.<name>.timeout_s``: a number > 0, at most MAX_TIMEOUT_S (TrackerError
-    otherwise)."""
-    value = section.get("timeout_s", TIMEOUT_S)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
-        raise TrackerError(f"logger.{name}.timeout_s={value!r}: expected a number of seconds "
-                           f"> 0 and at most {MAX_TIMEOUT_S:g} (a day). Fix: "
-                           f"logger.{name}.timeout_s={TIMEOUT_S:g}")
-    return float(value)
+def check_timeout(value: Any) -> None:
+    """``timeout_s``: a number of seconds > 0, at most MAX_TIMEOUT_S (ValueError otherwise)."""
+    if not (is_number(value) and math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise ValueError(f"timeout_s={value!r}: expected a number of seconds > 0 and at most "
+                         f"{MAX_TIMEOUT_S:g} (a day). Fix: timeout_s={TIMEOUT_S:g}")
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    """``logger.<tracker>.*`` that every tracker has."""
+
+    enabled: bool = False
+    timeout_s: Any = setting(TIMEOUT_S, rule=check_timeout)  # a number: the rule says which
 
 
 class Bounded(Logger):

@@ -12,6 +12,7 @@ import sys
 import sysconfig
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from rich.console import Console
@@ -139,6 +140,15 @@ class _Activity(logging.Handler):
             self.show(record.activity)
 
 
+@dataclass(frozen=True)
+class ConsoleSettings:
+    """``logger.console.*``."""
+
+    plain: bool | None = None  # None: plain where stdout is not a terminal
+    quiet: bool = False
+    show_config: bool = True
+
+
 class ConsoleLogger(Logger):
     """Progress on the terminal.
 
@@ -149,6 +159,8 @@ class ConsoleLogger(Logger):
         show_config: print the config tree (or YAML in plain mode) at the start.
         stream: where to write (stdout by default).
     """
+
+    Settings = ConsoleSettings
 
     always_on = True  # quiet mode still prints the start and end summary
 
@@ -166,9 +178,9 @@ class ConsoleLogger(Logger):
         self.activity = _Activity(self._show_activity)
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        return cls(context.limits, plain=section.get("plain"), quiet=bool(section.get("quiet")),
-                   show_config=bool(section.get("show_config", True)))
+    def from_settings(cls, settings: ConsoleSettings, context: LoggerContext) -> Logger:
+        return cls(context.limits, plain=settings.plain, quiet=settings.quiet,
+                   show_config=settings.show_config)
 
     def start(self, config: Mapping[str, Any]) -> None:
         self.config = config  # shown by begin(): a config error may still come before it

@@ -77,7 +77,7 @@ class MetricsFiles(Logger):
             self.columns = self._existing_columns()
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+    def from_settings(cls, settings: None, context: LoggerContext) -> Logger:
         return cls(context.run_dir, context.offsets)
 
     @staticmethod

@@ -16,11 +16,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.settings import setting
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
-from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
+from neurorun.loggers.bounded import Bounded, TrackerError, TrackerSettings
 from neurorun.record.layout import (
     BEST_POLICY,
     CSV_NAME,
@@ -65,13 +67,15 @@ def _summary_writer() -> type:
 class TensorBoardLogger(Logger):
     """Scalars under `<run>/tensorboard`, one step per generation."""
 
+    Settings = TrackerSettings
+
     def __init__(self, run_dir: str | Path):
         self.writer = _summary_writer()(str(Path(run_dir) / TENSORBOARD_DIR))
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
+    def from_settings(cls, settings: TrackerSettings, context: LoggerContext) -> Logger:
         return Bounded("tensorboard", lambda: cls(context.run_dir),
-                       timeout_s=timeout_of("tensorboard", section),
+                       timeout_s=settings.timeout_s,
                        fix=f"check the disk of {context.run_dir / TENSORBOARD_DIR}")
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
@@ -152,9 +156,19 @@ def _check_server(uri: str) -> None:
                               f"{host}:{port} ({said})") from error
 
 
+@dataclass(frozen=True)
+class MLflowSettings(TrackerSettings):
+    """``logger.mlflow.*``."""
+
+    tracking_uri: str | None = None  # None: a SQLite database in the run folder
+    experiment: str = "neurorun"
+
+
 class MLflowLogger(Logger):
     """An MLflow run; without a tracking URI, in a SQLite database `<run>/mlflow.db` with the
     artifacts in `<run>/mlartifacts` (MLflow 3 no longer takes a plain folder as a store)."""
+
+    Settings = MLflowSettings
 
     def __init__(self, run_dir: str | Path, *, tracking_uri: str | None = None,
                  experiment: str = "neurorun"):
@@ -179,11 +193,11 @@ class MLflowLogger(Logger):
                                 "(null: a SQLite database in the run folder)") from error
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        uri = section.get("tracking_uri")
+    def from_settings(cls, settings: MLflowSettings, context: LoggerContext) -> Logger:
+        uri = settings.tracking_uri
         return Bounded("mlflow", lambda: cls(context.run_dir, tracking_uri=uri,
-                                             experiment=section.get("experiment") or "neurorun"),
-                       timeout_s=timeout_of("mlflow", section),
+                                             experiment=settings.experiment),
+                       timeout_s=settings.timeout_s,
                        fix=f"check the server of logger.mlflow.tracking_uri={uri!r}" if uri
                        else f"check the disk of {context.run_dir}")
 
@@ -204,10 +218,22 @@ class MLflowLogger(Logger):
         self.mlflow.end_run()
 
 
+WANDB_MODES = ("offline", "online", "disabled")
+
+
+@dataclass(frozen=True)
+class WandbSettings(TrackerSettings):
+    """``logger.wandb.*``."""
+
+    project: str = "neurorun"
+    mode: str = setting("offline", choices=WANDB_MODES)
+
+
 class WandbLogger(Logger):
     """A Weights & Biases run, offline by default (files under `<run>/wandb`)."""
 
-    MODES = ("offline", "online", "disabled")
+    Settings = WandbSettings
+    MODES = WANDB_MODES
 
     def __init__(self, run_dir: str | Path, *, project: str = "neurorun", mode: str = "offline"):
         if mode not in self.MODES:
@@ -239,11 +265,11 @@ class WandbLogger(Logger):
                                     "(`wandb sync` uploads later)") from error
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], context: LoggerContext) -> Logger:
-        mode = section.get("mode") or "offline"
-        return Bounded("wandb", lambda: cls(context.run_dir, project=section.get("project")
-                                            or "neurorun", mode=mode),
-                       timeout_s=timeout_of("wandb", section),
+    def from_settings(cls, settings: WandbSettings, context: LoggerContext) -> Logger:
+        mode = settings.mode
+        return Bounded("wandb", lambda: cls(context.run_dir, project=settings.project,
+                                            mode=mode),
+                       timeout_s=settings.timeout_s,
                        fix="check W&B's server, or logger.wandb.mode=offline (no network; "
                        "`wandb sync` uploads later)" if mode == "online"
                        else f"check the disk of {context.run_dir}")

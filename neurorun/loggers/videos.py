@@ -15,13 +15,15 @@ import importlib.util
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from neurorun.common.atomic import atomic_write, is_disk_full
+from neurorun.common.settings import setting
 from neurorun.record.layout import video_path
 
 if TYPE_CHECKING:
@@ -35,17 +37,25 @@ VIDEO_FORMATS = ("gif", "mp4")  # logger.video_format
 FPS = 25.0  # frames per second of a run's videos: 40 ms a frame, exact in a GIF's hundredths
 
 
-def check_video_settings(section: Mapping[str, Any]) -> None:
-    """ValueError (one line) for a ``logger.video_format`` that cannot be written here (an
-    MP4 only where videos are on)."""
-    fmt = section.get("video_format", "gif")
+def _check_format(fmt: Any) -> None:
     if fmt not in VIDEO_FORMATS:
-        raise ValueError(f"logger.video_format={fmt!r}: expected gif or mp4. Fix: "
-                         "logger.video_format=gif (needs only Pillow)")
-    if (fmt == "mp4" and section.get("video_every")
-            and importlib.util.find_spec("imageio_ffmpeg") is None):
-        raise ValueError("logger.video_format=mp4 needs imageio-ffmpeg. Fix: pip install "
-                         "'neurorun[video]', or logger.video_format=gif")
+        raise ValueError(f"video_format={fmt!r}: expected gif or mp4. Fix: video_format=gif "
+                         "(needs only Pillow)")
+
+
+@dataclass(frozen=True)
+class VideoSettings:
+    """``logger.video_every`` and ``logger.video_format``."""
+
+    video_every: int | None = setting(None, ge=0)  # None or 0: no videos
+    video_format: str = setting("gif", rule=_check_format)
+
+    def check_encoder(self) -> None:
+        """ValueError (one line) where MP4 videos are asked for and cannot be written here."""
+        if (self.video_format == "mp4" and self.video_every
+                and importlib.util.find_spec("imageio_ffmpeg") is None):
+            raise ValueError("logger.video_format=mp4 needs imageio-ffmpeg. Fix: pip install "
+                             "'neurorun[video]', or logger.video_format=gif")
 
 
 def write_gif(frames: Iterable[np.ndarray], path: Path, fps: float) -> None:
@@ -90,13 +100,12 @@ class RunVideos:
         self.made = 0  # videos written by this process
 
     @classmethod
-    def from_settings(cls, section: Mapping[str, Any], run_dir: Path, spec: str) -> RunVideos:
+    def from_settings(cls, settings: VideoSettings, run_dir: Path, spec: str) -> RunVideos:
         """The videos ``logger.*`` asks for; picks MuJoCo's OpenGL backend first where the env
         draws with MuJoCo (it must be chosen before mujoco is imported)."""
         from neurorun.problems.playback import draws_with_mujoco, prepare_mujoco_gl
 
-        videos = cls(run_dir, section.get("video_every") or 0,
-                     section.get("video_format") or "gif")
+        videos = cls(run_dir, settings.video_every or 0, settings.video_format)
         if videos.every and draws_with_mujoco(spec):
             prepare_mujoco_gl()
         return videos

@@ -27,7 +27,7 @@ import numpy as np
 
 from neurorun.common.seeding import derive_seed
 from neurorun.common.sense import improves, maximized
-from neurorun.config.schema import RESTART_DEFAULTS, check_strategy
+from neurorun.config.schema import RESTART_STRATEGIES, RestartConfig
 from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
 
 # the algorithms' initial step size options (ARS explores with its fixed noise); a small
@@ -41,7 +41,7 @@ class StallWatch:
     ``min_improvement`` x its size over the last ``patience`` center evaluations."""
 
     patience: int | None  # None: never stalls
-    min_improvement: float = RESTART_DEFAULTS["min_improvement"]
+    min_improvement: float = RestartConfig.min_improvement
     sense: str = "max"
     # the attempt's best center_eval after each of its center evaluations (None: none finite)
     history: list[float | None] = field(default_factory=list)
@@ -85,7 +85,7 @@ class RestartSchedule:
 
     strategy: str
     popsize: int  # p0
-    factor: float = RESTART_DEFAULTS["popsize_factor"]
+    factor: float = RestartConfig.popsize_factor
     mirrored: bool = False
     seed: int = 0
     restarts: int = 0
@@ -95,7 +95,9 @@ class RestartSchedule:
     stall: StallWatch = field(default_factory=lambda: StallWatch(None))
 
     def __post_init__(self) -> None:
-        check_strategy(self.strategy)
+        if self.strategy not in RESTART_STRATEGIES:  # a config's is checked with it
+            raise ValueError(f"strategy={self.strategy!r}: expected one of "
+                             f"{', '.join(RESTART_STRATEGIES)}")
         if self.attempt is None:  # pycma counts bipop's first attempt in the small regime
             self.attempt = Attempt(self.popsize,
                                    regime="small" if self.strategy == "bipop" else "large")

@@ -13,6 +13,7 @@ reaches `target_score`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
@@ -22,15 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed, rng_state, seed_everything, set_rng_state
 from neurorun.common.sense import improves
-from neurorun.config.checks import check_interpolations, distributed_mode, validate_config
-from neurorun.config.schema import restart_settings
+from neurorun.config.checks import distributed_mode, validate_config
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.loggers.videos import RunVideos
@@ -64,6 +64,7 @@ from neurorun.record.state import RunState, check_layout
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from neurorun.config.schema import RunConfig
     from neurorun.parallel import RayEvaluator
     from neurorun.problems import EvaluationStats, Evaluator
 
@@ -89,44 +90,47 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
         ConfigError: the config is invalid (raised before any environment is built), or its
             step sizes made the search diverge (the center or stdev is no longer finite).
     """
-    cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
-    check_interpolations(cfg)  # what use_host_devices reads must resolve: one line if not
-    use_host_devices(cfg)  # before anything imports jax: XLA reads the count once
-    runner = Runner(cfg, run_dir=run_dir, callbacks=callbacks)
-    return runner.run()
+    return Runner(cfg, run_dir=run_dir, callbacks=callbacks).run()
 
 
-def _default_run_dir(cfg: DictConfig) -> Path:
+def _default_run_dir(config: RunConfig) -> Path:
     try:
         from hydra.core.hydra_config import HydraConfig
 
         return Path(HydraConfig.get().runtime.output_dir)
     except (ImportError, ValueError):
-        return Path(run_dir_name(cfg.resume, cfg.env.id, cfg.algo.name, cfg.seed))
+        return Path(run_dir_name(config.resume, config.env.id, config.algo.name, config.seed))
 
 
 class Runner:
-    """One run: `Runner(cfg).run()`. Attributes: cfg, folder (the RunFolder it owns), run_dir,
-    problem, evaluator, algorithm, loggers, limits, generation, best (the BestCenter), status
-    (the last GenerationStatus, None before generation 1)."""
+    """One run: `Runner(cfg).run()`. Attributes: cfg (the config as composed, what the run
+    folder saves), config (the typed `RunConfig` every part is built from), folder (the
+    RunFolder it owns), run_dir, problem, evaluator, algorithm, loggers, limits, generation,
+    best (the BestCenter), status (the last GenerationStatus, None before generation 1)."""
 
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
-        validate_config(cfg)
+        config = validate_config(cfg)  # the one read of the composed config
+        use_host_devices(config)  # before anything imports jax: XLA reads the count once
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
-        self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(cfg)
-        self._hide_messages = show_library_messages(quiet=bool(cfg.logger.console.quiet))
+        self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)
+        self._hide_messages = show_library_messages(quiet=config.logger.console.quiet)
         try:
-            self.backend_chosen = chosen = resolve_env_backend(cfg)
+            self.backend_chosen = chosen = resolve_env_backend(config)
             if chosen is not None:  # once per run; the saved config keeps the choice
                 log.info("env %s runs on %s (env.backend=auto picked it; set "
-                         "env.backend=gymnasium or envpool to choose)", cfg.env.id, chosen)
-            if OmegaConf.select(cfg, "env.note", default=None):
-                log.info("%s", cfg.env.note)
+                         "env.backend=gymnasium or envpool to choose)", config.env.id, chosen)
+                with open_dict(cfg):
+                    cfg.env.backend = chosen
+                config = dataclasses.replace(
+                    config, env=dataclasses.replace(config.env, backend=chosen))
+            self.config = config
+            if config.env.note:
+                log.info("%s", config.env.note)
             # the folder's owner from here on: nothing in it is read or cleaned before
-            self.folder = RunFolder(self.run_dir, resume=bool(cfg.resume))
+            self.folder = RunFolder(self.run_dir, resume=bool(config.resume))
         except ValueError as error:  # FolderInUseError is a ConfigError already
             self._hide_messages()
             raise error if isinstance(error, ConfigError) else ConfigError(str(error)) from error
@@ -134,7 +138,7 @@ class Runner:
             self._hide_messages()
             raise
         try:
-            self._build(cfg, self.folder.state)
+            self._build(config, self.folder.state)
         except BaseException:
             self._release(discard_if_empty=True)  # a run that never started leaves no folder
             raise
@@ -144,40 +148,42 @@ class Runner:
         self.folder.release(discard_if_empty=discard_if_empty)
         self._hide_messages()
 
-    def _build(self, cfg: DictConfig, state: RunState | None) -> None:
+    def _build(self, config: RunConfig, state: RunState | None) -> None:
         """Build every part (under the folder's lock, held until ``run`` ends) and restore
         ``state`` when resuming."""
         saved_seed = None if state is None else state.seed  # None: saved before it was kept
-        if saved_seed is not None and saved_seed != cfg.seed:  # e.g. edited in the saved config
-            raise ConfigError(f"resume: seed={cfg.seed} but the run was started with "
+        if saved_seed is not None and saved_seed != config.seed:  # edited in the saved config
+            raise ConfigError(f"resume: seed={config.seed} but the run was started with "
                               f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
                               f"it (its random state is saved). Fix: seed: {saved_seed} in "
                               f"{saved_config_path(self.run_dir)}, or start a new run.")
-        if cfg.get("torch_threads") is not None:  # small matmuls: threads only add overhead
-            torch.set_num_threads(int(cfg.torch_threads))
-        seed_everything(int(cfg.seed))
+        if config.torch_threads is not None:  # small matmuls: threads only add overhead
+            torch.set_num_threads(config.torch_threads)
+        seed_everything(config.seed)
         self.summary: dict[str, Any] = {}  # what the loggers are closed with
         with ExitStack() as parts:  # what was built is closed if a later part fails
             # before the env: it picks MuJoCo's OpenGL backend, read as mujoco is imported
-            self.videos = RunVideos.from_settings(cfg.logger, self.run_dir, str(cfg.env.id))
+            self.videos = RunVideos.from_settings(config.logger, self.run_dir, config.env.id)
             parts.callback(self.videos.close)
-            self.problem, self.algorithm = build_parts(cfg)
+            self.problem, self.algorithm = build_parts(config)
             parts.callback(self.problem.close)
             if state is not None:  # before any env, metrics file or actor: e.g. a short center
                 check_layout(state, self.algorithm, self.problem,
                              self.run_dir / CHECKPOINT_DIR / STATE_FILE)
-            self.limits = StopLimits(cfg.generations, cfg.max_interactions, cfg.max_time,
-                                     cfg.target_score, self.algorithm.objective_sense)
-            self.distributed = distributed_mode(cfg, self.algorithm)
+            self.limits = StopLimits(config.generations, config.max_interactions,
+                                     config.max_time, config.target_score,
+                                     self.algorithm.objective_sense)
+            self.distributed = distributed_mode(config, self.algorithm)
             try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
-                    OmegaConf.to_container(cfg.logger, resolve=True), self.run_dir,
-                    self.limits, offsets=None if state is None else state.loggers)
+                    config.logger, self.run_dir, self.limits,
+                    offsets=None if state is None else state.loggers)
                 parts.callback(lambda: self.loggers.close(self.summary))
-                self.loggers.start(OmegaConf.to_container(cfg, resolve=True))
+                # what the console shows and trackers record: the config as composed
+                self.loggers.start(OmegaConf.to_container(self.cfg, resolve=True))
             except (ImportError, ValueError) as error:  # a tracker, damaged metrics
                 raise ConfigError(str(error)) from error
-            self.evaluator: Evaluator = make_evaluator(cfg, self.problem)
+            self.evaluator: Evaluator = make_evaluator(config, self.problem)
             if self.evaluator is not self.problem:
                 parts.callback(self.evaluator.close)  # e.g. ray actors
             self._close = parts.pop_all().close  # run() closes them when it ends
@@ -187,11 +193,11 @@ class Runner:
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restart_due = False
-        restart = restart_settings(OmegaConf.select(cfg, "restart"))
+        restart = config.restart
         self.schedule = RestartSchedule(
-            restart["strategy"], self.algorithm.popsize, float(restart["popsize_factor"]),
-            mirrored=self.algorithm.mirrored, seed=int(cfg.seed),
-            stall=StallWatch(restart["patience"], float(restart["min_improvement"]),
+            restart.strategy, self.algorithm.popsize, restart.popsize_factor,
+            mirrored=self.algorithm.mirrored, seed=config.seed,
+            stall=StallWatch(restart.patience, restart.min_improvement,
                              self.algorithm.objective_sense))
         if state is not None:
             self._restore(state)
@@ -202,7 +208,7 @@ class Runner:
         if state.restart is not None:  # saved before restart strategies: the same popsize
             self.schedule.load_state_dict(state.restart)
         if self.schedule.restarts:  # the attempt's own algorithm (e.g. its noise table)
-            self.algorithm = build_algorithm(self.cfg, self.problem, self.schedule.restarts,
+            self.algorithm = build_algorithm(self.config, self.problem, self.schedule.restarts,
                                              self.schedule.attempt)
         self.algorithm.load_state_dict(state.algorithm)
         self.evaluator.load_state_dict(state.problem)
@@ -221,14 +227,13 @@ class Runner:
             problem=self.evaluator.state_dict(), rng=rng_state(), best=self.best.state_dict(),
             best_sample_eval=self.best_sample_eval,
             status={} if self.status is None else self.status.as_dict(),
-            loggers=self.loggers.offsets(), seed=int(self.cfg.seed),
+            loggers=self.loggers.offsets(), seed=self.config.seed,
             restarts=self.schedule.restarts, restart=self.schedule.state_dict(),
             restart_due=self.restart_due, stall_history=list(self.schedule.stall.history))
 
     def save_checkpoint(self, elapsed: float) -> None:
-        meta = checkpoint.policy_meta(self.problem,
-                                      OmegaConf.to_container(self.cfg.env.env_config),
-                                      OmegaConf.to_container(self.cfg.network.network_args))
+        meta = checkpoint.policy_meta(self.problem, self.config.env.env_config,
+                                      self.config.network.network_args)
         policies = checkpoint.run_policy_files(
             self.problem, self.run_dir, meta, center=self.algorithm.center,
             generation=self.generation,
@@ -269,14 +274,14 @@ class Runner:
     @property
     def test_seed(self) -> int:
         """The seed of the center's test episodes: its evaluation's, and its videos'."""
-        return derive_seed(int(self.cfg.seed), "evaluation")
+        return derive_seed(self.config.seed, "evaluation")
 
     def _evaluate_center(self) -> float | None:
-        every = int(self.cfg.eval_every)
+        every = self.config.eval_every
         if every <= 0 or self.generation % every:
             return None
         returns, _ = self.problem.test_episodes(
-            self.algorithm.center, int(self.cfg.eval_episodes), self.test_seed)
+            self.algorithm.center, self.config.eval_episodes, self.test_seed)
         return float(returns.double().mean())
 
     def step(self, started: float) -> GenerationStatus:
@@ -333,9 +338,9 @@ class Runner:
         attempt = schedule.next_attempt()
         log.info("restart %d after generation %d (%s): popsize %d, step size x %.3g",
                  schedule.restarts, self.generation, why, attempt.popsize, attempt.step_factor)
-        self.algorithm = build_algorithm(self.cfg, self.problem, schedule.restarts, attempt)
+        self.algorithm = build_algorithm(self.config, self.problem, schedule.restarts, attempt)
         try:
-            check_generation_fits(self.cfg, self.problem, self.algorithm)
+            check_generation_fits(self.config, self.problem, self.algorithm)
         except (ValueError, RuntimeError) as error:
             raise ConfigError(f"restart {schedule.restarts} (restart.strategy="
                               f"{schedule.strategy}) grew the popsize to {attempt.popsize}: "
@@ -344,13 +349,14 @@ class Runner:
 
     # ----- the loop -----
     def run(self) -> dict[str, Any]:
-        cfg = self.cfg
+        config = self.config
         started = time.perf_counter()
-        every = int(cfg.checkpoint_every)
+        every = config.checkpoint_every
         saved = saved_config_path(self.run_dir)
-        # what a later resume=<run dir> starts from (with the backend that auto chose)
-        if cfg.resume or self.backend_chosen or not saved.is_file():
-            plain = {**OmegaConf.to_container(cfg, resolve=False), "resume": None,
+        # what a later resume=<run dir> starts from (with the backend that auto chose): the
+        # config as composed, its `${...}` as written
+        if config.resume or self.backend_chosen or not saved.is_file():
+            plain = {**OmegaConf.to_container(self.cfg, resolve=False), "resume": None,
                      "trust_code": False}  # a later resume trusts code only when told again
             atomic.atomic_write_text(OmegaConf.to_yaml(plain), saved)
         self.callbacks.on_run_start(self)
@@ -404,7 +410,7 @@ class Runner:
             self.summary = result
             self._close()  # the evaluator (ray actors), the loggers, the problem
             self._release()
-        result["objective"] = objective_value(cfg.objective, self.run_dir, cfg.target_score,
+        result["objective"] = objective_value(config.objective, self.run_dir, config.target_score,
                                               self.algorithm.objective_sense)
         self.callbacks.on_run_end(self, result)
         return result

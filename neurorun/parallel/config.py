@@ -13,24 +13,19 @@ RAY_KEYS = ("num_actors", "num_gpus_per_actor", "actor_config", "num_subbatches"
             "subbatch_size", "address", "num_cpus", "include_dashboard", "max_actor_restarts")
 
 
-def make_ray_evaluator(parallel: Mapping[str, Any], problem_kwargs: Mapping[str, Any],
+def make_ray_evaluator(parallel: Any, problem_kwargs: Mapping[str, Any],
                        problem: Problem | None = None) -> RayEvaluator:
-    """A RayEvaluator from the ``parallel`` config (a plain dict: ``name: ray`` and RAY_KEYS).
+    """A RayEvaluator from the ``parallel`` section of a run's config (checked there:
+    `neurorun.config.schema.ParallelConfig`).
 
     Args:
-        parallel: the resolved ``cfg.parallel``.
+        parallel: the run's ``parallel`` section (an attribute per name of RAY_KEYS).
         problem_kwargs: the keywords the runner passed to ``make_problem``.
         problem: the runner's Problem; it then holds the global obs stats and counters.
     """
     from neurorun.parallel.ray_evaluator import RayEvaluator
 
-    unknown = sorted(set(parallel) - {"name", *RAY_KEYS})
-    if unknown:
-        raise ValueError(f"parallel has unknown keys {unknown}; expected some of "
-                         f"{list(RAY_KEYS)}. Fix: remove them or check the spelling.")
-    options = {key: parallel[key] for key in RAY_KEYS if key in parallel}
-    if options.get("num_actors") is None:
-        options["num_actors"] = "max"
-    if options.get("max_actor_restarts") is None:
-        options.pop("max_actor_restarts", None)
+    options = {key: getattr(parallel, key) for key in RAY_KEYS}
+    options["num_actors"] = options["num_actors"] or "max"  # parallel=local's null
+    options["actor_config"] = dict(options["actor_config"])
     return RayEvaluator(problem_kwargs, problem=problem, **options)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import threading
 
 import pytest
 
+from neurorun.common.errors import ConfigError
+from neurorun.common.settings import load_section
 from neurorun.loggers.base import Logger
-from neurorun.loggers.bounded import Bounded, TrackerError, timeout_of
+from neurorun.loggers.bounded import Bounded, TrackerError, TrackerSettings
 
 FIX = "check the server"
 
@@ -97,9 +100,12 @@ def test_a_tracker_that_stalls_or_fails_later_is_dropped_with_one_line(release, 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "abc", True, None, 1e10,
                                  86400.5])
 def test_a_time_bound_is_a_number_of_seconds_above_zero_and_at_most_a_day(bad):
-    with pytest.raises(TrackerError, match=rf"logger.wandb.timeout_s={bad!r}: expected a "
-                                           r"number of seconds > 0 and at most 86400 \(a day\)\."
-                                           r" Fix: logger.wandb"):
-        timeout_of("wandb", {"timeout_s": bad})
-    assert timeout_of("wandb", {}) == 60 and timeout_of("wandb", {"timeout_s": 2}) == 2.0
-    assert timeout_of("wandb", {"timeout_s": 86400}) == 86400.0
+    def timeout_of(section):
+        return load_section(TrackerSettings, section, "logger.wandb").timeout_s
+
+    with pytest.raises(ConfigError, match=rf"logger.wandb.timeout_s={re.escape(repr(bad))}: "
+                                          r"expected a number of seconds > 0 and at most 86400 "
+                                          r"\(a day\)\. Fix: logger.wandb.timeout_s=60$"):
+        timeout_of({"timeout_s": bad})
+    assert timeout_of({}) == 60 and timeout_of({"timeout_s": 2}) == 2
+    assert timeout_of({"timeout_s": 86400}) == 86400

@@ -1,18 +1,34 @@
 """make_loggers builds what the LOGGERS table and the config's logger sections ask for: a new
 logger is its class plus one row."""
 
+from dataclasses import dataclass
 from importlib import resources
 
 import yaml
 
+from neurorun.common.settings import load_section, setting
+from neurorun.config.schema import logger_section
 from neurorun.loggers import LOGGERS, ConsoleLogger, Logger, MetricsFiles, make_loggers
 from neurorun.loop.status import StopLimits
 
 LIMITS = StopLimits(generations=1)
 
 
+def typed(settings):
+    """``logger.*`` as a run's config hands it over."""
+    return load_section(logger_section(), settings, "logger")
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    enabled: bool = False
+    every: int = setting(1, ge=1)
+
+
 class Recorder(Logger):
     """A logger as a user would add one: its section's settings and the run it logs."""
+
+    Settings = RecorderSettings
 
     def __init__(self, section, context):
         self.section, self.context = section, context
@@ -27,7 +43,7 @@ class Recorder(Logger):
 
 def test_with_every_tracker_off_the_console_and_the_metric_files_log(tmp_path):
     settings = {"console": {"quiet": True}, "tensorboard": {"enabled": False}}
-    group = make_loggers(settings, tmp_path, LIMITS)
+    group = make_loggers(typed(settings), tmp_path, LIMITS)
     assert [type(logger) for logger in group.loggers] == [ConsoleLogger, MetricsFiles]
     assert group.loggers[0].quiet
     assert (tmp_path / "metrics.csv").is_file()
@@ -36,13 +52,13 @@ def test_with_every_tracker_off_the_console_and_the_metric_files_log(tmp_path):
 def test_a_new_row_is_built_from_its_section_when_enabled(tmp_path, monkeypatch):
     monkeypatch.setitem(LOGGERS, "recorder", Recorder)
     settings = {"console": {"quiet": True}, "recorder": {"enabled": True, "every": 3}}
-    *_, built = make_loggers(settings, tmp_path, LIMITS).loggers
-    assert isinstance(built, Recorder) and built.section == {"enabled": True, "every": 3}
+    *_, built = make_loggers(typed(settings), tmp_path, LIMITS).loggers
+    assert isinstance(built, Recorder) and built.section == RecorderSettings(True, 3)
     assert (built.context.run_dir, built.context.limits, built.context.offsets) == (
         tmp_path, LIMITS, None)
     settings["recorder"]["enabled"] = False
     assert not any(isinstance(logger, Recorder)
-                   for logger in make_loggers(settings, tmp_path, LIMITS).loggers)
+                   for logger in make_loggers(typed(settings), tmp_path, LIMITS).loggers)
 
 
 def test_every_config_section_is_a_row_and_every_optional_row_has_a_switch():

@@ -155,8 +155,9 @@ def test_a_cpu_share_below_rays_precision_is_refused():
 def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypatch):
     from neurorun.cli.app import compose_config
     from neurorun.config import checks as config_checks
+    from neurorun.config import machine
 
-    monkeypatch.setattr(config_checks, "_free_memory", lambda: 10**10)
+    monkeypatch.setattr(machine, "_free_memory", lambda: 10**10)
     for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5,000"),
                              (["parallel.num_cpus=5000"], r"num_cpus=5000 \(num_actors=max")):
         cfg = compose_config(["debug=default", "parallel=ray", *overrides])
