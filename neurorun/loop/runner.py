@@ -151,7 +151,7 @@ class Runner:
     def _build(self, config: RunConfig, state: RunState | None) -> None:
         """Build every part (under the folder's lock, held until ``run`` ends) and restore
         ``state`` when resuming."""
-        saved_seed = None if state is None else state.seed  # None: saved before it was kept
+        saved_seed = None if state is None else state.seed  # None: a format-1 state
         if saved_seed is not None and saved_seed != config.seed:  # edited in the saved config
             raise ConfigError(f"resume: seed={config.seed} but the run was started with "
                               f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
@@ -205,7 +205,7 @@ class Runner:
     # ----- state -----
     def _restore(self, state: RunState) -> None:
         self.schedule.restarts = state.restarts
-        if state.restart is not None:  # saved before restart strategies: the same popsize
+        if state.restart is not None:  # None: a format-1 state, before restarts: the same popsize
             self.schedule.load_state_dict(state.restart)
         if self.schedule.restarts:  # the attempt's own algorithm (e.g. its noise table)
             self.algorithm = build_algorithm(self.config, self.problem, self.schedule.restarts,
