@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.errors import one_line
 from neurorun.common.settings import setting
 from neurorun.common.values import is_number
 from neurorun.loggers.base import Logger
@@ -129,10 +130,9 @@ class Bounded(Logger):
             self._call(lambda: call(tracker))
         except Exception as error:
             self._drop()
-            cause = " ".join(str(error).split())[:300]
             said = (f"did not answer within {self.timeout_s:g} s as it {what}"
                     if isinstance(error, NoAnswerError)
-                    else f"failed as it {what} ({type(error).__name__}: {cause})")
+                    else f"failed as it {what} ({one_line(error, with_type=True)})")
             log.warning("logger.%s %s: the run goes on without it (metrics.csv holds every "
                         "generation). Fix: %s, or set logger.%s.enabled=false", self.name, said,
                         self.fix, self.name)

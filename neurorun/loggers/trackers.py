@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neurorun.common.errors import one_line
 from neurorun.common.settings import setting
 from neurorun.loggers.base import Logger, LoggerContext, flatten, numeric_items
 from neurorun.loggers.bounded import Bounded, TrackerError, TrackerSettings
@@ -35,8 +36,8 @@ from neurorun.record.layout import (
 
 
 def tracker_error(name: str, error: Exception, fix: str) -> TrackerError:
-    first_line = (str(error).strip().splitlines() or [""])[0][:300]
-    return TrackerError(f"logger.{name} could not start ({type(error).__name__}: {first_line}). "
+    return TrackerError(f"logger.{name} could not start "
+                        f"({one_line(error, with_type=True, first_line=True)}). "
                         f"Fix: {fix}, or set logger.{name}.enabled=false.")
 
 

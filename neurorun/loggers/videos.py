@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neurorun.common.atomic import atomic_write, is_disk_full
+from neurorun.common.errors import one_line
 from neurorun.common.settings import setting
 from neurorun.record.layout import video_path
 
@@ -144,7 +145,7 @@ class RunVideos:
         """The one warning; no more videos in this run."""
         from neurorun.problems.playback import draws_with_mujoco
 
-        cause = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        cause = one_line(error, with_type=True)
         fix = ("free space on its disk, or " if is_disk_full(error) else
                "give MuJoCo offscreen OpenGL (MUJOCO_GL=egl: a GPU driver or libegl1; "
                "MUJOCO_GL=osmesa: libosmesa6), or " if draws_with_mujoco(spec) else "")

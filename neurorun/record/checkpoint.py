@@ -21,9 +21,9 @@ import torch
 
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
+from neurorun.common.errors import one_line
 from neurorun.record.format import stamped, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
-from neurorun.record.record_check import first_line
 from neurorun.record.state import RunState, check_record
 
 if TYPE_CHECKING:  # the run loop's best center: an argument here, never built
@@ -126,8 +126,9 @@ def load_state(run_dir: str | Path) -> RunState | None:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # pickle, zip and torch all raise their own types
         raise ValueError(
-            f"resume: {path} cannot be loaded as plain data ({type(error).__name__}: "
-            f"{first_line(error)}); it is truncated, corrupt or holds objects that could run code. "
+            f"resume: {path} cannot be loaded as plain data "
+            f"({one_line(error, with_type=True, first_line=True)}); it is truncated, corrupt or "
+            "holds objects that could run code. "
             "Fix: resume from an intact copy of the run, or start a new run.") from error
     if not isinstance(state, dict) or "generation" not in state:
         raise ValueError(f"resume: {path} is not a neurorun resume state (no 'generation'). "

@@ -103,18 +103,11 @@ def key_name(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
-def first_line(error: BaseException, limit: int = 200) -> str:
-    """:func:`~neurorun.common.errors.one_line`'s first line, for record/checkpoint.py and
-    tools/loading.py until they import ``one_line`` itself (then this goes)."""
-    return one_line(error, limit=limit, first_line=True)
-
-
 def shown(value: Any) -> str:
     """A value as a one-line refusal shows it: at most 60 characters."""
     if value is MISSING:
         return "missing"
-    text = " ".join(_described(value).split())
-    return text if len(text) <= 60 else text[:57] + "..."
+    return one_line(_described(value), limit=60)
 
 
 def _described(value: Any, depth: int = 0) -> str:

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from neurorun.common.errors import one_line
 from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
 from neurorun.record.format import FormatError, format_of
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR
-from neurorun.record.record_check import first_line, shown
+from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
 
@@ -64,8 +65,8 @@ class LoadedPolicy:
             where = (f"'architecture' of {self.source.with_suffix('.json').name}"
                      if self.source.suffix == ".pt" else "the pickle's 'architecture'")
             raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} ({where}) "
-                            f"cannot be built: {_detail(error)}. Fix: restore the architecture "
-                            "the run wrote") from error
+                            f"cannot be built: {one_line(error, with_type=True)}. Fix: restore "
+                            "the architecture the run wrote") from error
         except Exception as error:
             raise _env_error(self, error) from error
         if problem.solution_length != self.solution.numel():
@@ -140,8 +141,9 @@ def _read_meta(path: Path) -> dict[str, Any]:
         with open_input(json_path) as file:
             meta = json.loads(file.read().decode("utf-8"))
     except (OSError, ValueError, RecursionError) as error:  # nested beyond Python's stack
-        raise ToolError(f"{str(json_path)!r} is not valid JSON ({first_line(error)}); it "
-                        "describes the checkpoint's env and network") from error
+        raise ToolError(f"{str(json_path)!r} is not valid JSON "
+                        f"({one_line(error, first_line=True)}); it describes the checkpoint's env "
+                        "and network") from error
     if not isinstance(meta, dict):
         raise ToolError(f"{str(json_path)!r}: expected a JSON object, got {type(meta).__name__}")
     try:
@@ -247,16 +249,10 @@ def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None
         raise ToolError(str(error)) from None
 
 
-def _detail(error: Exception) -> str:
-    """``error`` on one line, at most 300 characters."""
-    detail = " ".join(f"{type(error).__name__}: {error}".split())
-    return detail if len(detail) <= 300 else detail[:297] + "..."
-
-
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
     return ToolError(f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
-                     f"({_detail(error)}); install what provides it (e.g. pip install "
-                     "'gymnasium[mujoco]' or brax) or pass --env ID")
+                     f"({one_line(error, with_type=True)}); install what provides it (e.g. "
+                     "pip install 'gymnasium[mujoco]' or brax) or pass --env ID")
 
 
 def _check_env(loaded: LoadedPolicy, meta: dict[str, Any]) -> None:
