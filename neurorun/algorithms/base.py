@@ -33,6 +33,7 @@ import torch
 from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
 from neurorun.common.sense import check_sense, maximized
+from neurorun.common.values import is_number
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +363,7 @@ def _shown(value: Any) -> str:
     """An option's value as a message shows it: null, 1e+308, or a short list."""
     if value is None:
         return "null"
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if is_number(value):
         return f"{value:g}"
     text = repr(value.tolist() if isinstance(value, torch.Tensor) else value)
     return text if len(text) <= 40 else text[:37] + "..."

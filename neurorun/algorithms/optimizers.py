@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from neurorun.algorithms.options import require_positive
+from neurorun.common.values import is_number
 
 
 class Optimizer:
@@ -139,7 +140,7 @@ def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: fl
     for key, value in dict(config or {}).items():  # a number (or null where that is a default)
         if key not in settings or (value is None and settings[key].default is None):
             continue  # another optimizer's setting is said below
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             raise ValueError(f"optimizer_config.{key}={value!r}; expected a number. Fix: "
                              f"algo.optimizer_config.{key}=<a number>, or leave it out.")
     try:

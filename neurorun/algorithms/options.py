@@ -19,6 +19,7 @@ import torch
 
 from neurorun.common.settings import fits
 from neurorun.common.settings import kind as kind_of
+from neurorun.common.values import is_int
 
 Vector = float | list[float] | tuple[float, ...] | torch.Tensor
 
@@ -224,5 +225,5 @@ def require_count(name: str, value: int | None, *, allow_none: bool = True) -> N
     """Raise a ValueError unless `value` is a positive int (or None when allowed)."""
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name}={value!r}; expected an integer >= 1. Fix: set {name} >= 1.")

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from neurorun.common.values import is_number
+
 
 class Limits(Protocol):
     """What the loggers read of a run's stop rules (the run loop's ``StopLimits``): how far the
@@ -115,7 +117,7 @@ def numeric_items(status: Mapping[str, Any]) -> dict[str, float]:
     """The finite numbers of `status` (what scalar trackers can plot)."""
     items = {}
     for key, value in status.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             continue
         if math.isfinite(value):
             items[key] = float(value)

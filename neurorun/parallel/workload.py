@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurorun.common.values import is_int
+
 NUM_ACTORS_WORDS = ("max", "num_cpus", "num_gpus", "num_devices")
 RAY_MIN_CPU = 1e-4  # ray's resource precision: a smaller CPU share is an error inside ray
 ACTOR_BYTES = 200 * 10**6  # each actor is a process: Python, torch and a CartPole env hold
@@ -35,14 +37,14 @@ def check_workload(num_actors: Any, num_subbatches: Any, subbatch_size: Any) -> 
 def check_max_actor_restarts(value: Any) -> int:
     """``max_actor_restarts`` (how many dead actors may be replaced before evaluation stops),
     checked before ray starts."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_int(value) or value < 0:
         raise ValueError(f"max_actor_restarts={value!r}: expected an integer >= 0. Fix: "
                          "parallel.max_actor_restarts=<integer >= 0>.")
     return value
 
 
 def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return is_int(value) and value >= 1
 
 
 def split_workload(total: int, parts: int) -> list[int]:

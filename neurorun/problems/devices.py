@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neurorun.common.values import is_int
+
 HOST_COUNT_FLAG = "--xla_force_host_platform_device_count"
 _FLAG = re.compile(re.escape(HOST_COUNT_FLAG) + r"(?:=(\S*))?(?!\S)")
 DEVICES_PER_CORE = 8  # the most devices (or highest id + 1) problem.devices may ask per core
@@ -29,12 +31,12 @@ def check_devices(devices: Any) -> Any:
     before jax starts)."""
     if devices == "auto":
         return devices
-    if isinstance(devices, int) and not isinstance(devices, bool):
+    if is_int(devices):
         if devices >= 1:
             _check_count(devices, f"problem.devices={devices}", _FIX)
             return devices
     elif isinstance(devices, Sequence) and not isinstance(devices, str) and devices and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in devices) \
+            is_int(i) and i >= 0 for i in devices) \
             and len(set(devices)) == len(devices):
         _check_count(max(devices) + 1, f"problem.devices={list(devices)} (highest id "
                                         f"{max(devices)})", _FIX)

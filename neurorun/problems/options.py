@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neurorun.algorithms.options import MAX_CENTER
+from neurorun.common.values import is_number
 from neurorun.problems.devices import check_devices
 
 REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
@@ -15,10 +16,6 @@ REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
 # statistics, stays finite in float64 up to this size; steps of a schedule fit a float64 exactly.
 MAX_SHAPING = 1e100
 MAX_STEP = 2**53
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,7 @@ class AliveBonus:
             schedule, str) else []
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
-        numbers = all(_is_number(x) and math.isfinite(x) for x in items)
+        numbers = all(is_number(x) and math.isfinite(x) for x in items)
         if len(items) != 3 or not numbers or not all(0 <= t <= MAX_STEP for t in items[:2]) \
                 or abs(items[2]) > MAX_SHAPING:  # steps count from 1 within an episode
             raise ValueError(f"alive_bonus_schedule={schedule!r}; expected [t, bonus] or "
@@ -58,7 +55,7 @@ def parse_initial_bounds(bounds: Any) -> tuple[float, float]:
     if bounds is None:
         return REFERENCE_INITIAL_BOUNDS
     items = list(bounds) if isinstance(bounds, Sequence) and not isinstance(bounds, str) else []
-    if len(items) != 2 or not all(_is_number(x) and abs(x) <= MAX_CENTER  # where centers start
+    if len(items) != 2 or not all(is_number(x) and abs(x) <= MAX_CENTER  # where centers start
                                   for x in items) or not items[0] <= items[1]:
         raise ValueError(f"initial_bounds={bounds!r}; expected [low, high], low <= high, both "
                          f"within +-{MAX_CENTER:.0e}. Fix: e.g. initial_bounds=[-0.1, 0.1], or "
@@ -95,7 +92,7 @@ class RolloutOptions:
         given = {"num_episodes": num_episodes, "decrease_rewards_by": decrease_rewards_by,
                  "action_noise_stdev": action_noise_stdev}
         for key, value in given.items():
-            if not (_is_number(value) or (value is None and key != "num_episodes")) or (
+            if not (is_number(value) or (value is None and key != "num_episodes")) or (
                     key == "num_episodes" and not isinstance(value, int)):
                 kind = "an integer" if key == "num_episodes" else "a number"
                 raise ValueError(f"{key}={value!r}; expected {kind}. Fix: {key}=<{kind}>")

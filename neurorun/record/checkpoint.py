@@ -22,6 +22,7 @@ import torch
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
 from neurorun.common.errors import one_line
+from neurorun.common.values import is_exact_int
 from neurorun.record.format import stamped, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record.state import RunState, check_record
@@ -40,7 +41,7 @@ META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
               ("architecture", "a string", lambda v: isinstance(v, str)),
               ("network_args", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
               ("env_config", "a JSON object or null", lambda v: v is None or isinstance(v, dict)),
-              *((key, "a whole number >= 1", lambda v: type(v) is int and v >= 1)
+              *((key, "a whole number >= 1", lambda v: is_exact_int(v) and v >= 1)
                 for key in ("obs_length", "act_length")))
 
 

@@ -28,7 +28,7 @@ from neurorun.algorithms import ALGORITHMS
 from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import numpy_state, python_state
-from neurorun.common.values import is_int, is_number
+from neurorun.common.values import is_exact_int, is_exact_number, is_int, is_number
 from neurorun.record.format import stamped
 from neurorun.record.layout import saved_config_path
 from neurorun.record.metrics import GenerationStatus
@@ -186,9 +186,9 @@ def _check_search(check: RecordCheck, value: Any, key: str, positive: tuple[str,
             _check_search(check, item, key_name(key, name), positive)
     elif isinstance(value, torch.Tensor):
         check.tensor(value, key, positive=key.rpartition(".")[2] in positive)
-    elif is_int(value):  # a step count
+    elif is_exact_int(value):  # a step count
         check.count(value, key)
-    elif type(value) is float:
+    elif is_exact_number(value):  # a float
         check.real(value, key, 0.0)
 
 
@@ -292,7 +292,7 @@ def _same_layout(check: RecordCheck, saved: Any, reference: Any, key: str) -> No
 
 def _same_kind(saved: Any, reference: Any) -> bool:
     if reference is None:
-        return saved is None or type(saved) in (int, float)
+        return saved is None or is_exact_number(saved)
     if type(reference) is float:
-        return type(saved) in (int, float)
+        return is_exact_number(saved)
     return type(saved) is type(reference)
