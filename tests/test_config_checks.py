@@ -211,3 +211,13 @@ def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, ca
         run(tiny("algo.noise_source=table", "algo.noise_table_size=1000", "generations=1"),
             run_dir=tmp_path / "table")
     assert not [r for r in caplog.records if "noise_table_size" in r.getMessage()]
+
+
+def test_a_list_for_each_parameter_passes_the_check_before_the_problem_is_sized(no_problem):
+    """The check's probe has 16 parameters: each option that takes a list (its Options' type
+    says so) stands in as its first number there, and is checked against D once sized."""
+    from neurorun.config.checks import validate_config
+
+    tens = "[" + ",".join(["0.1"] * 10) + "]"  # CartPole's linear policy: D = 10
+    for key in ("center_init", "stdev_max_change", "stdev_min"):
+        validate_config(tiny(f"algo.{key}={tens}"))

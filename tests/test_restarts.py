@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from neurorun.algorithms import ALGORITHMS
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
 from neurorun.loop.restarts import Attempt, RestartSchedule, StallWatch
@@ -63,11 +64,14 @@ def test_bipop_alternates_regimes_by_their_budgets():
 
 def test_a_small_attempt_scales_whichever_step_size_is_set():
     attempt = Attempt(30, step_factor=0.1, regime="small")
-    assert attempt.options({"stdev_init": [1.0, 2.0], "radius_init": None}) == {
+    steps = ALGORITHMS["pgpe"].STEP_SIZES
+    assert attempt.options({"stdev_init": [1.0, 2.0], "radius_init": None}, steps) == {
         "stdev_init": [0.1, 0.2], "radius_init": None}
-    assert attempt.options({"noise": 0.03}) == {"noise": pytest.approx(0.003)}
+    assert attempt.options({"noise": 0.03}, ALGORITHMS["ars"].STEP_SIZES) == {
+        "noise": pytest.approx(0.003)}
+    assert attempt.options({"noise": 0.03}, steps) == {"noise": 0.03}  # not pgpe's
     # an adaptive popsize keeps a cap of at least one round
-    assert attempt.options({"popsize_max": 20, "radius_init": 4.0}) == {
+    assert attempt.options({"popsize_max": 20, "radius_init": 4.0}, steps) == {
         "popsize_max": 30, "radius_init": pytest.approx(0.4)}
 
 

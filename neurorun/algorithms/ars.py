@@ -44,6 +44,7 @@ class ARS(SeparableSearch):
     name = "ars"
     Options = ARSOptions
     SUMS = {"w": ("eps",)}
+    STEP_SIZES = ("noise",)  # its exploration, fixed: a small attempt explores less
 
     def __init__(self, solution_length: int, **kwargs: Any):
         options = kwargs

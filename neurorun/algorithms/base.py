@@ -58,6 +58,9 @@ class SearchAlgorithm:
     # the keys of its state (``_state``, at any depth) that are step sizes: a resumed state.pt
     # must hold them > 0 (record/state.py), not only finite
     POSITIVE: ClassVar[tuple[str, ...]] = ("sigma",)
+    # its options that set the first step size: a small bipop attempt scales whichever is set
+    # (loop/restarts.py)
+    STEP_SIZES: ClassVar[tuple[str, ...]] = ("stdev_init", "radius_init")
     mirrored: bool = False  # samples 2k and 2k+1 are center + T(eps_k) and center - T(eps_k)
 
     def __init__(self, solution_length: int, *, popsize: int | None = None,
@@ -260,8 +263,8 @@ class SearchAlgorithm:
     def spread_options(self) -> dict[str, Any]:
         """The options given that set the samples' spread (initial stdev and its bounds)."""
         flat = self._flat_options()
-        return {k: flat[k] for k in ("stdev_init", "radius_init", "noise", "stdev_min",
-                                     "stdev_max") if flat.get(k) is not None}
+        return {k: flat[k] for k in (*self.STEP_SIZES, "stdev_min", "stdev_max")
+                if flat.get(k) is not None}
 
     def step_options(self) -> dict[str, Any]:
         """The options that size the update's steps (``*learning_rate``, ``step_size``)."""

@@ -129,6 +129,13 @@ def option_names(options_cls: type) -> list[str]:
     return names
 
 
+def per_parameter_options(options_cls: type) -> list[str]:
+    """The flat options of `options_cls` that take one value per parameter (a list: `Vector`)."""
+    hints = {**typing.get_type_hints(options_cls), **_group_hints(options_cls)}
+    return [name for name in option_names(options_cls)
+            if any(typing.get_origin(arg) is list for arg in typing.get_args(hints[name]))]
+
+
 def _unknown_options_message(options_cls: type, unknown: Mapping[str, Any]) -> str:
     known = option_names(options_cls)
     parts = []

@@ -35,18 +35,17 @@ def algo_error(algo: AlgoConfig, error: Exception) -> ConfigError:
     return ConfigError(f"algo={algo.name}: {message}")
 
 
-PER_PARAMETER = ("center_init", "stdev_init", "stdev_min", "stdev_max", "stdev_max_change")
-
-
 def _probe_options(algo: AlgoConfig) -> dict[str, Any]:
     """`algo.*` for the probe algorithm, which does not know D yet: a list of numbers for a
     per-parameter option stands in as its first number, and a noise table shorter than the
     probe's length as one of that length (both are checked against D when the algorithm is
     built for the sized problem: the probe's refusal named its own length as the solution's)."""
+    from neurorun.algorithms import ALGORITHMS
+    from neurorun.algorithms.options import per_parameter_options
     from neurorun.common.values import is_int, is_number
 
     options = dict(algo.options)
-    for key in PER_PARAMETER:
+    for key in per_parameter_options(ALGORITHMS[algo.name].Options):
         value = options.get(key)
         if isinstance(value, list) and value and all(is_number(v) for v in value):
             options[key] = value[0]

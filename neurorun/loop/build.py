@@ -61,7 +61,7 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
     """The algorithm sized for ``problem``; ``restart`` k > 0: the k-th restart (its own seed
     and, without algo.center_init, its own start drawn from problem.initial_bounds), with the
     popsize and step size factor of its ``start`` (`neurorun.loop.restarts`)."""
-    from neurorun.algorithms import make_algorithm
+    from neurorun.algorithms import ALGORITHMS, make_algorithm
 
     algo = config.algo
     options = copy.deepcopy(algo.options)
@@ -70,7 +70,7 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
                                                               restart))
         options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
     if start is not None:
-        options = start.options(options)
+        options = start.options(options, ALGORITHMS[algo.name].STEP_SIZES)
     try:
         return make_algorithm(algo.name, solution_length=problem.solution_length,
                               popsize=algo.popsize if start is None else start.popsize,

@@ -30,10 +30,6 @@ from neurorun.common.sense import improves, maximized
 from neurorun.config.schema import RESTART_STRATEGIES, RestartConfig
 from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
 
-# the algorithms' initial step size options (ARS explores with its fixed noise); a small
-# attempt scales whichever of them the config sets
-STEP_SIZES = ("stdev_init", "radius_init", "noise")
-
 
 @dataclass
 class StallWatch:
@@ -65,13 +61,14 @@ class StallWatch:
 class Attempt(AttemptRecord):
     """One start of the search and what it has used so far (its fields: AttemptRecord)."""
 
-    def options(self, options: dict[str, Any]) -> dict[str, Any]:
+    def options(self, options: dict[str, Any], step_sizes: tuple[str, ...]) -> dict[str, Any]:
         """The algorithm's options (``algo.*``) for this attempt: its step size (whichever of
-        STEP_SIZES is set) times step_factor; an adaptive popsize's cap of at least one round."""
+        ``step_sizes``, the algorithm's ``STEP_SIZES``, is set) times step_factor; an adaptive
+        popsize's cap of at least one round."""
         options = dict(options)
         if options.get("popsize_max") is not None:
             options["popsize_max"] = max(options["popsize_max"], self.popsize)
-        for key in STEP_SIZES:
+        for key in step_sizes:
             value = options.get(key)
             if value is not None:
                 options[key] = ([v * self.step_factor for v in value] if isinstance(value, list)
