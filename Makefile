@@ -39,7 +39,7 @@ test-all: install
 
 # The core alone (`pip install neurorun`: no jax, brax, ray, matplotlib, EnvPool) in a second
 # venv, and the tests that need no extra: tests/conftest.py deselects those marked `extras`
-# (NEURORUN_CORE_ONLY=1); tests/test_extras.py checks each extra's one-line message there.
+# (NEURORUN_CORE_ONLY=1); tests/common/test_extras.py checks each extra's one-line message there.
 CORE_VENV ?= .venv-core
 CORE_STAMP := $(CORE_VENV)/.installed
 

@@ -81,7 +81,7 @@ def test_env_not_installed_weights(run_dir, tmp_path, capsys, env):
     (folder / "best.pt").write_bytes((run_dir / "checkpoints" / "best.pt").read_bytes())
     meta = json.loads((run_dir / "checkpoints" / "best.json").read_text())
     (folder / "best.json").write_text(json.dumps({**meta, "env": env}))
-    # a factory is code: it is looked for only once the user trusts it (tests/test_trust.py)
+    # a factory is code: it is looked for only once the user trusts it (tests/common/test_trust.py)
     fails_with(capsys, "eval", [str(folder / "best.pt"), "--trust-code"], repr(env),
                "cannot be made here", "--env")
 

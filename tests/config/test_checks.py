@@ -6,7 +6,7 @@ import pytest
 import neurorun.problems
 from neurorun.common.errors import ConfigError
 from neurorun.loop.runner import Runner, run
-from tests.test_runner import tiny
+from tests.loop.test_runner import tiny
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
 from neurorun.loop.restarts import Attempt, RestartSchedule, StallWatch
 from neurorun.loop.runner import run
-from tests.test_runner import metrics, tiny, without_time
+from tests.loop.test_runner import metrics, tiny, without_time
 
 
 def attempts(schedule, generations):
