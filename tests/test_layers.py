@@ -126,6 +126,54 @@ def test_no_two_folders_import_each_other():
     assert circles == []
 
 
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop (Tarjan's
+    strongly connected components of more than one module)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in edges.get(module, ()):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_modules_of_one_folder_import_each_other():
+    """Inside a folder too, deferred imports included: a circle held apart only by an import
+    inside a function is still a circle."""
+    edges: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for _, target in imports_of(path.read_text(), package):
+            if folder_of(target) == folder_of(name) and target != name:
+                edges.setdefault(name, set()).add(target)
+    assert circles(edges) == []
+
+
+def test_a_circle_is_found_round_a_loop():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
 def test_the_walk_counts_deferred_imports_and_leaves_out_type_only_ones():
     source = ("from typing import TYPE_CHECKING\n"
               "from neurorun.loop import runner\n"

@@ -45,8 +45,9 @@ from neurorun.loop.build import (
 from neurorun.loop.objective import objective_value
 from neurorun.loop.restarts import RestartSchedule, StallWatch
 from neurorun.loop.signals import held, interrupts_on_signals
-from neurorun.loop.status import BestCenter, StopLimits
+from neurorun.loop.status import StopLimits
 from neurorun.record import checkpoint
+from neurorun.record.best import BestCenter
 from neurorun.record.layout import (
     BEST_POLICY,
     CHECKPOINT_DIR,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -23,12 +23,10 @@ from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
 from neurorun.common.errors import one_line
 from neurorun.common.values import is_exact_int
+from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
 from neurorun.record.state import RunState, check_record
-
-if TYPE_CHECKING:  # the run loop's best center: an argument here, never built
-    from neurorun.loop.status import BestCenter
 
 
 def _as_list(value: Any) -> Any:

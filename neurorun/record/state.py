@@ -47,7 +47,7 @@ class RunState:
     algorithm: dict[str, Any]
     problem: dict[str, Any]  # the evaluator's: counters, observation statistics, generators
     rng: dict[str, Any]  # the global generators (seeding.rng_state)
-    best: dict[str, Any]  # status.BestCenter
+    best: dict[str, Any]  # record/best.py's BestCenter
     best_sample_eval: float | None
     status: dict[str, Any]  # the last GenerationStatus, {} before generation 1
     loggers: dict[str, int]  # the rows each metrics file holds
