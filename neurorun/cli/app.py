@@ -50,6 +50,7 @@ from neurorun.common.atomic import is_disk_full
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError, one_line
 from neurorun.config.checks import resolve_config
 from neurorun.config.resume import load_run_config
+from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.record import claims
@@ -126,11 +127,12 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         return None
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']} ({_best_score(result, cfg)})")
-    print(f"objective:   {cfg.objective} = {result['objective']}")
+    name = OmegaConf.select(cfg, "objective", default=RunConfig.objective)  # a saved config
+    print(f"objective:   {name} = {result['objective']}")  # may lack a key: its default
     objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
     if searching and not math.isfinite(objective):
-        failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {cfg.objective} = "
+        failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {name} = "
                         f"{objective} (no finite center evaluation: more generations, or "
                         "eval_every=1)")
         return None
@@ -208,7 +210,8 @@ def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
         return f"center_eval {score:.2f}"
     bad = int(result.get("nonfinite_center_evals") or 0)
     why = (f"all {bad} center evaluation(s) met a NaN or infinite reward or observation" if bad
-           else f"no center evaluation ran (eval_every={cfg.eval_every}, "
+           else f"no center evaluation ran (eval_every="
+                f"{OmegaConf.select(cfg, 'eval_every', default=RunConfig.eval_every)}, "
                 f"{result.get('generation') or 0} generation(s))")
     return f"no best score: {why}; it holds the last center"
 

@@ -92,6 +92,9 @@ def check_value(key: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> A
                           f"Fix: {key}={choices[0]}.")
     if typing.get_origin(hint) in (dict, Mapping) and not isinstance(value, Mapping):
         raise mapping_expected(key, value)
+    rule = limits.get("rule")
+    if rule is not None and not fits(value, hint):  # its message says what the key takes
+        _apply(rule, key, value)
     if not fits(value, hint) or (hint is not Any and is_number(value)
                                  and not _within(value, limits)):
         wanted = _wanted(hint, limits)
@@ -103,20 +106,24 @@ def check_value(key: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> A
             fix = (f"{key}=<{wanted.removeprefix('a ').removeprefix('an ')}>"
                    + (f" or {key}=null" if optional else ""))
         raise ConfigError(f"{key}={value!r}: expected {wanted}{optional}. Fix: {fix}.")
-    rule = limits.get("rule")
     if rule is not None:  # None too: only the rule knows whether it takes null
-        try:
-            rule(value)
-        except ValueError as error:
-            name = key.rpartition(".")[2]
-            raise ConfigError(re.sub(rf"(?<![\w.]){re.escape(name)}=", f"{key}=", str(error))
-                              ) from None
+        _apply(rule, key, value)
     return float(value) if _kinds(hint) == [float] and is_int(value) else value
+
+
+def _apply(rule: Callable[[Any], Any], key: str, value: Any) -> None:
+    """``rule(value)``; its ValueError as a ConfigError, the field's name written as ``key``."""
+    try:
+        rule(value)
+    except ValueError as error:
+        name = key.rpartition(".")[2]
+        raise ConfigError(re.sub(rf"(?<![\w.]){re.escape(name)}=", f"{key}=", str(error))
+                          ) from None
 
 
 def _within(value: float, limits: Mapping[str, Any]) -> bool:
     ge, gt, le = limits.get("ge"), limits.get("gt"), limits.get("le")
-    return math.isfinite(value) and (ge is None or value >= ge) and (
+    return (is_int(value) or math.isfinite(value)) and (ge is None or value >= ge) and (
         gt is None or value > gt) and (le is None or value <= le)
 
 

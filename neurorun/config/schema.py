@@ -53,6 +53,8 @@ def _torch_device(value: Any) -> None:
     import torch
 
     try:
+        if not isinstance(value, str):
+            raise TypeError(value)
         torch.device(value)
     except (RuntimeError, TypeError):
         raise ValueError(f"device={value!r}: not a torch device. Fix: device=cpu (or cuda, "
@@ -122,7 +124,7 @@ class ProblemConfig:
     observation_normalization: bool = False
     num_episodes: int = setting(1, ge=1)
     episode_length: int | None = setting(None, ge=1)
-    decrease_rewards_by: float = setting(0.0, ge=-MAX_SHAPING, le=MAX_SHAPING)
+    decrease_rewards_by: float | None = setting(0.0, ge=-MAX_SHAPING, le=MAX_SHAPING)  # null: 0
     alive_bonus_schedule: Any = setting(None, rule=_alive_bonus)  # [t, b] or [t0, t1, b]
     action_noise_stdev: float | None = setting(None, ge=0, le=MAX_SHAPING)
     max_num_envs: int | None = setting(None, ge=1)

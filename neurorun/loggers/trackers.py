@@ -162,7 +162,7 @@ class MLflowSettings(TrackerSettings):
     """``logger.mlflow.*``."""
 
     tracking_uri: str | None = None  # None: a SQLite database in the run folder
-    experiment: str = "neurorun"
+    experiment: str | None = "neurorun"  # null: neurorun
 
 
 class MLflowLogger(Logger):
@@ -197,7 +197,7 @@ class MLflowLogger(Logger):
     def from_settings(cls, settings: MLflowSettings, context: LoggerContext) -> Logger:
         uri = settings.tracking_uri
         return Bounded("mlflow", lambda: cls(context.run_dir, tracking_uri=uri,
-                                             experiment=settings.experiment),
+                                             experiment=settings.experiment or "neurorun"),
                        timeout_s=settings.timeout_s,
                        fix=f"check the server of logger.mlflow.tracking_uri={uri!r}" if uri
                        else f"check the disk of {context.run_dir}")
@@ -226,8 +226,8 @@ WANDB_MODES = ("offline", "online", "disabled")
 class WandbSettings(TrackerSettings):
     """``logger.wandb.*``."""
 
-    project: str = "neurorun"
-    mode: str = setting("offline", choices=WANDB_MODES)
+    project: str | None = "neurorun"  # null: neurorun
+    mode: str | None = setting("offline", choices=WANDB_MODES)  # null: offline
 
 
 class WandbLogger(Logger):
@@ -267,8 +267,8 @@ class WandbLogger(Logger):
 
     @classmethod
     def from_settings(cls, settings: WandbSettings, context: LoggerContext) -> Logger:
-        mode = settings.mode
-        return Bounded("wandb", lambda: cls(context.run_dir, project=settings.project,
+        mode = settings.mode or "offline"
+        return Bounded("wandb", lambda: cls(context.run_dir, project=settings.project or "neurorun",
                                             mode=mode),
                        timeout_s=settings.timeout_s,
                        fix="check W&B's server, or logger.wandb.mode=offline (no network; "

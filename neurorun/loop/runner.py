@@ -123,8 +123,8 @@ class Runner:
             if chosen is not None:  # once per run; the saved config keeps the choice
                 log.info("env %s runs on %s (env.backend=auto picked it; set "
                          "env.backend=gymnasium or envpool to choose)", config.env.id, chosen)
-                with open_dict(cfg):
-                    cfg.env.backend = chosen
+                with open_dict(cfg):  # a config given as a dict may lack the env section
+                    OmegaConf.update(cfg, "env.backend", chosen, force_add=True)
                 config = dataclasses.replace(
                     config, env=dataclasses.replace(config.env, backend=chosen))
             self.config = config

@@ -53,6 +53,15 @@ def test_a_clean_run_prints_only_neurorun_lines(tmp_path):
     assert "WARN" not in result.stderr and "Warning" not in result.stderr
 
 
+def test_a_config_without_the_objective_key_ends_with_its_default(tmp_path):
+    """A run's config that lacks `objective` (a hand-edited saved one): the run's last lines
+    name the declared default, as the run itself used it (it was a traceback at the end)."""
+    result = neurorun("debug=default", "generations=1", "~objective", "eval_every=0",
+                      "target_score=null", "logger.console.quiet=true", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "objective:   best_center_eval = nan" in result.stdout
+
+
 @pytest.mark.extras("envpool")
 def test_library_messages_print_once_and_reach_the_run_log_quiet_keeps_warnings(tmp_path):
     picked = "env Hopper-v5 runs on envpool (env.backend=auto picked it"

@@ -105,6 +105,17 @@ def no_problem(monkeypatch):
                                               "at most 86400 (a day)", "Fix:"])
       for name, value, shown in (("mlflow", "1e10", "10000000000.0"),
                                  ("tensorboard", "86401", "86401"), ("wandb", "0", "0"))],
+
+    # a value of the wrong type is told what the key takes, as a wrong value of the right type
+    (["problem.vectorization=null"], ["problem.vectorization=None", "auto, native, sync, async",
+                                      "Fix: problem.vectorization=auto"]),
+    (["logger.video_format=5"], ["logger.video_format=5: expected gif or mp4",
+                                 "Fix: logger.video_format=gif"]),
+    (["objective=5"], ["objective=5: expected one of best_center_eval",
+                       "Fix: objective=best_center_eval"]),
+    (["problem.device=1"], ["problem.device=1: not a torch device", "Fix: problem.device=cpu"]),
+    # a count too large for a float is a count out of range, not an OverflowError
+    ([f"seed={10**400}"], [f"seed={10**400}: expected an integer in [0, {2**63 - 1}]", "Fix:"]),
 ])
 def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_path, overrides,
                                                              expected):
@@ -221,3 +232,26 @@ def test_a_list_for_each_parameter_passes_the_check_before_the_problem_is_sized(
     tens = "[" + ",".join(["0.1"] * 10) + "]"  # CartPole's linear policy: D = 10
     for key in ("center_init", "stdev_max_change", "stdev_min"):
         validate_config(tiny(f"algo.{key}={tens}"))
+
+
+def test_a_null_that_means_the_default_is_taken(tmp_path):
+    """null where the part reads it as its default: no shaping, MLflow's and W&B's names."""
+    from neurorun.config.checks import validate_config
+
+    config = validate_config(tiny("problem.decrease_rewards_by=null", "logger.wandb.mode=null",
+                                  "logger.mlflow.experiment=null", "logger.wandb.project=null"))
+    assert config.problem.decrease_rewards_by is None
+    run(tiny("problem.decrease_rewards_by=null", "generations=1"), run_dir=tmp_path / "run")
+
+
+def test_a_plain_dict_without_an_env_section_runs_with_the_declared_defaults(tmp_path):
+    """run() from Python with only what differs from the declared defaults: CartPole-v1, whose
+    backend auto chooses is written into the config the run saves."""
+    from omegaconf import OmegaConf
+
+    from neurorun.record.layout import saved_config_path
+
+    run({"generations": 1, "logger": {"console": {"quiet": True}},
+         "algo": {"name": "snes", "popsize": 4, "stdev_init": 0.1}}, run_dir=tmp_path / "run")
+    saved = OmegaConf.load(saved_config_path(tmp_path / "run"))
+    assert saved.env.backend == "gymnasium"  # CartPole stays on gymnasium (docs/backends.md)

@@ -14,12 +14,13 @@ pytestmark = pytest.mark.extras("jax")
 
 @pytest.fixture
 def cache(tmp_path):
-    """jax's persistent cache in a folder of this test's, writing every program (jax keeps
+    """jax's persistent cache in a folder of this test's, on, writing every program (jax keeps
     the cache it opened first for the process: reset before and after)."""
     import jax
     from jax._src.compilation_cache import reset_cache
 
     settings = {"jax_compilation_cache_dir": str(tmp_path),
+                "jax_enable_compilation_cache": True,  # a test before may have turned it off
                 "jax_persistent_cache_min_compile_time_secs": 0.0,
                 "jax_persistent_cache_min_entry_size_bytes": 0}
     before = {name: getattr(jax.config, name) for name in settings}
