@@ -70,6 +70,7 @@ def test_a_recorded_program_says_its_last_time_and_a_cached_one_that_it_was_load
     _program("label B", 2.0)(np.float32(1.0))  # compiled and written to jax's cache
     jax.clear_caches()  # this process forgets it: the next one is read from the cache
     (cache / RECORD).write_text(json.dumps({"label B": {"seconds": 42.0, "date": "x"}}))
+    caplog.clear()  # the first compile's lines, where an earlier test left neurorun at INFO
     with caplog.at_level(logging.INFO, logger="neurorun"):
         assert float(_program("label B", 2.0)(np.float32(1.0))) == pytest.approx(
             2.0 * 0.8414709848078965)
