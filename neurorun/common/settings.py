@@ -84,8 +84,8 @@ def load_section(cls: type, raw: Any, path: str = "") -> Any:
 
 def check_value(key: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> Any:
     """``value`` of config key ``key``, checked against its type ``hint`` and ``limits`` (a
-    `setting`'s metadata); returns it (an int as a float where a number belongs; a rule's own
-    result is not kept: values stay as YAML wrote them)."""
+    `setting`'s metadata); returns it as YAML wrote it (an int where a number belongs stays an
+    int, as messages show it; a rule's own result is not kept)."""
     choices = limits.get("choices")
     if choices is not None and value not in choices and not (value is None and _optional(hint)):
         raise ConfigError(f"{key}={value!r}: expected one of {', '.join(map(str, choices))}. "
@@ -95,20 +95,19 @@ def check_value(key: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> A
     rule = limits.get("rule")
     if rule is not None and not fits(value, hint):  # its message says what the key takes
         _apply(rule, key, value)
-    if not fits(value, hint) or (hint is not Any and is_number(value)
-                                 and not _within(value, limits)):
-        wanted = _wanted(hint, limits)
-        optional = " or null" if _optional(hint) and "null" not in wanted else ""
+    if not accepts(value, hint, limits):
+        said = wanted(hint, limits)
+        optional = " or null" if _optional(hint) and "null" not in said else ""
         values = [word for word in _words(hint) if word != "null"]
         if values and not any(word.startswith(("a ", "an ")) for word in values):
             fix = _joined([f"{key}={word}" for word in values])  # key=true or key=false
         else:
-            fix = (f"{key}=<{wanted.removeprefix('a ').removeprefix('an ')}>"
+            fix = (f"{key}=<{said.removeprefix('a ').removeprefix('an ')}>"
                    + (f" or {key}=null" if optional else ""))
-        raise ConfigError(f"{key}={value!r}: expected {wanted}{optional}. Fix: {fix}.")
+        raise ConfigError(f"{key}={value!r}: expected {said}{optional}. Fix: {fix}.")
     if rule is not None:  # None too: only the rule knows whether it takes null
         _apply(rule, key, value)
-    return float(value) if _kinds(hint) == [float] and is_int(value) else value
+    return value
 
 
 def _apply(rule: Callable[[Any], Any], key: str, value: Any) -> None:
@@ -121,13 +120,19 @@ def _apply(rule: Callable[[Any], Any], key: str, value: Any) -> None:
                           ) from None
 
 
+def accepts(value: Any, hint: Any, limits: Mapping[str, Any]) -> bool:
+    """Whether ``value`` has the type ``hint`` and lies in ``limits`` (its rule not asked)."""
+    return fits(value, hint) and (hint is Any or not is_number(value)
+                                  or _within(value, limits))
+
+
 def _within(value: float, limits: Mapping[str, Any]) -> bool:
     ge, gt, le = limits.get("ge"), limits.get("gt"), limits.get("le")
     return (is_int(value) or math.isfinite(value)) and (ge is None or value >= ge) and (
         gt is None or value > gt) and (le is None or value <= le)
 
 
-def _wanted(hint: Any, limits: Mapping[str, Any]) -> str:
+def wanted(hint: Any, limits: Mapping[str, Any]) -> str:
     """What ``hint`` and ``limits`` take, in words: "an integer >= 1", "a finite number > 0"."""
     ge, gt, le = limits.get("ge"), limits.get("gt"), limits.get("le")
     low, sign = (ge, ">=") if ge is not None else (gt, ">")

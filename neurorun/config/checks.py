@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -166,8 +167,13 @@ def _check_algorithm(config: RunConfig) -> None:
             "table, or algo.noise_table_size=null", options["noise_table_size"])
 
 
-def validate_config(cfg: DictConfig) -> RunConfig:
+def validate_config(cfg: DictConfig, *,
+                    prepare: Callable[[RunConfig], None] | None = None) -> RunConfig:
     """The typed config of ``cfg``, checked without building any environment.
+
+    Args:
+        prepare: what the run's entry sets up from the checked keys before this machine is
+            asked about them (the host device count: the GPU check of a jax env starts jax).
 
     Raises:
         ConfigError: naming the key, the value and the fix.
@@ -176,6 +182,8 @@ def validate_config(cfg: DictConfig) -> RunConfig:
     _check_stops(config)
     _check_restart(config)
     _check_parallel(config)
+    if prepare is not None:
+        prepare(config)
     check_machine(config)
     _check_algorithm(config)
     check_ray_installed(config)  # last: the checks above need no ray

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,6 +241,16 @@ class RunConfig:
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
     logger: Any = setting(None, loader=lambda raw, path: load_section(logger_section(), raw,
                                                                         path))
+
+
+def declared(key: str) -> tuple[Any, Mapping[str, Any]]:
+    """The type and the limits (a `setting`'s metadata) of a dotted key of a section (not of
+    ``algo``'s options or ``logger``'s rows, known only at run time)."""
+    cls, *path = RunConfig, *key.split(".")
+    for part in path[:-1]:
+        cls = typing.get_type_hints(cls)[part]
+    item = {f.name: f for f in dataclasses.fields(cls)}[path[-1]]
+    return typing.get_type_hints(cls)[path[-1]], item.metadata
 
 
 def load_config(raw: Any) -> RunConfig:

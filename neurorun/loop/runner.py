@@ -112,8 +112,9 @@ class Runner:
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
-        config = validate_config(cfg)  # the one read of the composed config
-        use_host_devices(config)  # before anything imports jax: XLA reads the count once
+        # the one read of the composed config; the host device count is set before anything
+        # imports jax (XLA reads it once)
+        config = validate_config(cfg, prepare=use_host_devices)
         self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)

@@ -22,8 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue
 
 from neurorun.common.errors import one_line
-from neurorun.common.values import is_int
+from neurorun.common.settings import accepts, wanted
 from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
+from neurorun.config.schema import declared
 from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
 from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
@@ -163,14 +164,9 @@ def run_config(folder: Path) -> DictConfig | None:
         raise ToolError(f"cannot read {str(path)!r}: {error.strerror or error}") from None
 
 
-# what the tools take from a run's saved config: (key, what a run saves there, whether a value
-# is that); each is None where the config has no such key (runs saved before it existed)
-RUN_SETTINGS = (
-    ("env.env_config", "a mapping", lambda value: isinstance(value, dict)),
-    ("problem.episode_length", "a whole number >= 1", lambda value: _count(value, 1)),
-    ("eval_episodes", "a whole number >= 1", lambda value: _count(value, 1)),
-    ("seed", "a whole number >= 0", lambda value: _count(value, 0)),
-)
+# what the tools take from a run's saved config (each checked as the config declares it; None
+# where the config has no such key)
+RUN_SETTINGS = ("env.env_config", "problem.episode_length", "eval_episodes", "seed")
 
 
 def run_settings(checkpoint: Path) -> dict[str, Any]:
@@ -185,7 +181,7 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
         return {}
     path = saved_config_path(folder)
     settings = {}
-    for key, expected, fits in RUN_SETTINGS:
+    for key in RUN_SETTINGS:
         try:  # a value of ??? is a ${oc.env:...} left unread (without_env_reads)
             value = OmegaConf.select(config, key, default=None, throw_on_missing=True)
             if OmegaConf.is_config(value):
@@ -196,16 +192,13 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
                             f"({one_line(error, first_line=True)}"
                             f"{'; the tools read no ${oc.env:...}' if unread else ''}). Fix: "
                             "restore the file from an intact copy of the run") from None
-        if value is not None and not fits(value):
-            raise ToolError(f"{str(path)!r}: {key}={shown(value)}; expected {expected} or "
-                            "null, as a run saves it. Fix: restore the file from an intact "
-                            "copy of the run")
+        hint, limits = declared(key)
+        if value is not None and not accepts(value, hint, limits):
+            raise ToolError(f"{str(path)!r}: {key}={shown(value)}; expected "
+                            f"{wanted(hint, limits)} or null, as a run saves it. Fix: restore "
+                            "the file from an intact copy of the run")
         settings[key] = value
     return settings
-
-
-def _count(value: Any, minimum: int) -> bool:
-    return is_int(value) and value >= minimum
 
 
 def _distinct_runs(paths: list[str | Path]) -> list[Path]:

@@ -103,7 +103,7 @@ CONFIGS = {  # a saved config that the tools refuse, and a word of the refusal
     "env_config": ("env: {id: CartPole-v1, env_config: [1]}\n",
                    "env.env_config=[1]; expected a mapping"),
     "eval_episodes": ("env: {id: CartPole-v1}\neval_episodes: abc\n",
-                      "eval_episodes='abc'; expected a whole number >= 1"),
+                      "eval_episodes='abc'; expected an integer >= 1 or null"),
     # the tools leave an environment read unread: the env ran without it, or with "???"
     "env_read": ("env: {id: CartPole-v1, env_config: {a: '${oc.env:HOME}'}}\n",
                  "env.env_config cannot be read (Missing mandatory value: a; the tools read no"),
