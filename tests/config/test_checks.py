@@ -255,3 +255,14 @@ def test_a_plain_dict_without_an_env_section_runs_with_the_declared_defaults(tmp
          "algo": {"name": "snes", "popsize": 4, "stdev_init": 0.1}}, run_dir=tmp_path / "run")
     saved = OmegaConf.load(saved_config_path(tmp_path / "run"))
     assert saved.env.backend == "gymnasium"  # CartPole stays on gymnasium (docs/backends.md)
+
+
+def test_the_run_entry_prepares_before_this_machine_is_asked(monkeypatch):
+    """The host device count is set before the machine's checks, whose GPU check of a jax env
+    starts jax (XLA reads the count once)."""
+    from neurorun.config import checks
+
+    calls = []
+    monkeypatch.setattr(checks, "check_machine", lambda config: calls.append("machine"))
+    checks.validate_config(tiny(), prepare=lambda config: calls.append(("prepare", config.seed)))
+    assert calls == [("prepare", 0), "machine"]
