@@ -239,8 +239,8 @@ class RunConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
-    logger: Any = setting(None, loader=lambda raw, path: load_section(logger_section(), raw,
-                                                                        path))
+    logger: Any = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
+                          load_section(logger_section(), raw, path))
 
 
 def declared(key: str) -> tuple[Any, Mapping[str, Any]]:
