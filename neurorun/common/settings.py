@@ -100,7 +100,7 @@ def check_value(key: str, value: Any, hint: Any, limits: Mapping[str, Any]) -> A
         optional = " or null" if _optional(hint) and "null" not in said else ""
         values = [word for word in _words(hint) if word != "null"]
         if values and not any(word.startswith(("a ", "an ")) for word in values):
-            fix = _joined([f"{key}={word}" for word in values])  # key=true or key=false
+            fix = " or ".join([f"{key}={word}" for word in values])  # key=true or key=false
         else:
             fix = (f"{key}=<{said.removeprefix('a ').removeprefix('an ')}>"
                    + (f" or {key}=null" if optional else ""))
@@ -200,10 +200,8 @@ def fits(value: Any, hint: Any) -> bool:
         return is_int(value)
     if hint is float:  # an int is a float here, as in YAML
         return is_number(value)
-    if origin in (list, tuple, Sequence):
+    if origin in (list, tuple):
         return isinstance(value, list | tuple) and all(fits(v, args[0]) for v in value)
-    if origin is typing.Literal:
-        return value in args
     if origin is not None:  # dict[str, Any], Mapping[str, Any]
         return isinstance(value, Mapping if origin in (dict, Mapping) else origin)
     return isinstance(value, hint)
@@ -211,24 +209,14 @@ def fits(value: Any, hint: Any) -> bool:
 
 def kind(hint: Any) -> str:
     """``hint`` in words: "a number or a list of numbers or null"."""
-    return _joined(_words(hint))
+    return " or ".join(_words(hint))
 
 
 def _words(hint: Any) -> list[str]:
     words = {bool: ("true", "false"), int: ("an integer",), float: ("a number",),
              str: ("a string",), type(None): ("null",), list: ("a list of numbers",),
-             Mapping: ("a mapping",), dict: ("a mapping",), Sequence: ("a list",)}
+             Mapping: ("a mapping",), dict: ("a mapping",)}
     said: list[str] = []
     for arg in _members(hint):
-        origin = typing.get_origin(arg)
-        if origin is typing.Literal:
-            said += [str(choice) for choice in typing.get_args(arg)]
-        elif origin in (list, Sequence) and typing.get_args(arg) == (int,):
-            said.append("a list of integers")
-        else:
-            said += words.get(origin or arg, ())
+        said += words.get(typing.get_origin(arg) or arg, ())
     return list(dict.fromkeys(said))
-
-
-def _joined(words: list[str]) -> str:
-    return " or ".join(words)

@@ -140,11 +140,15 @@ def _check_restart(config: RunConfig) -> None:
 
 
 def _check_parallel(config: RunConfig) -> None:
+    """parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
+    from neurorun.parallel.workload import check_workload
+
     parallel = config.parallel
-    if parallel.num_subbatches is not None and parallel.subbatch_size is not None:
-        raise ConfigError(f"parallel.num_subbatches={parallel.num_subbatches} and "
-                          f"parallel.subbatch_size={parallel.subbatch_size} are exclusive; "
-                          "expected at most one. Fix: set the other to null.")
+    if parallel.name == "ray":
+        try:
+            check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)
+        except ValueError as error:
+            raise ConfigError(f"parallel.{error}") from None
 
 
 def _check_algorithm(config: RunConfig) -> None:

@@ -92,7 +92,7 @@ def _check_local_actors(config: RunConfig) -> None:
     parallel = config.parallel
     if parallel.name != "ray" or parallel.address:  # a joined cluster's nodes hold the actors
         return
-    actors, cpus = parallel.num_actors or "max", parallel.num_cpus
+    actors, cpus = parallel.ray_actors, parallel.num_cpus
     count, given = actors, ""
     if actors in ("max", "num_cpus"):
         count, given = cpus, f"parallel.num_cpus={cpus} (num_actors={actors}: one per CPU)"

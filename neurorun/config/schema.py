@@ -15,12 +15,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from neurorun.common.errors import ConfigError
-from neurorun.common.settings import check_value, load_section, setting, unknown_key
+from neurorun.common.settings import load_section, setting, unknown_key
 
 # objective=: the number a run hands back to a Hydra sweeper (loop/objective.py says each)
 OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
@@ -81,7 +81,7 @@ def _initial_bounds(value: Any) -> None:
 
 
 def _true_false_auto(value: Any) -> None:
-    if value not in (True, False, "auto") or value in (0, 1) and not isinstance(value, bool):
+    if not (isinstance(value, bool) or value == "auto"):
         raise ValueError(f"distributed={value!r}: expected true, false or auto. Fix: "
                          "distributed=auto (distributed on ray where the algorithm can).")
 
@@ -93,7 +93,13 @@ def _num_actors(value: Any) -> None:
         check_workload(value, None, None)
 
 
-MAX_SHAPING = 1e100  # |a reward shaping| (problems/options.py says why)
+def _rollout(name: str) -> Callable[[Any], None]:
+    """The rule of a rollout option (how rewards become fitness): RolloutOptions' own."""
+    def check(value: Any) -> None:
+        from neurorun.problems.options import RolloutOptions
+
+        RolloutOptions.parse(**{name: value})
+    return check
 
 
 @dataclass(frozen=True)
@@ -125,9 +131,9 @@ class ProblemConfig:
     observation_normalization: bool = False
     num_episodes: int = setting(1, ge=1)
     episode_length: int | None = setting(None, ge=1)
-    decrease_rewards_by: float | None = setting(0.0, ge=-MAX_SHAPING, le=MAX_SHAPING)  # null: 0
+    decrease_rewards_by: float | None = setting(0.0, rule=_rollout("decrease_rewards_by"))
     alive_bonus_schedule: Any = setting(None, rule=_alive_bonus)  # [t, b] or [t0, t1, b]
-    action_noise_stdev: float | None = setting(None, ge=0, le=MAX_SHAPING)
+    action_noise_stdev: float | None = setting(None, rule=_rollout("action_noise_stdev"))
     max_num_envs: int | None = setting(None, ge=1)
     streaming: bool = True
     initial_bounds: Any = setting(None, rule=_initial_bounds)  # [low, high]
@@ -159,6 +165,11 @@ class ParallelConfig:
     num_cpus: int | None = setting(None, ge=1)
     include_dashboard: bool = False
     max_actor_restarts: int = setting(3, ge=0)
+
+    @property
+    def ray_actors(self) -> Any:
+        """num_actors on ray (null: one per CPU, ``max``; parallel=local's is null)."""
+        return self.num_actors or "max"
 
 
 # Mappings whose keys are passed on as they are (to gymnasium.make / envpool.make, the network
@@ -196,14 +207,9 @@ def load_algo(raw: Any, path: str = "algo") -> AlgoConfig:
     for key, value in raw.items():
         if key not in known:
             raise unknown_key(f"{path}.{key}", value, known)
-    fields = {f.name: f for f in dataclasses.fields(AlgoConfig)}
-    hints = typing.get_type_hints(AlgoConfig)
-    for key in ALGO_KEYS[1:]:
-        if key in raw:
-            check_value(f"{path}.{key}", raw[key], hints[key], fields[key].metadata)
-    return AlgoConfig(name=name, popsize=raw.get("popsize"),
-                      distributed=raw.get("distributed", "auto"),
-                      options={k: v for k, v in raw.items() if k not in ALGO_KEYS})
+    given = {key: raw[key] for key in ALGO_KEYS if key in raw}
+    return load_section(AlgoConfig, {**given, "options": {
+        k: v for k, v in raw.items() if k not in ALGO_KEYS}}, path)
 
 
 def logger_section() -> type:

@@ -26,6 +26,6 @@ def make_ray_evaluator(parallel: Any, problem_kwargs: Mapping[str, Any],
     from neurorun.parallel.ray_evaluator import RayEvaluator
 
     options = {key: getattr(parallel, key) for key in RAY_KEYS}
-    options["num_actors"] = options["num_actors"] or "max"  # parallel=local's null
+    options["num_actors"] = parallel.ray_actors
     options["actor_config"] = dict(options["actor_config"])
     return RayEvaluator(problem_kwargs, problem=problem, **options)
