@@ -137,10 +137,16 @@ def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatc
         Runner(tiny("logger.wandb.enabled=true"), run_dir=tmp_path)
 
 
+ON_RAY = pytest.mark.extras("ray")  # the config check of parallel=ray asks for ray installed
+
+
 @pytest.mark.parametrize(("overrides", "expected"), [
-    ([], False), (["parallel=ray"], True), (["parallel=ray", "algo=ars"], True),
-    (["parallel=ray", "algo=cmaes"], False), (["parallel=ray", "algo.distributed=false"], False),
-    (["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True)])
+    ([], False),
+    pytest.param(["parallel=ray"], True, marks=ON_RAY),
+    pytest.param(["parallel=ray", "algo=ars"], True, marks=ON_RAY),
+    pytest.param(["parallel=ray", "algo=cmaes"], False, marks=ON_RAY),
+    pytest.param(["parallel=ray", "algo.distributed=false"], False, marks=ON_RAY),
+    pytest.param(["parallel=ray", "algo=sep_cmaes", "algo.distributed=true"], True, marks=ON_RAY)])
 def test_distributed_auto_means_on_ray_where_the_algorithm_distributes(overrides, expected):
     from neurorun.algorithms import ALGORITHMS
     from neurorun.config.checks import distributed_mode, validate_config
