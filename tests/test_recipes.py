@@ -14,7 +14,6 @@ from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.gaussian import SeparableSearch
 from neurorun.algorithms.options import SearchOptions
 from neurorun.cli.app import compose_config
-from neurorun.common import names
 from neurorun.common.errors import ConfigError
 from neurorun.common.settings import setting
 from neurorun.envs import backends
@@ -94,7 +93,7 @@ class LineVecEnv(TorchVecEnv):
                 self.ended.clone().to(self.device))
 
 
-def line_spaces(spec: str, name: str, env_config: dict) -> backends.Spaces:
+def line_spaces(spec: str, name: str, env_config: dict) -> tuple[spaces.Box, ...]:
     box = spaces.Box(-float("inf"), float("inf"), shape=(1,), dtype="float32")
     return box, box, box
 
@@ -166,12 +165,8 @@ def compose(conf_dir, *overrides):
 
 @pytest.fixture
 def tiny_backend(monkeypatch):
-    """The backend row in BACKENDS and its prefix in common/names.py's PREFIXES."""
-    monkeypatch.setitem(backends.BACKENDS, "tiny",
-                        backends.Backend(line_spaces, make_line))
-    prefixes = (*names.PREFIXES, "tiny")
-    monkeypatch.setattr(names, "PREFIXES", prefixes)
-    monkeypatch.setattr(backends, "PREFIXES", prefixes)  # the name backends.py imported
+    """The backend's row in BACKENDS."""
+    monkeypatch.setitem(backends.BACKENDS, "tiny", backends.Backend(line_spaces, make_line))
 
 
 def metrics(run_dir):

@@ -34,7 +34,7 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from omegaconf import OmegaConf
 
 from neurorun.cli.command_line import job_output_subdir
-from neurorun.common.names import canonical_env_id, preset_slug
+from neurorun.envs.names import canonical_env_id, preset_slug
 from neurorun.record.layout import job_dir_name, run_dir_name, sweep_dir_name
 
 GROUP = "env"

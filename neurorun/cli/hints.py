@@ -12,7 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from neurorun.common.names import preset_slug
+from neurorun.envs.names import preset_slug
 from neurorun.loop.runner import Callbacks, Runner
 
 

@@ -17,18 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import torch
-from gymnasium import spaces
+from typing import TYPE_CHECKING, Any, Literal
 
 from neurorun.common.extras import require
-from neurorun.common.names import PREFIXES
 from neurorun.common.user_code import import_object, is_import_path
 from neurorun.common.values import is_int
-from neurorun.envs.base import TorchVecEnv, check_observation_space, policy_action_space
 
-Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy action, env action
+if TYPE_CHECKING:  # the table loads no torch and no gymnasium: envs/names.py reads its keys
+    import torch
+    from gymnasium import spaces
+
+    from neurorun.envs.base import TorchVecEnv
+
+    Spaces = tuple[spaces.Box, spaces.Box, spaces.Space]  # observation, policy/env action
 
 BACKEND_CHOICES = ("auto", "gymnasium", "envpool")  # env.backend, for bare gymnasium ids
 
@@ -73,9 +74,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
     spec = spec.strip()
     prefix, sep, rest = spec.partition("::")
     if sep:
-        if prefix not in PREFIXES:
+        if prefix not in spec_prefixes():
             raise ValueError(f"env spec {spec!r}: unknown backend {prefix!r}; expected one of "
-                             f"{', '.join(p + '::' for p in PREFIXES)}")
+                             f"{', '.join(p + '::' for p in spec_prefixes())}")
         return prefix, rest
     if is_import_path(spec):
         return "factory", spec
@@ -91,6 +92,8 @@ def _load_factory(spec: str) -> Any:
 
 
 def _checked(spec: str, obs_space: spaces.Space, act_space: spaces.Space) -> Spaces:
+    from neurorun.envs.base import check_observation_space, policy_action_space
+
     return check_observation_space(obs_space, spec), policy_action_space(act_space, spec), \
         act_space
 
@@ -231,6 +234,11 @@ BACKENDS: dict[str, Backend] = {
                           extra="playground"),
     "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
 }
+
+
+def spec_prefixes() -> tuple[str, ...]:
+    """The prefixes of `<prefix>::<name>` specs: every kind of BACKENDS but "factory"."""
+    return tuple(kind for kind in BACKENDS if kind != "factory")
 
 
 def backend_of(spec: str) -> Backend:

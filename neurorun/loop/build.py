@@ -82,7 +82,7 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
 
 def build_parts(config: RunConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
-    from neurorun.envs import UnknownEnvError
+    from neurorun.envs.base import UnknownEnvError
     from neurorun.nets import NetworkParseError
     from neurorun.nets.network_spec import NetworkFactoryError
     from neurorun.problems import make_problem

@@ -43,14 +43,8 @@ import torch
 from torch import Tensor, nn
 
 from neurorun.common.errors import one_line
-from neurorun.envs import (
-    EnvStepError,
-    TorchVecEnv,
-    backend_of,
-    batched_jax_env,
-    env_spaces,
-    make_env,
-)
+from neurorun.envs import backend_of, batched_jax_env, env_spaces, make_env
+from neurorun.envs.base import EnvStepError, TorchVecEnv
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from neurorun.envs import EnvStepError, TorchVecEnv
+from neurorun.envs.base import EnvStepError, TorchVecEnv
 from neurorun.nets import BatchedPolicy
 from neurorun.problems.options import AliveBonus, RolloutOptions
 from neurorun.problems.running_norm import RunningNorm

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from neurorun.common.names import env_slug
+from neurorun.envs.names import env_slug
 from neurorun.record.claims import folder_name
 
 HYDRA_DIR = ".hydra"  # Hydra's files (hydra.output_subdir)

@@ -8,7 +8,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
-from neurorun.common.names import canonical_env_id, env_slug
+from neurorun.envs.names import canonical_env_id, env_slug
 from neurorun.loop.runner import Runner
 from neurorun.record.layout import run_dir_name
 
@@ -29,13 +29,24 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     assert env_slug(name) == slug
 
 
-def test_the_spec_prefixes_are_those_of_the_backends_table():
-    """common/names.py names the prefixes below envs/ (no torch to name a folder); a backend
-    added to the table must be added there too."""
-    from neurorun.common.names import PREFIXES
-    from neurorun.envs.backends import BACKENDS
+def test_naming_an_env_loads_no_env_library_and_reads_the_backends_table(monkeypatch):
+    """A folder name and a preset's file come from the one table of backends, which loads no
+    torch or gymnasium (the command line composes its config before any of them loads)."""
+    import subprocess
+    import sys
 
-    assert sorted(PREFIXES) == sorted(set(BACKENDS) - {"factory"})
+    from neurorun.envs import backends
+
+    code = ("import sys; from neurorun.envs.names import canonical_env_id; "
+            "from neurorun.record.layout import run_dir_name; "
+            "print(sorted({'torch', 'gymnasium', 'jax'} & set(sys.modules)))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout
+    assert shown.strip() == "[]"
+    assert canonical_env_id("tiny/line") == "tiny/line"
+    monkeypatch.setitem(backends.BACKENDS, "tiny", backends.BACKENDS["gym"])
+    assert canonical_env_id("tiny/line") == "tiny::line"
+    assert canonical_env_id("factory/x") == "factory/x"  # a kind, not a prefix
 
 
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [

@@ -11,7 +11,8 @@ import torch
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.envs import UnknownEnvError, make_env, parse_spec, resolve_backend
+from neurorun.envs import make_env, parse_spec, resolve_backend
+from neurorun.envs.base import UnknownEnvError
 from neurorun.envs.envpool_env import EQUIVALENT_IDS
 from neurorun.loop.runner import run
 from neurorun.problems import make_problem

@@ -9,7 +9,8 @@ import pytest
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from neurorun.envs import EnvStepError, UnknownEnvError, make_env, parse_spec
+from neurorun.envs import make_env, parse_spec
+from neurorun.envs.base import EnvStepError, UnknownEnvError
 from neurorun.envs.gym_env import limited_episode_steps
 
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.envs import UnknownEnvError, make_env
+from neurorun.envs import make_env
+from neurorun.envs.base import UnknownEnvError
 
 pytestmark = pytest.mark.extras("playground")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from neurorun.envs import UnknownEnvError
+from neurorun.envs.base import UnknownEnvError
 from neurorun.problems import EvaluationError, Evaluator, make_problem
 
 from . import toy_env

@@ -1,20 +1,18 @@
 """Names made from an env id: its canonical spelling, and the file- and folder-name forms the
-run folders and the packaged presets use. Here, below envs/, so naming a folder or finding a
-preset loads no env library (torch, gymnasium)."""
+run folders and the packaged presets use. Naming a folder or finding a preset loads no env
+library (torch, gymnasium): the backends' table does not."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-# spec prefixes, `<prefix>::<name>`: every backend of envs/backends.py's BACKENDS but a
-# factory (`pkg.module:function`; a test keeps the two equal)
-PREFIXES = ("gym", "envpool", "brax", "playground")
+from neurorun.envs.backends import spec_prefixes
 
 
 def canonical_env_id(name: str) -> str:
     """`brax/humanoid` -> `brax::humanoid`; every other spelling is returned unchanged."""
-    for backend in PREFIXES:
+    for backend in spec_prefixes():
         if name.startswith(backend + "/"):
             return f"{backend}::{name[len(backend) + 1:]}"
     return name
