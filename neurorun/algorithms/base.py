@@ -26,7 +26,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import torch
 
@@ -41,6 +41,19 @@ ROUNDS_MAX = 1000  # rounds of popsize an adaptive generation takes at most, pop
 PROGRESS_S = 120.0  # an adaptive generation still sampling says how far it got this often
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
 Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
+
+
+class AlgorithmRecord(TypedDict):
+    """An algorithm's record (``state_dict``): state.pt's ``algorithm``."""
+
+    algorithm: str  # its name in ALGORITHMS
+    solution_length: int
+    generation: int  # since its last start (a restart starts it again)
+    rng: torch.Tensor  # the torch generator's state: the noise
+    draw: int  # the noise draws so far (a seeds source's next row)
+    pending: list[torch.Tensor]  # samples asked and not told: [] between generations
+    last: dict[str, Any]  # the last generation's figures (the metrics' algorithm columns)
+    search: dict[str, Any]  # the distribution and its optimizer: each algorithm's `_state`
 
 
 class SearchDivergedError(ArithmeticError):
@@ -321,20 +334,20 @@ class SearchAlgorithm:
         return replica
 
     # -- checkpoints ----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> AlgorithmRecord:
         """Everything needed to continue bit-identically, including the RNG state."""
-        return {
-            "algorithm": self.name,
-            "solution_length": self.solution_length,
-            "generation": self.generation,
-            "rng": self.generator.get_state(),
-            "draw": self._draw,
-            "pending": [p.clone() for p in self._pending],
-            "last": dict(self._last),
-            "search": self._state(),
-        }
+        return AlgorithmRecord(
+            algorithm=self.name,
+            solution_length=self.solution_length,
+            generation=self.generation,
+            rng=self.generator.get_state(),
+            draw=self._draw,
+            pending=[p.clone() for p in self._pending],
+            last=dict(self._last),
+            search=self._state(),
+        )
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: AlgorithmRecord) -> None:
         if state["algorithm"] != self.name or state["solution_length"] != self.solution_length:
             raise ValueError(
                 f"state of {state['algorithm']} with D={state['solution_length']} cannot load "

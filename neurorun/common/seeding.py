@@ -8,7 +8,7 @@ stream, so adding a random draw in one part does not shift the others.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -33,21 +33,42 @@ def derive_seed(seed: int, part: str, attempt: int = 0) -> int:
     return int(sequence.generate_state(1)[0] >> 1)
 
 
-def rng_state() -> dict[str, Any]:
+class NumpyRecord(TypedDict):
+    """numpy's legacy MT19937 state (``np.random.get_state()``), its keys as a tensor."""
+
+    kind: str
+    keys: torch.Tensor  # 624 int64
+    pos: int
+    has_gauss: int
+    cached: float
+
+
+class _CPUGenerators(TypedDict):
+    python: list  # [version, internal state, cached normal deviate]
+    numpy: NumpyRecord
+    torch: torch.Tensor
+
+
+class GeneratorsRecord(_CPUGenerators, total=False):
+    """The global generators' record (`rng_state`): state.pt's ``rng``."""
+
+    cuda: list[torch.Tensor]  # saved on a GPU only (restored where one is)
+
+
+def rng_state() -> GeneratorsRecord:
     """The global RNG states, as tensors and plain containers (loads with weights_only)."""
     kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": _python_state_to_plain(random.getstate()),
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached": float(cached)},
-        "torch": torch.get_rng_state(),
-    }
+    state = GeneratorsRecord(
+        python=_python_state_to_plain(random.getstate()),
+        numpy=NumpyRecord(kind=kind, keys=torch.from_numpy(keys.astype(np.int64)), pos=int(pos),
+                          has_gauss=int(has_gauss), cached=float(cached)),
+        torch=torch.get_rng_state())
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def set_rng_state(state: GeneratorsRecord) -> None:
     """Restore what `rng_state` returned."""
     random.setstate(python_state(state["python"]))
     np.random.set_state(numpy_state(state["numpy"]))

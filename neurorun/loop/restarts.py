@@ -28,7 +28,7 @@ import numpy as np
 from neurorun.common.seeding import derive_seed
 from neurorun.common.sense import improves, maximized
 from neurorun.config.schema import RESTART_STRATEGIES, RestartConfig
-from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
+from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord, RestartRecord
 
 
 @dataclass
@@ -138,11 +138,11 @@ class RestartSchedule:
         return size + size % 2 if self.mirrored else size
 
     # ----- the resume state (plain numbers; the run's state holds ``restarts`` itself) -----
-    def state_dict(self) -> dict[str, Any]:
-        return {"small_restarts": self.small_restarts, "evaluations": dict(self.evaluations),
-                "attempt": asdict(self.attempt)}
+    def state_dict(self) -> RestartRecord:
+        return RestartRecord(small_restarts=self.small_restarts,
+                             evaluations=dict(self.evaluations), attempt=asdict(self.attempt))
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: RestartRecord) -> None:
         self.small_restarts = int(state["small_restarts"])
         self.evaluations = {regime: int(state["evaluations"][regime]) for regime in REGIMES}
         self.attempt = Attempt(**state["attempt"])

@@ -53,6 +53,7 @@ from neurorun.parallel.workload import (
     subbatch_bounds,
 )
 from neurorun.problems import EvaluationStats, Problem, RunningNorm, make_problem
+from neurorun.problems.evaluator import EvaluatorRecord
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +180,11 @@ class RayEvaluator:
     def obs_stats(self) -> RunningNorm | None:
         return self.problem.obs_stats
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> EvaluatorRecord:
         return self.problem.state_dict()
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.problem.load_state_dict(dict(state))
+    def load_state_dict(self, state: EvaluatorRecord) -> None:
+        self.problem.load_state_dict(state)
 
     def test_episodes(self, solution: Any, num_episodes: int,
                       seed: int) -> tuple[Tensor, Tensor]:

@@ -9,11 +9,13 @@ figures, the ray evaluator merges its sub-batches' and the runner its rounds'.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from torch import Tensor
+
+from neurorun.problems.running_norm import NormRecord
 
 # fields that add up over the parts of an evaluation (sub-batches, rounds)
 _ADDED = ("num_interactions", "num_episodes", "nonfinite_count", "num_vector_steps",
@@ -78,6 +80,16 @@ class EvaluationStats:
                 if f.name.startswith(_EPISODE_FIGURES)}
 
 
+class EvaluatorRecord(TypedDict):
+    """An evaluator's record (``state_dict``): state.pt's ``problem``."""
+
+    interaction_count: int
+    episode_count: int
+    obs_stats: NormRecord | None  # None: no observation normalization
+    rng: dict[str, Any]  # the numpy bit generator's state: the evaluate calls' base seeds
+    noise_rng: Tensor  # the torch generator's state: observation noise
+
+
 @runtime_checkable
 class Evaluator(Protocol):
     """Fitness of populations, with the counters and state a checkpoint keeps.
@@ -100,11 +112,11 @@ class Evaluator(Protocol):
         base seed (None: the next draw of the evaluator's generator)."""
         ...
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> EvaluatorRecord:
         """What resumes the evaluation: counters, observation statistics, seed generator."""
         ...
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: EvaluatorRecord) -> None:
         """Restore what ``state_dict`` returned."""
         ...
 

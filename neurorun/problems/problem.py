@@ -48,7 +48,7 @@ from neurorun.envs.base import EnvStepError, TorchVecEnv
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
-from neurorun.problems.evaluator import EvaluationStats
+from neurorun.problems.evaluator import EvaluationStats, EvaluatorRecord
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.jax.rollout import JaxRollout
 from neurorun.problems.memory import (
@@ -385,17 +385,17 @@ class Problem:
             pickle.dump(result, file)
         return result
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> EvaluatorRecord:
         """Counters, obs stats and generator states: a loaded problem continues identically."""
-        return {
-            "interaction_count": self.interaction_count,
-            "episode_count": self.episode_count,
-            "obs_stats": None if self.obs_stats is None else self.obs_stats.state_dict(),
-            "rng": self._rng.bit_generator.state,
-            "noise_rng": self._noise.get_state(),
-        }
+        return EvaluatorRecord(
+            interaction_count=self.interaction_count,
+            episode_count=self.episode_count,
+            obs_stats=None if self.obs_stats is None else self.obs_stats.state_dict(),
+            rng=self._rng.bit_generator.state,
+            noise_rng=self._noise.get_state(),
+        )
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: EvaluatorRecord) -> None:
         self.interaction_count = int(state["interaction_count"])
         self.episode_count = int(state["episode_count"])
         if (state["obs_stats"] is None) != (self.obs_stats is None):

@@ -7,7 +7,7 @@ that workers collected.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from torch import Tensor
@@ -23,6 +23,17 @@ def normalization_affine(mean: Tensor, stdev: Tensor) -> tuple[Tensor, Tensor]:
     (the same float operations, so a saved policy scores what it scored in the run)."""
     scale = 1.0 / stdev
     return scale, -mean * scale
+
+
+class NormRecord(TypedDict):
+    """A RunningNorm's record (``state_dict``): state.pt's ``problem.obs_stats`` and
+    ``best.obs_stats``."""
+
+    size: int
+    min_variance: float
+    count: Tensor  # a float64 scalar: the observations summed
+    sum: Tensor  # (size,) float64
+    sum_of_squares: Tensor  # (size,) float64
 
 
 class RunningNorm:
@@ -119,12 +130,12 @@ class RunningNorm:
         result.update(self)
         return result
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"size": self.size, "min_variance": self.min_variance,
-                "count": self.count.cpu().clone(), "sum": self.sum.cpu().clone(),
-                "sum_of_squares": self.sum_of_squares.cpu().clone()}
+    def state_dict(self) -> NormRecord:
+        return NormRecord(size=self.size, min_variance=self.min_variance,
+                          count=self.count.cpu().clone(), sum=self.sum.cpu().clone(),
+                          sum_of_squares=self.sum_of_squares.cpu().clone())
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: NormRecord) -> None:
         if int(state["size"]) != self.size:
             raise ValueError(f"state of a RunningNorm of size {state['size']} cannot load into "
                              f"one of size {self.size}")
@@ -145,22 +156,22 @@ class RunningNorm:
         if exported.get("obs_count") is not None and exported.get("obs_sum") is not None:
             total, squares = exported["obs_sum"], exported.get("obs_sum_of_squares")
             check_sums(exported["obs_count"], total, squares, prefix="obs_")
-            return cls.from_state_dict({
-                "size": total.numel(), "min_variance": MIN_VARIANCE,
-                "count": torch.tensor(float(exported["obs_count"])), "sum": total,
-                "sum_of_squares": squares})
+            return cls.from_state_dict(NormRecord(
+                size=total.numel(), min_variance=MIN_VARIANCE,
+                count=torch.tensor(float(exported["obs_count"])), sum=total,
+                sum_of_squares=squares))
         mean, stdev = exported.get("obs_mean"), exported.get("obs_stdev")
         check_vector("obs_mean", mean)
         check_vector("obs_stdev", stdev, mean.numel())
         if not bool((stdev > 0).all()):
             raise SavedValueError("obs_stdev", stdev, "values > 0 (a standard deviation)")
         mean, stdev = mean.double(), stdev.double()
-        return cls.from_state_dict({"size": mean.numel(), "min_variance": 0.0,
-                                    "count": torch.tensor(1.0), "sum": mean,
-                                    "sum_of_squares": stdev * stdev + mean * mean})
+        return cls.from_state_dict(NormRecord(size=mean.numel(), min_variance=0.0,
+                                              count=torch.tensor(1.0), sum=mean,
+                                              sum_of_squares=stdev * stdev + mean * mean))
 
     @classmethod
-    def from_state_dict(cls, state: dict[str, Any]) -> RunningNorm:
+    def from_state_dict(cls, state: NormRecord) -> RunningNorm:
         result = cls(int(state["size"]))
         result.load_state_dict(state)
         return result

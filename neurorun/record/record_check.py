@@ -1,9 +1,11 @@
 """Reading a loaded record that can lie (state.pt): each getter refuses, in one line naming
-the file, the key and what was expected, a value the runner never writes
-(:mod:`neurorun.record.state` holds the rules of each key)."""
+the file, the key and what was expected, a value the runner never writes. Which keys a part's
+record holds is the part's declaration (`RecordCheck.record`); :mod:`neurorun.record.state`
+holds the rules of their values."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from itertools import islice
@@ -38,6 +40,15 @@ class RecordCheck:
         if key not in record:
             self.refuse(key_name(prefix, key), MISSING, "a value (the runner always saves it)")
         return record[key]
+
+    def record(self, value: Any, declared: type, key: str = "") -> Mapping[str, Any]:
+        """``value`` as a record of ``declared`` (a part's declaration of what it saves: a
+        TypedDict or a dataclass): a mapping that holds each key the declaration requires."""
+        if not isinstance(value, Mapping):
+            self.refuse(key, value, "a mapping")
+        for name in required_keys(declared):
+            self.item(value, name, key)
+        return value
 
     def mapping(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Mapping:
         value = self.item(record, key, prefix)
@@ -93,6 +104,14 @@ class RecordCheck:
             getattr(np.random, kind)().state = state
 
         self.generator(value, key, f"numpy's {kind} state", load)
+
+
+def required_keys(declared: type) -> list[str]:
+    """The keys a record of ``declared`` (a TypedDict or a dataclass) always holds, in the
+    declaration's order."""
+    if dataclasses.is_dataclass(declared):
+        return [field.name for field in dataclasses.fields(declared)]
+    return [key for key in declared.__annotations__ if key in declared.__required_keys__]
 
 
 def key_name(prefix: str, key: Any) -> str:

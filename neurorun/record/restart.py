@@ -5,6 +5,7 @@ attempt's step factor and an attempt's fields, declared here so that both the sc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 REGIMES = ("small", "large")
 SMALL_STEP_RANGE = 0.01  # a small attempt's step size factor: SMALL_STEP_RANGE ** v
@@ -20,3 +21,11 @@ class AttemptRecord:
     max_generations: int | None = None  # a small bipop attempt's cap
     generations: int = 0
     evaluations: int = 0  # solutions evaluated
+
+
+class RestartRecord(TypedDict):
+    """The restart schedule's record (`RestartSchedule.state_dict`): state.pt's ``restart``."""
+
+    small_restarts: int  # bipop's small attempts so far (of the run's ``restarts``)
+    evaluations: dict[str, int]  # the solutions each regime of REGIMES has evaluated
+    attempt: dict[str, Any]  # the current attempt, an AttemptRecord's fields

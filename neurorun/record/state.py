@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,35 +25,40 @@ import numpy as np
 import torch
 
 from neurorun.algorithms import ALGORITHMS
+from neurorun.algorithms.base import AlgorithmRecord
 from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
-from neurorun.common.seeding import numpy_state, python_state
+from neurorun.common.seeding import GeneratorsRecord, NumpyRecord, numpy_state, python_state
 from neurorun.common.values import is_exact_int, is_exact_number, is_int, is_number
+from neurorun.problems.evaluator import EvaluatorRecord
+from neurorun.problems.running_norm import NormRecord
+from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped
 from neurorun.record.layout import saved_config_path
 from neurorun.record.metrics import GenerationStatus
-from neurorun.record.record_check import RecordCheck, key_name
-from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord
+from neurorun.record.record_check import RecordCheck, key_name, required_keys
+from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord, RestartRecord
 
 
 @dataclass
 class RunState:
     """A run after its last finished generation: what ``resume=<run>`` continues from, bit for
-    bit. Each part is its owner's ``state_dict``; state.pt holds them with the format
-    (record/format.py), which reads a file of an older format into this record."""
+    bit. Each part is its owner's ``state_dict``, whose keys the owner declares (the type
+    beside each field); state.pt holds them with the format (record/format.py), which reads a
+    file of an older format into this record."""
 
     generation: int
     elapsed_s: float  # wall time of the generations so far (the run's clock goes on from it)
-    algorithm: dict[str, Any]
-    problem: dict[str, Any]  # the evaluator's: counters, observation statistics, generators
-    rng: dict[str, Any]  # the global generators (seeding.rng_state)
-    best: dict[str, Any]  # record/best.py's BestCenter
+    algorithm: AlgorithmRecord
+    problem: EvaluatorRecord  # counters, observation statistics, generators
+    rng: GeneratorsRecord  # the global generators (seeding.rng_state)
+    best: dict[str, Any]  # BestCenter's fields
     best_sample_eval: float | None
-    status: dict[str, Any]  # the last GenerationStatus, {} before generation 1
+    status: dict[str, Any]  # the last GenerationStatus's fields, {} before generation 1
     loggers: dict[str, int]  # the rows each metrics file holds
     seed: int | None  # None: a format-1 run that did not save it (not compared on resume)
     restarts: int
-    restart: dict[str, Any] | None  # restarts.RestartSchedule; None: format 1, as built
+    restart: RestartRecord | None  # None: a format-1 run's, the schedule as built
     restart_due: bool
     stall_history: list[float | None]
 
@@ -69,31 +74,35 @@ class RunState:
 
 def check_record(state: Mapping[str, Any], path: Path) -> None:
     """ConfigError (one line) unless ``state`` (a loaded state.pt) holds the record the runner
-    writes: its keys, types, ranges and the counts that must agree with each other."""
+    writes: the keys its parts declare, their types, ranges and the counts that must agree with
+    each other."""
     check = RecordCheck(path)
+    check.record(state, RunState)
     generation = check.count(state["generation"], "generation")
     # a run cannot have run longer than clocks have counted
-    check.real(check.item(state, "elapsed_s"), "elapsed_s", 0.0, time.time())
-    if check.item(state, "seed") is not None and not is_int(state["seed"]):
+    check.real(state["elapsed_s"], "elapsed_s", 0.0, time.time())
+    if state["seed"] is not None and not is_int(state["seed"]):
         check.refuse("seed", state["seed"], "a whole number")
-    restarts = check.count(check.item(state, "restarts"), "restarts", at_most=generation)
-    if check.item(state, "restart") is not None:  # None: a format-1 run saved without it
-        _check_restart(check, check.mapping(state, "restart"), restarts, generation)
-    if type(check.item(state, "restart_due")) is not bool:
+    restarts = check.count(state["restarts"], "restarts", at_most=generation)
+    if state["restart"] is not None:  # None: a format-1 run saved without it
+        _check_restart(check, check.record(state["restart"], RestartRecord, "restart"),
+                       restarts, generation)
+    if type(state["restart_due"]) is not bool:
         check.refuse("restart_due", state["restart_due"], "true or false")
-    history = check.item(state, "stall_history")
+    history = state["stall_history"]
     if not isinstance(history, list):
         check.refuse("stall_history", history, "a list")
     for index, value in enumerate(history):
         check.real(value, f"stall_history[{index}]", optional=True)
-    check.real(check.item(state, "best_sample_eval"), "best_sample_eval", optional=True)
-    problem = check.mapping(state, "problem")
-    counts = {key: check.count(check.item(problem, key, "problem"), f"problem.{key}")
+    check.real(state["best_sample_eval"], "best_sample_eval", optional=True)
+    problem = check.record(state["problem"], EvaluatorRecord, "problem")
+    counts = {key: check.count(problem[key], f"problem.{key}")
               for key in ("interaction_count", "episode_count")}
-    _check_obs_stats(check, problem.get("obs_stats"), "problem.obs_stats")
-    _check_global_generators(check, check.mapping(state, "rng"))
-    length = _check_algorithm(check, check.mapping(state, "algorithm"), generation)
-    _check_best(check, check.mapping(state, "best"), generation, length)
+    _check_obs_stats(check, problem["obs_stats"], "problem.obs_stats")
+    _check_global_generators(check, check.record(state["rng"], GeneratorsRecord, "rng"))
+    length = _check_algorithm(check, check.record(state["algorithm"], AlgorithmRecord,
+                                                  "algorithm"), generation)
+    _check_best(check, check.record(state["best"], BestCenter, "best"), generation, length)
     status = check.mapping(state, "status")
     _check_status(check, status, counts)
     loggers = check.mapping(state, "loggers")
@@ -107,19 +116,19 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
 
 
 def _check_global_generators(check: RecordCheck, rng: Mapping[str, Any]) -> None:
-    python = check.item(rng, "python", "rng")
+    python = rng["python"]
     if not isinstance(python, list):  # [version, internal state, cached normal deviate]
         check.refuse("rng.python", python, "a list (python's random state)")
     check.generator(python, "rng.python", "python's random state",
                     lambda state: random.Random().setstate(python_state(state)))
-    numpy = check.mapping(rng, "numpy", "rng")
+    numpy = check.record(rng["numpy"], NumpyRecord, "rng.numpy")
     # numpy's legacy generator takes any position and reads past its keys (a segfault)
-    check.count(check.item(numpy, "pos", "rng.numpy"), "rng.numpy.pos", at_most=624)
-    check.count(check.item(numpy, "has_gauss", "rng.numpy"), "rng.numpy.has_gauss", at_most=1)
-    check.real(check.item(numpy, "cached", "rng.numpy"), "rng.numpy.cached")
+    check.count(numpy["pos"], "rng.numpy.pos", at_most=624)
+    check.count(numpy["has_gauss"], "rng.numpy.has_gauss", at_most=1)
+    check.real(numpy["cached"], "rng.numpy.cached")
     check.generator(numpy, "rng.numpy", "numpy's MT19937 state",
                     lambda state: np.random.RandomState().set_state(numpy_state(state)))
-    check.torch_generator(check.item(rng, "torch", "rng"), "rng.torch")
+    check.torch_generator(rng["torch"], "rng.torch")
     # random.setstate takes any cached normal deviate, and random.gauss would return it
     check.real(python[2], "rng.python[2]", optional=True)
     cuda = rng.get("cuda", [])  # saved on a GPU (restored where one is)
@@ -131,44 +140,37 @@ def _check_global_generators(check: RecordCheck, rng: Mapping[str, Any]) -> None
 def _check_restart(check: RecordCheck, record: Mapping[str, Any], restarts: int,
                    generation: int) -> None:
     """The restart schedule's record (`RestartSchedule.state_dict`)."""
-    check.count(check.item(record, "small_restarts", "restart"), "restart.small_restarts",
-                at_most=restarts)
+    check.count(record["small_restarts"], "restart.small_restarts", at_most=restarts)
     evaluations = check.mapping(record, "evaluations", "restart")
     for regime in REGIMES:
         check.count(check.item(evaluations, regime, "restart.evaluations"),
                     f"restart.evaluations.{regime}")
-    attempt = check.mapping(record, "attempt", "restart")
-    check.count(check.item(attempt, "popsize", "restart.attempt"), "restart.attempt.popsize",
-                minimum=1)
-    check.real(check.item(attempt, "step_factor", "restart.attempt"),
-               "restart.attempt.step_factor", SMALL_STEP_RANGE, 1.0)
-    if check.item(attempt, "regime", "restart.attempt") not in REGIMES:
+    attempt = check.record(record["attempt"], AttemptRecord, "restart.attempt")
+    check.count(attempt["popsize"], "restart.attempt.popsize", minimum=1)
+    check.real(attempt["step_factor"], "restart.attempt.step_factor", SMALL_STEP_RANGE, 1.0)
+    if attempt["regime"] not in REGIMES:
         check.refuse("restart.attempt.regime", attempt["regime"], f"one of {list(REGIMES)}")
-    if check.item(attempt, "max_generations", "restart.attempt") is not None:
+    if attempt["max_generations"] is not None:
         check.count(attempt["max_generations"], "restart.attempt.max_generations", minimum=1)
-    check.count(check.item(attempt, "generations", "restart.attempt"),
-                "restart.attempt.generations", at_most=generation)
-    check.count(check.item(attempt, "evaluations", "restart.attempt"),
-                "restart.attempt.evaluations")
-    if set(attempt) != {f.name for f in fields(AttemptRecord)}:
+    check.count(attempt["generations"], "restart.attempt.generations", at_most=generation)
+    check.count(attempt["evaluations"], "restart.attempt.evaluations")
+    if set(attempt) != set(required_keys(AttemptRecord)):  # loaded as AttemptRecord(**attempt)
         check.refuse("restart.attempt", sorted(attempt),
-                     f"the keys {sorted(asdict(AttemptRecord(1)))}")
+                     f"the keys {sorted(required_keys(AttemptRecord))}")
 
 
 def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generation: int) -> int:
     """The algorithm's record; returns its solution length."""
-    name = check.item(algorithm, "algorithm", "algorithm")
+    name = algorithm["algorithm"]
     if not isinstance(name, str) or name not in ALGORITHMS:
         check.refuse("algorithm.algorithm", name, f"an algorithm's name ({sorted(ALGORITHMS)})")
-    length = check.count(check.item(algorithm, "solution_length", "algorithm"),
-                         "algorithm.solution_length", minimum=1)
+    length = check.count(algorithm["solution_length"], "algorithm.solution_length", minimum=1)
     # a restart starts its algorithm's count again
-    check.count(check.item(algorithm, "generation", "algorithm"), "algorithm.generation",
-                at_most=generation)
-    check.count(check.item(algorithm, "draw", "algorithm"), "algorithm.draw", at_most=2**62)
-    check.torch_generator(check.item(algorithm, "rng", "algorithm"), "algorithm.rng")
+    check.count(algorithm["generation"], "algorithm.generation", at_most=generation)
+    check.count(algorithm["draw"], "algorithm.draw", at_most=2**62)
+    check.torch_generator(algorithm["rng"], "algorithm.rng")
     # the noise of samples asked and not yet told: the runner saves between generations
-    pending = check.item(algorithm, "pending", "algorithm")
+    pending = algorithm["pending"]
     if not isinstance(pending, list) or pending:
         check.refuse("algorithm.pending", pending,
                      "[] (a run is saved between generations: no sample asked and not told)")
@@ -194,22 +196,21 @@ def _check_search(check: RecordCheck, value: Any, key: str, positive: tuple[str,
 
 def _check_best(check: RecordCheck, best: Mapping[str, Any], generation: int, length: int) -> None:
     # the runner never keeps a non-finite score as best: None until a finite center evaluation
-    check.real(check.item(best, "score", "best"), "best.score", optional=True)
-    check.count(check.item(best, "generation", "best"), "best.generation", at_most=generation)
-    solution = check.item(best, "solution", "best")
+    check.real(best["score"], "best.score", optional=True)
+    check.count(best["generation"], "best.generation", at_most=generation)
+    solution = best["solution"]
     if solution is not None:  # a policy file's rule
         check.follows("best", check_vector, "solution", solution, length)
-    _check_obs_stats(check, check.item(best, "obs_stats", "best"), "best.obs_stats")
+    _check_obs_stats(check, best["obs_stats"], "best.obs_stats")
 
 
 def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
     if stats is None:
         return
-    if not isinstance(stats, Mapping):
-        check.refuse(key, stats, "a mapping or None")
-    size = check.count(check.item(stats, "size", key), f"{key}.size", minimum=1)
-    check.real(check.item(stats, "min_variance", key), f"{key}.min_variance", 0.0)
-    sums = [check.item(stats, name, key) for name in ("count", "sum", "sum_of_squares")]
+    stats = check.record(stats, NormRecord, key)
+    size = check.count(stats["size"], f"{key}.size", minimum=1)
+    check.real(stats["min_variance"], f"{key}.min_variance", 0.0)
+    sums = [stats[name] for name in ("count", "sum", "sum_of_squares")]
     check.follows(key, check_sums, *sums, size=size)  # a policy file's rule
 
 
@@ -217,9 +218,10 @@ def _check_status(check: RecordCheck, status: Mapping[str, Any], counts: Mapping
     """The last generation's status ({} before generation 1): GenerationStatus's fields."""
     if not status:
         return
+    check.record(status, GenerationStatus, "status")
     for field in fields(GenerationStatus):
         key = f"status.{field.name}"
-        value = check.item(status, field.name, "status")
+        value = status[field.name]
         if field.type == "int":
             check.count(value, key)
         elif not (is_number(value) or value is None and "None" in str(field.type)):

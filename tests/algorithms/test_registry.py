@@ -93,6 +93,13 @@ def test_state_dict_round_trip_continues_bit_for_bit(name, build):
     assert restored.status == original.status
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_state_holds_the_record_the_algorithms_declare(name, build):
+    from neurorun.algorithms.base import AlgorithmRecord
+
+    assert set(build(name, popsize=6).state_dict()) == set(AlgorithmRecord.__annotations__)
+
+
 def _tensors(state, path=""):
     """Every tensor in a nested state dict, by its path."""
     if torch.is_tensor(state):

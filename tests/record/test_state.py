@@ -46,3 +46,62 @@ def test_a_state_of_no_registered_algorithm_is_refused_when_read(trained, name):
     message = str(refused.value)
     assert "\n" not in message and str(path) in message
     assert " algorithm.algorithm is " in message and "'pgpe'" in message
+
+
+# ----- the record is what its parts declare -------------------------------------------------
+
+def declared(part: type) -> set[str]:
+    """What a declaration names: a dataclass's fields, a TypedDict's keys."""
+    from dataclasses import fields, is_dataclass
+
+    return {f.name for f in fields(part)} if is_dataclass(part) else set(part.__annotations__)
+
+
+def _parts():
+    from neurorun.algorithms.base import AlgorithmRecord
+    from neurorun.common.seeding import GeneratorsRecord, NumpyRecord
+    from neurorun.problems.evaluator import EvaluatorRecord
+    from neurorun.record.best import BestCenter
+    from neurorun.record.metrics import GenerationStatus
+    from neurorun.record.restart import AttemptRecord, RestartRecord
+    from neurorun.record.state import RunState
+
+    return {"": RunState, "algorithm": AlgorithmRecord, "problem": EvaluatorRecord,
+            "rng": GeneratorsRecord, "rng.numpy": NumpyRecord, "best": BestCenter,
+            "status": GenerationStatus, "restart": RestartRecord, "restart.attempt": AttemptRecord}
+
+
+def _at(state, key):
+    for part in filter(None, key.split(".")):
+        state = state[part]
+    return state
+
+
+def test_each_part_saves_what_it_declares(trained):
+    """The saved record's keys, part by part, are the declarations the checks read (the GPU's
+    generators are saved on a GPU only)."""
+    from neurorun.problems.running_norm import NormRecord, RunningNorm
+
+    state = torch.load(trained / "checkpoints" / "state.pt", weights_only=True)
+    for key, part in _parts().items():
+        assert set(_at(state, key)) - {"format"} == declared(part) - {"cuda"}, key
+    assert set(RunningNorm(3).state_dict()) == declared(NormRecord)
+    # every algorithm's: tests/algorithms/test_registry.py
+
+
+@pytest.mark.parametrize("key", [f"{prefix}.{name}".lstrip(".") for prefix, names in [
+    ("", ["elapsed_s", "restart", "loggers"]), ("algorithm", ["draw", "pending", "search"]),
+    ("problem", ["episode_count", "obs_stats", "noise_rng"]), ("rng", ["numpy", "torch"]),
+    ("rng.numpy", ["keys", "pos"]), ("best", ["obs_stats", "score"]),
+    ("status", ["restarts", "total_episode_count"]), ("restart", ["evaluations"]),
+    ("restart.attempt", ["regime"])] for name in names])
+def test_a_declared_key_missing_from_state_pt_is_named(trained, key):
+    path = trained / "checkpoints" / "state.pt"
+    state = torch.load(path, weights_only=True)
+    prefix, _, name = key.rpartition(".")
+    del _at(state, prefix)[name]
+    torch.save(state, path)
+    with pytest.raises(ConfigError) as refused:
+        load_state(trained)
+    message = str(refused.value)
+    assert "\n" not in message and f"{path}: {key} is missing" in message

@@ -55,7 +55,7 @@ from neurorun.problems.jax.pairs import (
 )
 from neurorun.problems.options import RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
-from neurorun.problems.running_norm import RunningNorm
+from neurorun.problems.running_norm import NormRecord, RunningNorm
 
 log = logging.getLogger(__name__)
 QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): per env, a call of 32 cost
@@ -432,8 +432,8 @@ class _Totals:
         """The observation statistics of the sums of ``obs - center``."""
         center = center.astype(np.float64)
         count, shifted = self.count, self.shifted
-        return RunningNorm.from_state_dict({
-            "size": like.size, "min_variance": like.min_variance,
-            "count": torch.tensor(count), "sum": torch.from_numpy(shifted + count * center),
-            "sum_of_squares": torch.from_numpy(self.squares + 2 * center * shifted
-                                               + count * center * center)})
+        return RunningNorm.from_state_dict(NormRecord(
+            size=like.size, min_variance=like.min_variance, count=torch.tensor(count),
+            sum=torch.from_numpy(shifted + count * center),
+            sum_of_squares=torch.from_numpy(self.squares + 2 * center * shifted
+                                            + count * center * center)))
