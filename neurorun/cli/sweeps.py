@@ -83,10 +83,10 @@ def _check_study(sweeper: DictConfig) -> None:
                 "hydra.sweeper.direction=maximize (neurorun's objective is higher-is-better).")
     storage = sweeper.get("storage")
     if storage is not None:
-        from optuna.storages import get_storage
+        from optuna.storages import RDBStorage
 
         try:  # the sweeper opens it next; a database URL's tables are made here, as there
-            get_storage(str(storage))
+            RDBStorage(str(storage)).engine.dispose()  # its connections closed again
         except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
             _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({one_line(error)}). "
                     "Fix: a database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its "

@@ -280,3 +280,31 @@ def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("neurorun: config error: seed=range(0,0) sweeps over no value")
     assert "Fix: " in line and not (tmp_path / "sw").exists()
+
+
+def _open_files() -> list[str]:
+    """The files this process holds open (Linux's /proc)."""
+    import os
+
+    found = []
+    for descriptor in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        except OSError:  # the listing's own descriptor, closed again
+            pass
+    return found
+
+
+# issue 51, left in stop 56: the check opened the study's database and left its connections
+# open for the whole search (two descriptors of the file in the sweep's process)
+@pytest.mark.extras("optuna")
+def test_the_storage_check_closes_the_database_it_opened(tmp_path):
+    from omegaconf import OmegaConf
+
+    from neurorun.cli.sweeps import _check_study
+
+    database = tmp_path / "study.db"
+    _check_study(OmegaConf.create({"direction": "maximize",
+                                   "storage": f"sqlite:///{database}"}))
+    assert database.is_file()  # opened, its tables made
+    assert str(database) not in _open_files()
