@@ -54,7 +54,7 @@ from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.record import claims
-from neurorun.record.run_folder import discard_unstarted
+from neurorun.record.run_folder import discard_unstarted, let_go
 
 neurorun.cli.startup.loaded()  # from here main() catches Ctrl-C
 
@@ -122,7 +122,10 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         release()  # a signal during Hydra's set-up of a single run is raised here
         cfg, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
     except (Exception, KeyboardInterrupt) as error:
-        cause = _failed(error, cfg, run_dir, exits=not sweep)
+        try:
+            cause = _failed(error, cfg, run_dir, exits=not sweep)
+        finally:
+            let_go(run_dir)  # where the run never took its folder's lock over
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
         return None
     print(f"run folder:  {result['run_dir']}")

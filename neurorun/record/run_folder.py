@@ -157,7 +157,7 @@ def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
     """Take ``run_dir``'s lock for the run this process starts next, before anything is
     written there (Hydra's log and saved configs): a second command on the folder is refused
     before it writes, and a new run is refused (under the lock) where one already is. The
-    run's RunFolder takes the lock over; it stays held until this process ends otherwise.
+    run's RunFolder takes the lock over; where the run never began, :func:`let_go` closes it.
 
     Raises: as :func:`lock_run`; ValueError for a new run into a folder that holds one.
     """
@@ -169,6 +169,14 @@ def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
             os.close(fd)
             raise
     _handed[Path(run_dir).resolve()] = fd
+
+
+def let_go(run_dir: str | Path) -> None:
+    """Close the lock :func:`hold_for_run` took for ``run_dir`` where no run took it over (its
+    job failed before the run began): a sweep's process goes on to its next job."""
+    fd = _handed.pop(Path(run_dir).resolve(), None)
+    if fd is not None:
+        os.close(fd)
 
 
 def refuse_misplaced(run_dir: str | Path,

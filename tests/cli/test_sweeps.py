@@ -167,6 +167,22 @@ def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(t
     assert len(rows_of(done)) == 2  # job 0 ran its two generations
 
 
+# issue 51, left in stop 56: a job refused before its run began kept its folder's lock open
+# for the rest of the sweep (one descriptor per such job: a long search ran out of them)
+def test_a_job_refused_before_its_run_closes_its_folders_lock(tmp_path):
+    from tests.cli.failing_env import SPEC
+
+    result = neurorun(
+        "-m", "debug=default", f"env={SPEC.replace(':make', ':count_locks')}",
+        "problem.episode_length=null", f"+env.env_config.out={tmp_path / 'locks'}",
+        "algo.popsize=-2,-4,10", "generations=1", "logger.console.quiet=true",
+        "hydra.sweep.dir=sweep", cwd=tmp_path, test_envs=True)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "neurorun: 2 job(s) of the sweep failed:" in result.stderr
+    assert result.stderr.count("algo.popsize=-") >= 2  # each refused for its popsize
+    assert (tmp_path / "locks").read_text() == "1"  # the last job's own lock only
+
+
 def rows_of(job):
     with open(job / "metrics.csv", newline="") as file:
         return list(csv.DictReader(file))
@@ -282,19 +298,6 @@ def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
     assert "Fix: " in line and not (tmp_path / "sw").exists()
 
 
-def _open_files() -> list[str]:
-    """The files this process holds open (Linux's /proc)."""
-    import os
-
-    found = []
-    for descriptor in os.listdir("/proc/self/fd"):
-        try:
-            found.append(os.readlink(f"/proc/self/fd/{descriptor}"))
-        except OSError:  # the listing's own descriptor, closed again
-            pass
-    return found
-
-
 # issue 51, left in stop 56: the check opened the study's database and left its connections
 # open for the whole search (two descriptors of the file in the sweep's process)
 @pytest.mark.extras("optuna")
@@ -302,9 +305,10 @@ def test_the_storage_check_closes_the_database_it_opened(tmp_path):
     from omegaconf import OmegaConf
 
     from neurorun.cli.sweeps import _check_study
+    from tests.cli.failing_env import open_files
 
     database = tmp_path / "study.db"
     _check_study(OmegaConf.create({"direction": "maximize",
                                    "storage": f"sqlite:///{database}"}))
     assert database.is_file()  # opened, its tables made
-    assert str(database) not in _open_files()
+    assert str(database) not in open_files()
