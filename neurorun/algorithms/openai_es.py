@@ -36,7 +36,7 @@ class FixedStdevStepOptions:
 @dataclass(frozen=True)
 class OpenAIESOptions(SearchOptions):
     step: FixedStdevStepOptions = group(FixedStdevStepOptions)
-    l2coeff: float = 0.0  # L2 weight decay: the gradient loses l2coeff x center
+    l2coeff: float = 0.005  # L2 weight decay (the paper's): the gradient loses l2coeff x center
     symmetric: bool = True  # mirrored pairs; popsize must then be even
 
 

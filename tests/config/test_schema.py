@@ -47,6 +47,46 @@ def test_the_declared_defaults_are_the_packaged_yaml_values():
         if k in ("name", "num_actors")}
 
 
+def test_the_python_apis_defaults_are_the_declared_ones():
+    """make_problem's keyword defaults (what a Python caller gets) are the declared defaults
+    of the keys they stand for (what the command gets)."""
+    import inspect
+
+    from neurorun.problems import make_problem
+
+    declared = {**dataclasses.asdict(RunConfig().problem),
+                "network": RunConfig().network.spec,
+                "num_threads": RunConfig().env.num_threads}
+    defaults = {name: parameter.default
+                for name, parameter in inspect.signature(make_problem).parameters.items()
+                if parameter.default is not parameter.empty}
+    assert {key: defaults[key] for key in declared} == declared
+    # the rest have no key of their own: the env's and network's sections, the run's seed
+    assert set(defaults) - set(declared) == {"network_args", "env_config", "seed"}
+
+
+def _option_defaults(algorithm: type) -> dict[str, Any]:
+    """An algorithm's options as its Options dataclass and DEFAULTS set them, flat."""
+    options = algorithm.Options()
+    flat = {}
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        flat.update(dataclasses.asdict(value) if field.metadata.get("group") else
+                    {field.name: value})
+    return {**flat, **algorithm.DEFAULTS}
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_an_algorithms_yaml_keeps_the_values_its_options_set(name):
+    """Where an algorithm's Options set a value (None: the option has none until given), the
+    command's composed algo section holds that value: a Python caller of make_algorithm and
+    the command get the same algorithm."""
+    composed = OmegaConf.to_container(compose_config([f"algo={name}"]).algo)
+    for key, value in _option_defaults(ALGORITHMS[name]).items():
+        if value is not None:
+            assert composed[key] == value, key
+
+
 @pytest.mark.parametrize(("group", "options"), [
     ("algo", sorted(ALGORITHMS)), ("network", ["linear", "mlp", "lstm", "gru", "rnn", "mlp2"]),
     ("problem", ["default", "gymne", "vecgymne"]), ("parallel", ["local", "ray"]),
