@@ -27,7 +27,7 @@ CORE_ONLY = os.environ.get("NEURORUN_CORE_ONLY") == "1"
 # a module of each extra: the core job refuses to run where one is installed (it would not be
 # testing the core alone)
 EXTRA_MODULES = ("jax", "brax", "ray", "matplotlib", "envpool", "mujoco_playground", "optuna",
-                 "mlflow", "wandb", "onnx", "onnxruntime")
+                 "mlflow", "wandb", "onnx", "onnxruntime", "imageio_ffmpeg")
 
 
 def pytest_configure(config):

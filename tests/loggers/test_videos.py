@@ -89,6 +89,23 @@ def test_videos_come_every_n_generations_and_at_the_end_with_a_frame_per_step(tm
         assert played_frames(path) == centers[generation] + 1
 
 
+@pytest.mark.extras("video")
+def test_mp4_videos_hold_a_frame_per_step(tmp_path):
+    import imageio.v2 as imageio
+
+    run(config("generations=2", "logger.video_every=1", "logger.video_format=mp4"),
+        run_dir=tmp_path)
+    centers = {int(r["generation"]): float(r["center_eval"]) for r in metrics(tmp_path)}
+    assert sorted(p.name for p in (tmp_path / "videos").iterdir()) == ["gen_1.mp4", "gen_2.mp4"]
+    for generation in (1, 2):
+        with imageio.get_reader(tmp_path / "videos" / f"gen_{generation}.mp4",
+                                format="FFMPEG") as reader:
+            assert reader.count_frames() == centers[generation] + 1
+            assert reader.get_meta_data()["fps"] == 1000 / FRAME_MS
+            # H.264 works on even sizes: CartPole's screen is one already
+            assert reader.get_data(0).shape == (CARTPOLE_SIZE[1], CARTPOLE_SIZE[0], 3)
+
+
 def test_debug_video_is_the_tiny_run_with_a_video_of_its_last_generation(tmp_path):
     tiny = compose_config(["debug=default"])
     shown = compose_config(["debug=video"])

@@ -78,8 +78,7 @@ def test_an_envpool_run_renders_with_gymnasiums_env(tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(episodes[0].frames, expected, strict=True))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("imageio_ffmpeg") is None,
-                    reason="MP4 needs imageio-ffmpeg (neurorun[video])")
+@pytest.mark.extras("video")
 def test_mp4_holds_every_frame(run_dir, tmp_path):
     import imageio.v2 as imageio
 
