@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from neurorun.common.extras import EXTRAS
+
 # jax makes its CPU host devices once, when it starts: 4 of them let the tests run the compiled
 # evaluation on 1, 2 or 4 devices (tests/problems/test_devices.py); what the user's XLA_FLAGS
 # force is kept
@@ -24,10 +26,11 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
 
 CORE_ONLY = os.environ.get("NEURORUN_CORE_ONLY") == "1"
-# a module of each extra: the core job refuses to run where one is installed (it would not be
-# testing the core alone)
-EXTRA_MODULES = ("jax", "brax", "ray", "matplotlib", "envpool", "mujoco_playground", "optuna",
-                 "mlflow", "wandb", "onnx", "onnxruntime", "imageio_ffmpeg")
+# the modules of the extras: the core job refuses to run where one is installed (it would not
+# be testing the core alone); those of common/extras.py's rows, and of the extras that code
+# checks for by itself (the trackers', Optuna's)
+EXTRA_MODULES = (*sorted({module for modules in EXTRAS.values() for module in modules}),
+                 "optuna", "mlflow", "wandb")
 
 
 def pytest_configure(config):

@@ -8,7 +8,7 @@ stream, so adding a random draw in one part does not shift the others.
 from __future__ import annotations
 
 import random
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -83,7 +83,7 @@ def python_state(saved: list) -> tuple:
     return version, tuple(internal), gauss
 
 
-def numpy_state(saved: dict[str, Any]) -> tuple:
+def numpy_state(saved: NumpyRecord) -> tuple:
     """``np.random.set_state``'s argument from what `rng_state` saved."""
     return (saved["kind"], saved["keys"].numpy().astype(np.uint32), saved["pos"],
             saved["has_gauss"], saved["cached"])

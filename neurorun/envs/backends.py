@@ -69,8 +69,9 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
 def parse_spec(spec: str) -> tuple[str, str]:
     """``(kind, name)``: kind is a key of BACKENDS (a prefix, or "factory")."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"env spec {spec!r}: expected 'gym::Id', 'Id', 'envpool::Id', "
-                         "'brax::name', 'playground::Name' or 'pkg.module:factory'")
+        raise ValueError(f"env spec {spec!r}: expected a gymnasium id, <backend>::<name> "
+                         f"({', '.join(p + '::' for p in spec_prefixes())}) or "
+                         "'pkg.module:factory'")
     spec = spec.strip()
     prefix, sep, rest = spec.partition("::")
     if sep:

@@ -11,7 +11,6 @@ drawn (a GIF keeps one byte a pixel of each distinct frame until it is written, 
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import time
@@ -24,6 +23,7 @@ import numpy as np
 
 from neurorun.common.atomic import atomic_write, is_disk_full
 from neurorun.common.errors import one_line
+from neurorun.common.extras import require
 from neurorun.common.settings import setting
 from neurorun.record.layout import video_path
 
@@ -52,11 +52,10 @@ class VideoSettings:
     video_format: str = setting("gif", rule=_check_format)
 
     def check_encoder(self) -> None:
-        """ValueError (one line) where MP4 videos are asked for and cannot be written here."""
-        if (self.video_format == "mp4" and self.video_every
-                and importlib.util.find_spec("imageio_ffmpeg") is None):
-            raise ValueError("logger.video_format=mp4 needs imageio-ffmpeg. Fix: pip install "
-                             "'neurorun[video]', or logger.video_format=gif")
+        """MissingExtraError (one line) where MP4 videos are asked for and cannot be written
+        here."""
+        if self.video_format == "mp4" and self.video_every:
+            require("video", "logger.video_format=mp4", otherwise="logger.video_format=gif")
 
 
 def write_gif(frames: Iterable[np.ndarray], path: Path, fps: float) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from neurorun.common.sense import improves
+from neurorun.problems.running_norm import NormRecord
 
 
 @dataclass
@@ -19,7 +20,7 @@ class BestCenter:
     solution: Any = None  # (D,) tensor on the CPU
     score: float | None = None
     generation: int = 0
-    obs_stats: dict[str, Any] | None = None
+    obs_stats: NormRecord | None = None
 
     def offer(self, sense: str, score: float | None, generation: int, center: Any,
               obs_stats: Any) -> None:

@@ -154,7 +154,8 @@ def _check_restart(check: RecordCheck, record: Mapping[str, Any], restarts: int,
         check.count(attempt["max_generations"], "restart.attempt.max_generations", minimum=1)
     check.count(attempt["generations"], "restart.attempt.generations", at_most=generation)
     check.count(attempt["evaluations"], "restart.attempt.evaluations")
-    if set(attempt) != set(required_keys(AttemptRecord)):  # loaded as AttemptRecord(**attempt)
+    # a key more: AttemptRecord(**attempt) would refuse it mid-resume
+    if set(attempt) != set(required_keys(AttemptRecord)):
         check.refuse("restart.attempt", sorted(attempt),
                      f"the keys {sorted(required_keys(AttemptRecord))}")
 
@@ -243,7 +244,7 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
         if saved[key] != own:
             check.refuse(f"algorithm.{key}", saved[key], f"{own!r} (this run's algo and network)")
     _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
-    _same_normalization(state.problem.get("obs_stats") is not None,
+    _same_normalization(state.problem["obs_stats"] is not None,
                         problem.observation_normalization, path)
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")

@@ -3,12 +3,12 @@ imageio-ffmpeg (the optional extra `neurorun[video]`), the encoders a run's vide
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 
 from neurorun.common.errors import one_line
+from neurorun.common.extras import MissingExtraError, require
 from neurorun.loggers.videos import ENCODERS
 from neurorun.tools.common import ToolError, write_output
 
@@ -19,9 +19,11 @@ def check_video_writer(path: Path) -> None:
     """Fail before rendering when `path`'s format cannot be written here."""
     if path.suffix not in VIDEO_SUFFIXES:
         raise ToolError(f"--out {str(path)!r}: expected a .gif or .mp4 file (.html for brax)")
-    if path.suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise ToolError("writing .mp4 needs imageio-ffmpeg: pip install 'neurorun[video]' "
-                        "(or pip install imageio-ffmpeg), or write a .gif instead")
+    if path.suffix == ".mp4":
+        try:
+            require("video", "--out .mp4", otherwise="write a .gif")
+        except MissingExtraError as error:
+            raise ToolError(str(error)) from None
 
 
 def write_video(frames: list[np.ndarray], path: Path, fps: float) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gymnasium.vector import SyncVectorEnv
 
+from neurorun.record.layout import LOCK_FILE
 from tests.problems.toy_env import ToyEnv
 
 SPEC = "tests.cli.failing_env:make"
@@ -48,5 +49,5 @@ def open_files() -> list[str]:
 def count_locks(num_envs: int, out: str) -> SyncVectorEnv:
     """ToyEnvs, after writing to ``out`` the number of descriptors of this process open on a
     run folder's lock file (a removed folder's lock is still counted)."""
-    Path(out).write_text(str(sum(".neurorun.lock" in name for name in open_files())))
+    Path(out).write_text(str(sum(LOCK_FILE in name for name in open_files())))
     return make(num_envs)

@@ -31,7 +31,8 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
 
 def test_naming_an_env_loads_no_env_library_and_reads_the_backends_table(monkeypatch):
     """A folder name and a preset's file come from the one table of backends, which loads no
-    torch or gymnasium (the command line composes its config before any of them loads)."""
+    torch or gymnasium: naming an env's folder, or the file of its preset, loads no env
+    library."""
     import subprocess
     import sys
 

@@ -22,6 +22,7 @@ import torch
 from PIL import Image
 
 from neurorun.cli.app import compose_config
+from neurorun.common import extras
 from neurorun.common.errors import ConfigError
 from neurorun.config.resume import load_run_config
 from neurorun.loggers import LOGGERS, Logger
@@ -339,10 +340,12 @@ def test_bad_video_settings_are_one_line(tmp_path, overrides, message):
 
 def test_mp4_without_imageio_ffmpeg_names_the_extra_only_where_videos_are_on(tmp_path,
                                                                              monkeypatch):
-    real = run_videos.importlib.util.find_spec
-    monkeypatch.setattr(run_videos.importlib.util, "find_spec",
+    real = extras.find_spec
+    monkeypatch.setattr(extras, "find_spec",
                         lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
-    with pytest.raises(ConfigError, match=r"imageio-ffmpeg.*pip install 'neurorun\[video\]'"):
+    with pytest.raises(ConfigError, match=r"^logger.video_format=mp4 needs imageio_ffmpeg: pip "
+                                          r"install 'neurorun\[video\]', or logger.video_format"
+                                          r"=gif$"):
         Runner(config("logger.video_format=mp4", "logger.video_every=1"), run_dir=tmp_path / "a")
     run(config("logger.video_format=mp4", "generations=1"), run_dir=tmp_path / "b")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,8 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from neurorun.common import extras
 from neurorun.tools import render as render_tool
-from neurorun.tools import video
 
 from .helpers import BIAS, WEIGHT, save_checkpoint
 
@@ -89,14 +88,15 @@ def test_mp4_holds_every_frame(run_dir, tmp_path):
 
 
 def test_mp4_without_imageio_ffmpeg_names_the_extra(run_dir, tmp_path, monkeypatch, capsys):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(video.importlib.util, "find_spec",
+    real = extras.find_spec
+    monkeypatch.setattr(extras, "find_spec",
                         lambda name, *a: None if name == "imageio_ffmpeg" else real(name, *a))
     out = tmp_path / "policy.mp4"
     assert render_tool.main([str(run_dir), "--out", str(out)]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1
-    assert "imageio-ffmpeg" in error and "neurorun[video]" in error
+    assert error == ("neurorun-render: error: --out .mp4 needs imageio_ffmpeg: pip install "
+                     "'neurorun[video]', or write a .gif")
     assert not out.exists()
 
 
