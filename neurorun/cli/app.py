@@ -54,6 +54,7 @@ from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import run
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.record import claims
+from neurorun.record.layout import HYDRA_DIR
 from neurorun.record.run_folder import discard_unstarted, let_go
 
 neurorun.cli.startup.loaded()  # from here main() catches Ctrl-C
@@ -164,6 +165,16 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
     return cfg, run(cfg, run_dir=run_dir, callbacks=hooks)
 
 
+def _discard_unstarted(run_dir: Path) -> None:
+    """Remove the run's folder where its run never began (Hydra's files by this job's names)."""
+    hydra_cfg = HydraConfig.get()
+    # not resolved again: neurorun's resolver (a sweep's job folder is locked in it) gives the
+    # default; a value the command line set is plain
+    subdir = (HYDRA_DIR if OmegaConf.is_interpolation(hydra_cfg, "output_subdir")
+              else hydra_cfg.output_subdir)
+    discard_unstarted(run_dir, hydra_cfg.job.name, subdir)
+
+
 def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -> str:
     """Say why the run failed in one line (the traceback goes to the run's neurorun.log) and
     remove a run folder that never started; exit (with 2 for a config error), or, in a sweep
@@ -171,11 +182,11 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
     printed)."""
     if isinstance(error, KeyboardInterrupt):
         if not cfg.resume:
-            discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
+            _discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
         _interrupted(error)
     if isinstance(error, ConfigError):
         if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
-            discard_unstarted(run_dir)
+            _discard_unstarted(run_dir)
         if exits:
             print(f"neurorun: config error: {error}", file=sys.stderr)
             sys.exit(CONFIG_ERROR_EXIT)
@@ -188,7 +199,7 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
             sys.exit(1)
     logging.getLogger(__name__).exception("the run failed")
     if not cfg.resume:
-        discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
+        _discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
     log_file = _log_file()  # gone with its folder where the run removed it (Runner)
     cause = f"{one_line(error, with_type=True)}{_where(error)}" + (
         f" (traceback: {log_file})" if log_file is not None and log_file.is_file() else "")

@@ -26,6 +26,7 @@ from neurorun.record.layout import misplaced_names, output_subdir, taken_name
 from neurorun.record.run_folder import (
     hold_for_run,
     refuse_existing_sweep,
+    refuse_links,
     refuse_lost_state,
     refuse_misplaced,
     require_creatable,
@@ -249,12 +250,15 @@ def _close_logs_in(folder: Path) -> None:
                 handler.close()
 
 
-def refuse_misplaced_hydra_files(folder: str | Path, config: DictConfig) -> None:
+def refuse_unsafe_hydra_files(folder: str | Path, config: DictConfig) -> None:
     """ValueError (one line) where Hydra's log or saved configs in ``folder``, named by the
-    config's ``hydra.job.name`` and ``hydra.output_subdir``, are a FIFO, socket, device or
-    the wrong kind of entry: Hydra would block opening them, with signals held."""
-    refuse_misplaced(folder, misplaced_names(folder, OmegaConf.select(config, "hydra.job.name"),
-                                             OmegaConf.select(config, "hydra.output_subdir")))
+    config's ``hydra.job.name`` and ``hydra.output_subdir``, are symbolic links (Hydra would
+    write through them), or a FIFO, socket, device or the wrong kind of entry (Hydra would
+    block opening them, with signals held)."""
+    names = (OmegaConf.select(config, "hydra.job.name"),
+             OmegaConf.select(config, "hydra.output_subdir"))
+    refuse_links(folder, *names)
+    refuse_misplaced(folder, misplaced_names(folder, *names))
 
 
 class FolderClaim(Callback):
@@ -268,14 +272,14 @@ class FolderClaim(Callback):
         if folder is not None:
             resume = OmegaConf.select(config, "resume") not in (None, "")
             _refuse_on_error(lambda: (check_hydra_names(config),
-                                      refuse_misplaced_hydra_files(folder, config),
+                                      refuse_unsafe_hydra_files(folder, config),
                                       hold_for_run(folder, resume=resume)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = _claim(config, "hydra.sweep.dir")
         if folder is not None:
             _refuse_on_error(lambda: (check_hydra_names(config), *(
-                refuse_misplaced_hydra_files(job, config) for job in Path(folder).glob("*/"))))
+                refuse_unsafe_hydra_files(job, config) for job in Path(folder).glob("*/"))))
 
 
 def _claim(config: DictConfig, key: str) -> str | None:

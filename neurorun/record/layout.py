@@ -79,10 +79,14 @@ def video_path(run_dir: str | Path, generation: int, suffix: str) -> Path:
     return Path(run_dir) / VIDEOS_DIR / f"gen_{generation}{suffix}"
 
 
-def linked_names(run_dir: str | Path) -> list[str]:
-    """The names of ``run_dir`` that neurorun writes and that are symbolic links."""
+def linked_names(run_dir: str | Path, job_name: Any = JOB_NAME,
+                 output_subdir: Any = HYDRA_DIR) -> list[str]:
+    """The names of ``run_dir`` that neurorun or Hydra writes (its files under
+    ``hydra.job.name`` and ``hydra.output_subdir``: :func:`hydra_names`) and that are symbolic
+    links."""
     folder = Path(run_dir)
-    return [name for name in (*WRITTEN, *METRIC_FILES) if (folder / name).is_symlink()]
+    return [name for name in dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir),
+                                            *METRIC_FILES)) if (folder / name).is_symlink()]
 
 
 def taken_name(path: str, *others: str) -> str | None:

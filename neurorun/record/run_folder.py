@@ -16,7 +16,8 @@ import shutil
 import socket
 import stat
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 from neurorun.common.errors import FolderInUseError
 from neurorun.record.checkpoint import load_state
@@ -24,14 +25,15 @@ from neurorun.record.claims import made_here, make_folders
 from neurorun.record.layout import (
     CHECKPOINT_DIR,
     HYDRA_DIR,
+    JOB_NAME,
     LOCK_FILE,
-    LOG_FILE,
     METRIC_FILES,
     READ,
     STATE_FILE,
     SWEEP_RECORD,
     VIDEOS_DIR,
     entry_kind,
+    hydra_names,
     linked_names,
     misplaced_names,
     resume_command,
@@ -195,11 +197,13 @@ def refuse_misplaced(run_dir: str | Path,
             f"it (rm -r {name}), or use another folder.")
 
 
-def refuse_links(run_dir: str | Path) -> None:
+def refuse_links(run_dir: str | Path, job_name: Any = JOB_NAME,
+                 output_subdir: Any = HYDRA_DIR) -> None:
     """ValueError (one line) when a file or folder that a run writes in ``run_dir`` is a
-    symbolic link: a write, cut or append would follow it out of the folder."""
+    symbolic link (Hydra's files by their keys, ``layout.linked_names``): a write, cut or
+    append would follow it out of the folder."""
     folder = Path(run_dir)
-    linked = linked_names(folder)
+    linked = linked_names(folder, job_name, output_subdir)
     if linked:
         shown = ", ".join(f"{name} -> {os.readlink(folder / name)}" for name in linked)
         raise ValueError(
@@ -209,13 +213,16 @@ def refuse_links(run_dir: str | Path) -> None:
             "name), or use another folder.")
 
 
-def discard_unstarted(run_dir: str | Path) -> bool:
+def discard_unstarted(run_dir: str | Path, job_name: Any = JOB_NAME,
+                      output_subdir: Any = HYDRA_DIR) -> bool:
     """Remove ``run_dir`` when it holds nothing but what a run puts there before its first
-    generation (its lock, Hydra's folder and log, empty metric files); whether it was."""
+    generation (its lock, Hydra's folder and log, named by ``hydra.job.name`` and
+    ``hydra.output_subdir``, empty metric files); whether it was."""
     folder = Path(run_dir)
     if not folder.is_dir() or folder.is_symlink():
         return False
-    before_start = {LOCK_FILE, HYDRA_DIR, LOG_FILE}
+    before_start = {LOCK_FILE, *(PurePosixPath(name).parts[0]
+                                 for name in hydra_names(job_name, output_subdir))}
     if all(p.name in before_start or (p.name in METRIC_FILES and not p.is_symlink()
                                       and p.stat().st_size == 0) for p in folder.iterdir()):
         shutil.rmtree(folder, ignore_errors=True)

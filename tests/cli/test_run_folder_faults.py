@@ -81,6 +81,33 @@ def test_a_fifo_at_a_file_named_by_hydra_keys_is_refused(tmp_path, override, nam
     assert not (run_dir / ".neurorun.lock").exists()  # refused before anything is opened
 
 
+# issue 51, left in stop 56: the names Hydra's keys give its files were checked for FIFOs but
+# not for links (Hydra appended its log through a link out of the folder), and a folder
+# holding them was not seen as unstarted (a run refused in it left its folder behind)
+@pytest.mark.parametrize(("override", "name"), [("hydra.job.name=foo", "foo.log"),
+                                                ("hydra.output_subdir=sub", "sub")])
+def test_a_link_at_a_file_named_by_hydra_keys_is_refused(tmp_path, override, name):
+    run_dir, outside = tmp_path / "d", tmp_path / "outside"
+    run_dir.mkdir()
+    outside.mkdir() if name == "sub" else outside.write_text("someone else's\n")
+    (run_dir / name).symlink_to(outside)
+    line = config_error(neurorun("debug=default", override, f"hydra.run.dir={run_dir}",
+                                 cwd=tmp_path))
+    assert f"symbolic links where a run writes ({name} -> {outside})" in line
+    assert [p.name for p in run_dir.iterdir()] == [name]  # nothing written
+    assert (list(outside.iterdir()) == [] if name == "sub"
+            else outside.read_text() == "someone else's\n")
+
+
+@pytest.mark.parametrize("override", ["hydra.job.name=foo", "hydra.output_subdir=sub"])
+def test_a_run_refused_before_it_began_leaves_no_folder_whatever_hydras_names(tmp_path,
+                                                                             override):
+    line = config_error(neurorun("debug=default", override, "algo.popsize=-1",
+                                 "hydra.run.dir=run", cwd=tmp_path))
+    assert "algo.popsize=-1" in line
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("name", ["neurorun.log", ".neurorun.lock", "metrics.csv",
                                   ".hydra/config.yaml", "checkpoints/state.pt"])
 def test_a_fifo_in_a_resumed_run_is_refused(run_copy, tmp_path, name):
