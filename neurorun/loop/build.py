@@ -138,7 +138,7 @@ def use_host_devices(config: RunConfig) -> None:
     sets the count as the command does, where jax has not started yet in the process."""
     from neurorun.envs import backend_of
     from neurorun.loggers.console import show_library_messages
-    from neurorun.problems.devices import host_device_flags
+    from neurorun.problems.devices import check_xla_flags, host_device_flags
 
     log = logging.getLogger("neurorun.devices")
     devices = config.problem.devices  # checked with the config
@@ -152,6 +152,7 @@ def use_host_devices(config: RunConfig) -> None:
                 hide()
             return
         flags, said = host_device_flags(devices, os.environ)
+        check_xla_flags(os.environ.get("XLA_FLAGS", "") if flags is None else flags)
     except ValueError as error:  # the run's own checks say it in full
         raise ConfigError(str(error)) from None
     if flags is not None:

@@ -8,13 +8,18 @@ jax starts (``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``), so a r
 ``JAX_NUM_CPU_DEVICES``, which wins over it) forces. A count (or highest id + 1) above
 ``DEVICES_PER_CORE`` per usable core, from any of the three, is refused before jax starts: XLA
 would make every one of them, each holding memory of its own, and no machine has that many
-accelerators per core.
+accelerators per core. A flag of the user's ``XLA_FLAGS`` that XLA does not know would end the
+process as jax starts (XLA's own fatal line, the run folder left behind): ``check_xla_flags``
+asks a fresh process first.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -99,6 +104,32 @@ def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | N
         return None, "jax's CPU has 1 host device"
     return (f"{flags} {HOST_COUNT_FLAG}={count}".strip(),
             f"jax's CPU has {count} host devices ({why})")
+
+
+def check_xla_flags(flags: str) -> None:
+    """ValueError (one line) when XLA does not know a flag of ``flags`` (``XLA_FLAGS``) other
+    than the host device count: XLA ends the process that starts jax with it."""
+    if _FLAG.sub("", flags).strip():
+        unknown = _unknown_xla_flags(flags)
+        if unknown:
+            raise ValueError(f"XLA_FLAGS holds {unknown}, which this jax's XLA does not know "
+                             "(XLA would end the run as jax starts). Fix: remove or correct "
+                             "it in XLA_FLAGS")
+
+
+@functools.cache
+def _unknown_xla_flags(flags: str) -> str | None:
+    """XLA's words for the flags of ``flags`` it does not know, None where it knows them all
+    (or the probe says nothing): asked of a fresh process that starts jax with them, once per
+    process and value."""
+    try:
+        probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"],
+                               env={**os.environ, "XLA_FLAGS": flags}, capture_output=True,
+                               text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"Unknown flags? in XLA_FLAGS: (.*)", probe.stderr)
+    return found.group(1).strip() if probe.returncode and found else None
 
 
 def _jax_num_cpu_devices(environ: Mapping[str, str]) -> int | None:

@@ -10,7 +10,12 @@ import sys
 
 import pytest
 
-from neurorun.problems.devices import HOST_COUNT_FLAG, check_devices, host_device_flags
+from neurorun.problems.devices import (
+    HOST_COUNT_FLAG,
+    check_devices,
+    check_xla_flags,
+    host_device_flags,
+)
 
 NEURORUN = [sys.executable, "-m", "neurorun.cli.app"]
 
@@ -69,6 +74,30 @@ def test_a_malformed_host_count_in_xla_flags_is_one_line_and_no_run_folder(tmp_p
                       "remove it there and set problem.devices"]
     assert len(done.stderr.splitlines()) <= 2  # and the preset hint, where one is
     assert not (tmp_path / "run").exists()
+
+
+# issue 51 re-probe F19, left in stop 56: XLA ended the process with its own fatal line as jax
+# started, and the run folder stayed
+@pytest.mark.extras("jax")
+def test_an_unknown_flag_in_xla_flags_is_one_line_and_no_run_folder(tmp_path):
+    done = _neurorun(tmp_path, "env=brax::inverted_pendulum", "algo.popsize=4",
+                     XLA_FLAGS=f"{HOST_COUNT_FLAG}=2 --xla_no_such_flag=1")
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if "config error" in line]
+    assert errors == ["neurorun: config error: XLA_FLAGS holds --xla_no_such_flag=1, which this "
+                      "jax's XLA does not know (XLA would end the run as jax starts). Fix: "
+                      "remove or correct it in XLA_FLAGS"]
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.extras("jax")
+def test_flags_xla_knows_pass_and_the_host_count_alone_asks_no_process(monkeypatch):
+    import neurorun.problems.devices as devices
+
+    check_xla_flags(f"{HOST_COUNT_FLAG}=2 --xla_cpu_enable_fast_math=false")  # XLA's own flag
+    monkeypatch.setattr(devices.subprocess, "run", None)  # any probe now fails the test
+    check_xla_flags(f"{HOST_COUNT_FLAG}=2")  # neurorun's own count: nothing to ask
+    check_xla_flags("")
 
 
 def test_devices_on_a_gymnasium_env_are_said_to_be_ignored(tmp_path):
