@@ -63,30 +63,24 @@ def test_the_command_refuses_a_million_devices_in_one_line(tmp_path):
 
 
 @pytest.mark.extras("jax")
-def test_a_malformed_host_count_in_xla_flags_is_one_line_and_no_run_folder(tmp_path):
-    """XLA printed its 300-line list of flags, and the run folder stayed."""
+@pytest.mark.parametrize(("flags", "expected"), [
+    # XLA printed its 300-line list of flags, and the run folder stayed
+    (f"{HOST_COUNT_FLAG}=abc", f"XLA_FLAGS holds {HOST_COUNT_FLAG}=abc; expected "
+     f"{HOST_COUNT_FLAG}=<a count >= 1>. Fix: correct it in XLA_FLAGS, or remove it there and "
+     "set problem.devices"),
+    # issue 51 re-probe F19, left in stop 56: XLA ended the process with its own fatal line as
+    # jax started, and the run folder stayed
+    (f"{HOST_COUNT_FLAG}=2 --xla_no_such_flag=1", "XLA_FLAGS holds --xla_no_such_flag=1, which "
+     "this jax's XLA does not know (XLA would end the run as jax starts). Fix: remove or "
+     "correct it in XLA_FLAGS"),
+])
+def test_a_bad_xla_flag_is_one_line_and_no_run_folder(tmp_path, flags, expected):
     done = _neurorun(tmp_path, "env=brax::inverted_pendulum", "algo.popsize=4",
-                     XLA_FLAGS=f"{HOST_COUNT_FLAG}=abc")
+                     XLA_FLAGS=flags)
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if "config error" in line]
-    assert errors == [f"neurorun: config error: XLA_FLAGS holds {HOST_COUNT_FLAG}=abc; expected "
-                      f"{HOST_COUNT_FLAG}=<a count >= 1>. Fix: correct it in XLA_FLAGS, or "
-                      "remove it there and set problem.devices"]
+    assert errors == [f"neurorun: config error: {expected}"]
     assert len(done.stderr.splitlines()) <= 2  # and the preset hint, where one is
-    assert not (tmp_path / "run").exists()
-
-
-# issue 51 re-probe F19, left in stop 56: XLA ended the process with its own fatal line as jax
-# started, and the run folder stayed
-@pytest.mark.extras("jax")
-def test_an_unknown_flag_in_xla_flags_is_one_line_and_no_run_folder(tmp_path):
-    done = _neurorun(tmp_path, "env=brax::inverted_pendulum", "algo.popsize=4",
-                     XLA_FLAGS=f"{HOST_COUNT_FLAG}=2 --xla_no_such_flag=1")
-    assert done.returncode == 2, done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines() if "config error" in line]
-    assert errors == ["neurorun: config error: XLA_FLAGS holds --xla_no_such_flag=1, which this "
-                      "jax's XLA does not know (XLA would end the run as jax starts). Fix: "
-                      "remove or correct it in XLA_FLAGS"]
     assert not (tmp_path / "run").exists()
 
 
