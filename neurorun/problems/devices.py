@@ -122,10 +122,11 @@ def _unknown_xla_flags(flags: str) -> str | None:
     """XLA's words for the flags of ``flags`` it does not know, None where it knows them all
     (or the probe says nothing): asked of a fresh process that starts jax with them, once per
     process and value."""
+    # on a GPU, the probe takes memory as it needs it, not jax's default share
+    environ = {**os.environ, "XLA_FLAGS": flags, "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     try:
-        probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"],
-                               env={**os.environ, "XLA_FLAGS": flags}, capture_output=True,
-                               text=True, timeout=300)
+        probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices()"], env=environ,
+                               capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = re.search(r"Unknown flags? in XLA_FLAGS: (.*)", probe.stderr)
