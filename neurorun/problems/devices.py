@@ -108,9 +108,12 @@ def host_device_flags(devices: Any, environ: Mapping[str, str]) -> tuple[str | N
 
 def check_xla_flags(flags: str) -> None:
     """ValueError (one line) when XLA does not know a flag of ``flags`` (``XLA_FLAGS``) other
-    than the host device count: XLA ends the process that starts jax with it."""
-    if _FLAG.sub("", flags).strip():
-        unknown = _unknown_xla_flags(flags)
+    than the host device count (checked by ``host_device_flags``): XLA ends the process that
+    starts jax with it. The probe runs without the count, so a sweep over problem.devices
+    asks once."""
+    others = " ".join(_FLAG.sub("", flags).split())
+    if others:
+        unknown = _unknown_xla_flags(others)
         if unknown:
             raise ValueError(f"XLA_FLAGS holds {unknown}, which this jax's XLA does not know "
                              "(XLA would end the run as jax starts). Fix: remove or correct "
