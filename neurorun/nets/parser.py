@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from neurorun.common.errors import one_line
 from neurorun.common.values import is_int
 from neurorun.nets.catalog import LAYERS, REFUSED, dim_error
 from neurorun.nets.chain import Chain
@@ -129,8 +130,8 @@ class _Builder:
         except NetworkParseError:
             raise
         except Exception as error:  # a layer may reject its arguments with any exception
-            raise self.error(f"cannot create {name}({shown}): {type(error).__name__}: {error}",
-                             call) from None
+            raise self.error(f"cannot create {name}({shown}): "
+                             f"{one_line(error, with_type=True)}", call) from None
 
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant) and isinstance(node.value, _SCALARS):

@@ -170,7 +170,7 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
     try:
         saved = pickle.loads(data)
     except Exception as error:
-        raise ToolError(f"cannot unpickle {str(path)!r}: {type(error).__name__}: {error}; "
+        raise ToolError(f"cannot unpickle {str(path)!r}: {one_line(error, with_type=True)}; "
                         "it needs the code that saved it (neurorun installed)") from error
     if not isinstance(saved, dict) or not callable(getattr(saved.get("policy"), "act", None)):
         raise ToolError(f"{str(path)!r} is not a neurorun policy pickle: expected a dict whose "
@@ -189,7 +189,7 @@ def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy
             weights = torch.load(file, map_location="cpu", weights_only=True)
         except Exception as error:
             raise ToolError(f"cannot load {str(path)!r} with torch.load(weights_only=True): "
-                            f"{type(error).__name__}: {error}") from error
+                            f"{one_line(error, with_type=True, first_line=True)}") from error
     meta = _read_meta(path)
     if not isinstance(weights, dict) or "solution" not in weights:
         raise ToolError(f"{str(path)!r} holds no 'solution' tensor; expected a neurorun "

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from neurorun.common.errors import one_line
-from neurorun.common.extras import MissingExtraError, require
+from neurorun.common.extras import require
 from neurorun.loggers.videos import ENCODERS
 from neurorun.tools.common import ToolError, write_output
 
@@ -19,11 +19,8 @@ def check_video_writer(path: Path) -> None:
     """Fail before rendering when `path`'s format cannot be written here."""
     if path.suffix not in VIDEO_SUFFIXES:
         raise ToolError(f"--out {str(path)!r}: expected a .gif or .mp4 file (.html for brax)")
-    if path.suffix == ".mp4":
-        try:
-            require("video", "--out .mp4", otherwise="write a .gif")
-        except MissingExtraError as error:
-            raise ToolError(str(error)) from None
+    if path.suffix == ".mp4":  # run_tool says a missing extra in one line
+        require("video", "--out .mp4", otherwise="write a .gif")
 
 
 def write_video(frames: list[np.ndarray], path: Path, fps: float) -> Path:
