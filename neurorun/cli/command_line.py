@@ -22,13 +22,13 @@ from neurorun.common.errors import CONFIG_ERROR_EXIT
 from neurorun.config.resume import require_saved_config
 from neurorun.config.schema import OPEN_MAPPINGS
 from neurorun.record.claims import claiming
-from neurorun.record.layout import misplaced_names, output_subdir, taken_name
+from neurorun.record.layout import output_subdir, taken_name
 from neurorun.record.run_folder import (
     hold_for_run,
     refuse_existing_sweep,
-    refuse_links,
     refuse_lost_state,
     refuse_misplaced,
+    refuse_unsafe_entries,
     require_creatable,
 )
 
@@ -255,10 +255,8 @@ def refuse_unsafe_hydra_files(folder: str | Path, config: DictConfig) -> None:
     config's ``hydra.job.name`` and ``hydra.output_subdir``, are symbolic links (Hydra would
     write through them), or a FIFO, socket, device or the wrong kind of entry (Hydra would
     block opening them, with signals held)."""
-    names = (OmegaConf.select(config, "hydra.job.name"),
-             OmegaConf.select(config, "hydra.output_subdir"))
-    refuse_links(folder, *names)
-    refuse_misplaced(folder, misplaced_names(folder, *names))
+    refuse_unsafe_entries(folder, OmegaConf.select(config, "hydra.job.name"),
+                          OmegaConf.select(config, "hydra.output_subdir"))
 
 
 class FolderClaim(Callback):

@@ -79,14 +79,20 @@ def video_path(run_dir: str | Path, generation: int, suffix: str) -> Path:
     return Path(run_dir) / VIDEOS_DIR / f"gen_{generation}{suffix}"
 
 
+def written_names(job_name: Any = JOB_NAME, output_subdir: Any = HYDRA_DIR) -> tuple[str, ...]:
+    """The names of a run folder that neurorun or Hydra writes (Hydra's files under
+    ``hydra.job.name`` and ``hydra.output_subdir``: :func:`hydra_names`), each once."""
+    return tuple(dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir),
+                                *METRIC_FILES)))
+
+
 def linked_names(run_dir: str | Path, job_name: Any = JOB_NAME,
                  output_subdir: Any = HYDRA_DIR) -> list[str]:
-    """The names of ``run_dir`` that neurorun or Hydra writes (its files under
-    ``hydra.job.name`` and ``hydra.output_subdir``: :func:`hydra_names`) and that are symbolic
-    links."""
+    """The names of ``run_dir`` that neurorun or Hydra writes (:func:`written_names`) and that
+    are symbolic links."""
     folder = Path(run_dir)
-    return [name for name in dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir),
-                                            *METRIC_FILES)) if (folder / name).is_symlink()]
+    return [name for name in written_names(job_name, output_subdir)
+            if (folder / name).is_symlink()]
 
 
 def taken_name(path: str, *others: str) -> str | None:
@@ -111,8 +117,7 @@ def misplaced_names(run_dir: str | Path, job_name: Any = JOB_NAME,
     takes what is written to it, and a folder cannot be opened as a file."""
     folders = {*FOLDERS, str(output_subdir)}
     found = []
-    for name in dict.fromkeys((*WRITTEN, *hydra_names(job_name, output_subdir), *METRIC_FILES,
-                               *READ)):
+    for name in dict.fromkeys((*written_names(job_name, output_subdir), *READ)):
         try:
             mode = (Path(run_dir) / name).lstat().st_mode
         except OSError:  # not there (or its folder is not): a run makes it

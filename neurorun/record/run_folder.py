@@ -128,8 +128,7 @@ def lock_run(run_dir: str | Path) -> int:
     handed = _handed.pop(folder.resolve(), None)
     if handed is not None:
         return handed
-    refuse_links(folder)
-    refuse_misplaced(folder)
+    refuse_unsafe_entries(folder)
     try:
         make_folders(folder)
         # not blocking: a FIFO put there after the check above is refused below, not waited on
@@ -195,6 +194,16 @@ def refuse_misplaced(run_dir: str | Path,
             f"run folder {str(run_dir)!r} has {shown}, where a run or the tools open "
             f"{found[0][2]}: opening it would block, fail or write into a device. Fix: remove "
             f"it (rm -r {name}), or use another folder.")
+
+
+def refuse_unsafe_entries(run_dir: str | Path, job_name: Any = JOB_NAME,
+                          output_subdir: Any = HYDRA_DIR) -> None:
+    """ValueError (one line) where a name that a run, Hydra (its files by ``hydra.job.name``
+    and ``hydra.output_subdir``) or the tools open in ``run_dir`` is a symbolic link
+    (:func:`refuse_links`) or a FIFO, socket, device or the wrong kind of entry
+    (:func:`refuse_misplaced`)."""
+    refuse_links(run_dir, job_name, output_subdir)
+    refuse_misplaced(run_dir, misplaced_names(run_dir, job_name, output_subdir))
 
 
 def refuse_links(run_dir: str | Path, job_name: Any = JOB_NAME,
