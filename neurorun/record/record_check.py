@@ -41,13 +41,18 @@ class RecordCheck:
             self.refuse(key_name(prefix, key), MISSING, "a value (the runner always saves it)")
         return record[key]
 
-    def record(self, value: Any, declared: type, key: str = "") -> Mapping[str, Any]:
+    def record(self, value: Any, declared: type, key: str = "", *,
+               exact: bool = False) -> Mapping[str, Any]:
         """``value`` as a record of ``declared`` (a part's declaration of what it saves: a
-        TypedDict or a dataclass): a mapping that holds each key the declaration requires."""
+        TypedDict or a dataclass): a mapping that holds each key the declaration requires
+        (``exact``: and no other, where the record is loaded as ``declared(**value)``)."""
         if not isinstance(value, Mapping):
             self.refuse(key, value, "a mapping")
-        for name in required_keys(declared):
+        required = required_keys(declared)
+        for name in required:
             self.item(value, name, key)
+        if exact and len(value) != len(required):
+            self.refuse(key, sorted(value), f"the keys {sorted(required)}")
         return value
 
     def mapping(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Mapping:

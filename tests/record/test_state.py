@@ -50,27 +50,6 @@ def test_a_state_of_no_registered_algorithm_is_refused_when_read(trained, name):
 
 # ----- the record is what its parts declare -------------------------------------------------
 
-def declared(part: type) -> set[str]:
-    """What a declaration names: a dataclass's fields, a TypedDict's keys."""
-    from dataclasses import fields, is_dataclass
-
-    return {f.name for f in fields(part)} if is_dataclass(part) else set(part.__annotations__)
-
-
-def _parts():
-    from neurorun.algorithms.base import AlgorithmRecord
-    from neurorun.common.seeding import GeneratorsRecord, NumpyRecord
-    from neurorun.problems.evaluator import EvaluatorRecord
-    from neurorun.record.best import BestCenter
-    from neurorun.record.metrics import GenerationStatus
-    from neurorun.record.restart import AttemptRecord, RestartRecord
-    from neurorun.record.state import RunState
-
-    return {"": RunState, "algorithm": AlgorithmRecord, "problem": EvaluatorRecord,
-            "rng": GeneratorsRecord, "rng.numpy": NumpyRecord, "best": BestCenter,
-            "status": GenerationStatus, "restart": RestartRecord, "restart.attempt": AttemptRecord}
-
-
 def _at(state, key):
     for part in filter(None, key.split(".")):
         state = state[part]
@@ -78,18 +57,19 @@ def _at(state, key):
 
 
 def test_each_part_saves_what_it_declares(trained):
-    """The saved record's keys, part by part, are the TypedDicts the checks read (a part saved
-    from a dataclass's fields cannot differ from them; the GPU's generators are saved on a GPU
-    only)."""
-    from dataclasses import is_dataclass
-
+    """The saved record's keys, part by part, are the TypedDicts the checks read (the parts
+    saved from a dataclass's fields cannot differ from them; the GPU's generators are saved
+    on a GPU only)."""
+    from neurorun.common.seeding import GeneratorsRecord, NumpyRecord
+    from neurorun.problems.evaluator import EvaluatorRecord
     from neurorun.problems.running_norm import NormRecord, RunningNorm
+    from neurorun.record.restart import RestartRecord
 
     state = torch.load(trained / "checkpoints" / "state.pt", weights_only=True)
-    for key, part in _parts().items():
-        if not is_dataclass(part):
-            assert set(_at(state, key)) == declared(part) - {"cuda"}, key
-    assert set(RunningNorm(3).state_dict()) == declared(NormRecord)
+    for key, part in {"problem": EvaluatorRecord, "rng": GeneratorsRecord,
+                      "rng.numpy": NumpyRecord, "restart": RestartRecord}.items():
+        assert set(_at(state, key)) == set(part.__annotations__) - {"cuda"}, key
+    assert set(RunningNorm(3).state_dict()) == set(NormRecord.__annotations__)
     # every algorithm's: tests/algorithms/test_registry.py
 
 
@@ -109,3 +89,16 @@ def test_a_declared_key_missing_from_state_pt_is_named(trained, key):
         load_state(trained)
     message = str(refused.value)
     assert "\n" not in message and f"{path}: {key} is missing" in message
+
+
+def test_an_attempt_with_a_key_more_is_refused_when_read(trained):
+    """The attempt is rebuilt as AttemptRecord(**attempt): a key more would fail mid-resume."""
+    path = trained / "checkpoints" / "state.pt"
+    state = torch.load(path, weights_only=True)
+    state["restart"]["attempt"]["bogus"] = 1
+    torch.save(state, path)
+    with pytest.raises(ConfigError) as refused:
+        load_state(trained)
+    message = str(refused.value)
+    assert f"{path}: restart.attempt is [" in message and "'bogus'" in message
+    assert "expected the keys ['evaluations', 'generations', 'max_generations'" in message
