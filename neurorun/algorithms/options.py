@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import typing
 from collections.abc import Mapping
@@ -102,7 +103,7 @@ def options_from_flat(options_cls: type, flat: Mapping[str, Any]) -> Any:
         values[option.name] = dataclasses.replace(option.default_factory(), **given)
     if remaining:
         raise ValueError(_unknown_options_message(options_cls, remaining))
-    hints = {**typing.get_type_hints(options_cls), **_group_hints(options_cls)}
+    hints = _flat_hints(options_cls)
     for key, value in flat.items():
         if not fits(value, hints[key]):
             kind = kind_of(hints[key])
@@ -110,11 +111,13 @@ def options_from_flat(options_cls: type, flat: Mapping[str, Any]) -> Any:
     return options_cls(**values)
 
 
-def _group_hints(options_cls: type) -> dict[str, Any]:
-    """The type hints of the fields of `options_cls`'s option groups."""
-    return {key: hint for option in dataclasses.fields(options_cls)
-            if option.metadata.get("group") is not None
-            for key, hint in typing.get_type_hints(option.metadata["group"]).items()}
+@functools.cache
+def _flat_hints(options_cls: type) -> dict[str, Any]:
+    """The type of each flat option of `options_cls`: its own fields' and its groups'."""
+    return {**typing.get_type_hints(options_cls),
+            **{key: hint for option in dataclasses.fields(options_cls)
+               if option.metadata.get("group") is not None
+               for key, hint in typing.get_type_hints(option.metadata["group"]).items()}}
 
 
 def option_names(options_cls: type) -> list[str]:
@@ -131,7 +134,7 @@ def option_names(options_cls: type) -> list[str]:
 
 def per_parameter_options(options_cls: type) -> list[str]:
     """The flat options of `options_cls` that take one value per parameter (a list: `Vector`)."""
-    hints = {**typing.get_type_hints(options_cls), **_group_hints(options_cls)}
+    hints = _flat_hints(options_cls)
     return [name for name in option_names(options_cls)
             if any(typing.get_origin(arg) is list for arg in typing.get_args(hints[name]))]
 
