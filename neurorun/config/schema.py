@@ -16,7 +16,7 @@ import dataclasses
 import re
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from neurorun.common.errors import ConfigError
@@ -178,10 +178,6 @@ class ParallelConfig:
 OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
                  "algo.optimizer_config")
 
-# algo.* that are the run's, not options of the algorithm
-ALGO_KEYS = ("name", "popsize", "distributed")
-
-
 @dataclass(frozen=True)
 class AlgoConfig:
     """``algo.*``: the algorithm's name, popsize, distributed mode and its own options (the
@@ -191,6 +187,10 @@ class AlgoConfig:
     popsize: int | None = setting(None, ge=1)
     distributed: Any = setting("auto", rule=_true_false_auto)
     options: dict[str, Any] = field(default_factory=dict)
+
+
+# algo.* that are the run's, not options of the algorithm
+ALGO_KEYS = tuple(f.name for f in fields(AlgoConfig) if f.name != "options")
 
 
 def load_algo(raw: Any, path: str = "algo") -> AlgoConfig:
