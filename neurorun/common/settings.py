@@ -24,7 +24,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from neurorun.common.errors import ConfigError
@@ -115,9 +115,17 @@ def _apply(rule: Callable[[Any], Any], key: str, value: Any) -> None:
     try:
         rule(value)
     except ValueError as error:
-        name = key.rpartition(".")[2]
-        raise ConfigError(re.sub(rf"(?<![\w.]){re.escape(name)}=", f"{key}=", str(error))
-                          ) from None
+        section, _, name = key.rpartition(".")
+        raise ConfigError(as_keys(str(error), [name], section)) from None
+
+
+def as_keys(message: str, names: Iterable[str], section: str) -> str:
+    """``message`` (a part's, which names its options ``name=``) with each of ``names`` written
+    as the config key ``section.name=`` (a longer name first: ``num_actors`` is no ``actors``)."""
+    for name in sorted(names, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w.]){re.escape(name)}=",
+                         f"{section}.{name}=" if section else f"{name}=", message)
+    return message
 
 
 def accepts(value: Any, hint: Any, limits: Mapping[str, Any]) -> bool:

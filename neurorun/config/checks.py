@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.common.errors import ConfigError, one_line
+from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
 
@@ -30,10 +31,8 @@ _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.
 
 def algo_error(algo: AlgoConfig, error: Exception) -> ConfigError:
     """The algorithm's message, with its option names written as config keys (algo.x)."""
-    message = str(error)
-    for key in sorted((*algo.options, "popsize"), key=len, reverse=True):
-        message = re.sub(rf"(?<![\w.]){re.escape(str(key))}=", f"algo.{key}=", message)
-    return ConfigError(f"algo={algo.name}: {message}")
+    return ConfigError(f"algo={algo.name}: "
+                       f"{as_keys(str(error), (*algo.options, 'popsize'), 'algo')}")
 
 
 def _probe_options(algo: AlgoConfig) -> dict[str, Any]:
@@ -148,7 +147,8 @@ def _check_parallel(config: RunConfig) -> None:
         try:
             check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)
         except ValueError as error:
-            raise ConfigError(f"parallel.{error}") from None
+            raise ConfigError(as_keys(str(error), ("num_actors", "num_subbatches",
+                                                   "subbatch_size"), "parallel")) from None
 
 
 def _check_algorithm(config: RunConfig) -> None:
