@@ -51,7 +51,7 @@ from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseEr
 from neurorun.config.checks import resolve_config
 from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
-from neurorun.loop.runner import run
+from neurorun.loop.runner import Runner
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
 from neurorun.record import claims
 from neurorun.record.layout import HYDRA_DIR
@@ -121,7 +121,7 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
         release()  # a signal during Hydra's set-up of a single run is raised here
-        cfg, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
+        config, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
     except (Exception, KeyboardInterrupt) as error:
         try:
             cause = _failed(error, cfg, run_dir, exits=not sweep)
@@ -130,9 +130,9 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
         return None
     print(f"run folder:  {result['run_dir']}")
-    print(f"best policy: {result['best_policy']} ({_best_score(result, cfg)})")
-    name = OmegaConf.select(cfg, "objective", default=RunConfig.objective)  # a saved config
-    print(f"objective:   {name} = {result['objective']}")  # may lack a key: its default
+    print(f"best policy: {result['best_policy']} ({_best_score(result, config)})")
+    name = config.objective
+    print(f"objective:   {name} = {result['objective']}")
     objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
     if searching and not math.isfinite(objective):
@@ -144,9 +144,9 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
 
 
 def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
-           kept_back: list[str]) -> tuple[DictConfig, dict[str, Any]]:
-    """The config that runs (a resumed run's saved one, this command's overrides on top) and
-    what its run returned."""
+           kept_back: list[str]) -> tuple[RunConfig, dict[str, Any]]:
+    """The config that ran, typed (a resumed run's saved one, this command's overrides on
+    top), and what its run returned."""
     resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
@@ -162,7 +162,8 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         overrides = [*task_overrides(hydra_cfg), *kept_back]
         cfg = _resumed_config(cfg, overrides)
         hooks = ResumeRecord(overrides)
-    return cfg, run(cfg, run_dir=run_dir, callbacks=hooks)
+    runner = Runner(cfg, run_dir=run_dir, callbacks=hooks)
+    return runner.config, runner.run()
 
 
 def _discard_unstarted(run_dir: Path) -> None:
@@ -217,7 +218,7 @@ def _log_file() -> Path | None:
     return files[0] if files else None
 
 
-def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
+def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
     """`center_eval <score>` of the best policy, or why the run has none."""
     score = result.get("best_center_eval")
     if score is not None:
@@ -225,7 +226,7 @@ def _best_score(result: Mapping[str, Any], cfg: DictConfig) -> str:
     bad = int(result.get("nonfinite_center_evals") or 0)
     why = (f"all {bad} center evaluation(s) met a NaN or infinite reward or observation" if bad
            else f"no center evaluation ran (eval_every="
-                f"{OmegaConf.select(cfg, 'eval_every', default=RunConfig.eval_every)}, "
+                f"{config.eval_every}, "
                 f"{result.get('generation') or 0} generation(s))")
     return f"no best score: {why}; it holds the last center"
 
