@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from neurorun.common.extras import require
-from neurorun.common.values import is_int, is_number
+from neurorun.common.settings import fits
 from neurorun.envs.base import (
     ActionAdapter,
     EnvStepError,
@@ -102,8 +102,7 @@ def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
                              f"{', '.join(sorted(known))}")
         default, value = defaults[key], env_config[key]
         wanted = type(default)
-        if (wanted in (int, float) and not (is_int(value) if wanted is int else is_number(
-                value))) or (wanted in (bool, str) and not isinstance(value, wanted)):
+        if wanted in (int, float, bool, str) and not fits(value, wanted):
             raise ValueError(f"env_config.{key}={value!r}: EnvPool's {env_id} takes a "
                              f"{wanted.__name__} there (default {default!r})")
     steps = env_config.get("max_episode_steps")

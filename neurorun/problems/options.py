@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neurorun.algorithms.options import MAX_CENTER
+from neurorun.common.settings import fits, kind
 from neurorun.common.values import is_number
 from neurorun.problems.devices import check_devices
 
@@ -89,13 +90,12 @@ class RolloutOptions:
               alive_bonus_schedule: Any = None, action_noise_stdev: Any = None
               ) -> RolloutOptions:
         """From plain options (a config's `problem.*`); ValueError naming the bad one."""
-        given = {"num_episodes": num_episodes, "decrease_rewards_by": decrease_rewards_by,
-                 "action_noise_stdev": action_noise_stdev}
-        for key, value in given.items():
-            if not (is_number(value) or (value is None and key != "num_episodes")) or (
-                    key == "num_episodes" and not isinstance(value, int)):
-                kind = "an integer" if key == "num_episodes" else "a number"
-                raise ValueError(f"{key}={value!r}; expected {kind}. Fix: {key}=<{kind}>")
+        for key, value, hint in (("num_episodes", num_episodes, int),
+                                 ("decrease_rewards_by", decrease_rewards_by, float | None),
+                                 ("action_noise_stdev", action_noise_stdev, float | None)):
+            if not fits(value, hint):
+                said = kind(hint).removesuffix(" or null")
+                raise ValueError(f"{key}={value!r}; expected {said}. Fix: {key}=<{said}>")
         return cls(num_episodes=num_episodes, decrease_rewards_by=float(decrease_rewards_by or 0),
                    alive_bonus=AliveBonus.parse(alive_bonus_schedule),
                    action_noise_stdev=None if action_noise_stdev is None
