@@ -27,6 +27,7 @@ import numpy as np
 
 from neurorun.common.seeding import derive_seed
 from neurorun.common.sense import improves, maximized
+from neurorun.common.settings import check_value
 from neurorun.config.schema import RESTART_STRATEGIES, RestartConfig
 from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord, RestartRecord
 
@@ -92,9 +93,8 @@ class RestartSchedule:
     stall: StallWatch = field(default_factory=lambda: StallWatch(None))
 
     def __post_init__(self) -> None:
-        if self.strategy not in RESTART_STRATEGIES:  # a config's is checked with it
-            raise ValueError(f"strategy={self.strategy!r}: expected one of "
-                             f"{', '.join(RESTART_STRATEGIES)}")
+        # a config's is checked with it, by the same rule
+        check_value("strategy", self.strategy, str, {"choices": RESTART_STRATEGIES})
         if self.attempt is None:  # pycma counts bipop's first attempt in the small regime
             self.attempt = Attempt(self.popsize,
                                    regime="small" if self.strategy == "bipop" else "large")
