@@ -10,6 +10,7 @@ not skipped: a skip would read as a check that ran.
 
 import ast
 import os
+import shutil
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
@@ -75,3 +76,21 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if not item.get_closest_marker("extras")]
+
+
+@pytest.fixture(scope="session")
+def trained_once(tmp_path_factory) -> Path:
+    """A debug run (PGPE with ClipUp, no observation normalization), 2 generations,
+    checkpointed every generation: trained once for the tests that read or craft its files."""
+    from neurorun.cli.app import compose_config
+    from neurorun.loop.runner import run
+
+    folder = tmp_path_factory.mktemp("trained") / "run"
+    run(compose_config(["debug=default", "logger.console.quiet=true"]), run_dir=folder)
+    return folder
+
+
+@pytest.fixture
+def trained(trained_once, tmp_path) -> Path:
+    """A copy of the trained run in tmp_path/run, this test's to change."""
+    return Path(shutil.copytree(trained_once, tmp_path / "run"))

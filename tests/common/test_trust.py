@@ -27,6 +27,7 @@ from neurorun.cli.app import compose_config
 from neurorun.common.user_code import UntrustedCodeError, names_code
 from neurorun.config.resume import load_run_config
 from neurorun.tools import evaluate, render
+from tests.record.crafted import craft_state, set_key
 
 TRAP = '''
 import pathlib
@@ -275,16 +276,6 @@ def test_resume_never_unpickles_code_from_state_pt(tmp_path):
 
 
 # ----- item 3: no write follows a symbolic link out of the run folder -----
-@pytest.fixture
-def trained(tmp_path):
-    """A finished debug run (2 generations, checkpoints) in tmp_path/run."""
-    from neurorun.loop.runner import run
-
-    run(compose_config(["debug=default", "logger.console.quiet=true"]),
-        run_dir=tmp_path / "run")
-    return tmp_path / "run"
-
-
 def _link_out(run: Path, name: str) -> tuple[Path, dict[str, bytes]]:
     """Replace `name` in `run` by a link to a copy outside the folder (a file: its bytes and 200
     lines more, which a resume would cut and append to); returns the outside path and its
@@ -356,44 +347,6 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
 
 
 # ----- the probe's cases: state.pt and saved config -----
-@pytest.fixture(scope="module")
-def trained_once(tmp_path_factory):
-    """A finished debug run, trained once for this module's state.pt cases."""
-    from neurorun.loop.runner import run
-
-    folder = tmp_path_factory.mktemp("trained") / "run"
-    run(compose_config(["debug=default", "logger.console.quiet=true"]), run_dir=folder)
-    return folder
-
-
-@pytest.fixture
-def trained_copy(trained_once, tmp_path):
-    import shutil
-
-    return Path(shutil.copytree(trained_once, tmp_path / "run"))
-
-
-def _craft_state(run: Path, change) -> Path:
-    """Apply ``change`` (a function of the loaded record) to the run's state.pt."""
-    import torch
-
-    path = run / "checkpoints" / "state.pt"
-    state = torch.load(path, weights_only=True)
-    change(state)
-    torch.save(state, path)
-    return path
-
-
-def _set(key: str, value):
-    """A change setting the dotted ``key`` (a callable value: of the old one) of the record."""
-    def change(state):
-        *parents, last = key.split("/")
-        for part in parents:
-            state = state[part]
-        state[last] = value(state[last]) if callable(value) else value
-    return change
-
-
 @pytest.mark.parametrize(("key", "value", "named"), [  # probe C21, C22, C23, C25, C26, C28
     ("generation", -5, "generation"),
     ("generation", 100, "generation"),
@@ -438,96 +391,74 @@ def _set(key: str, value):
                         "sum": torch.ones(4).double(), "sum_of_squares": torch.ones(4).double()},
      "best.obs_stats.count"),
 ], ids=lambda v: str(v)[:20] if not callable(v) else "fn")
-def test_resume_refuses_a_state_whose_content_does_not_fit(trained_copy, key, value, named):
+def test_resume_refuses_a_state_whose_content_does_not_fit(trained, key, value, named):
     from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import run
 
-    path = _craft_state(trained_copy, _set(key, value))
+    path = craft_state(trained, set_key(key, value))
     names = ("metrics.csv", "metrics.jsonl")
-    metrics = {name: (trained_copy / name).read_bytes() for name in names}
+    metrics = {name: (trained / name).read_bytes() for name in names}
     with pytest.raises(ConfigError) as refused:
-        run(load_run_config(trained_copy, ["generations=3"]), run_dir=trained_copy)
+        run(load_run_config(trained, ["generations=3"]), run_dir=trained)
     message = str(refused.value)
     assert "\n" not in message and str(path) in message and f" {named} is " in message
-    assert {name: (trained_copy / name).read_bytes() for name in metrics} == metrics
+    assert {name: (trained / name).read_bytes() for name in metrics} == metrics
 
 
-def test_a_state_the_runner_wrote_without_a_best_resumes(trained_copy):
+def test_a_state_the_runner_wrote_without_a_best_resumes(trained):
     """A run whose center evaluations were never finite saves best.score None: not refused."""
     from neurorun.loop.runner import run
 
-    _craft_state(trained_copy, _set("best", {"solution": None, "score": None,
+    craft_state(trained, set_key("best", {"solution": None, "score": None,
                                              "generation": 0, "obs_stats": None}))
-    result = run(load_run_config(trained_copy, ["generations=3", "logger.console.quiet=true"]),
-                 run_dir=trained_copy)
+    result = run(load_run_config(trained, ["generations=3", "logger.console.quiet=true"]),
+                 run_dir=trained)
     assert result["generation"] == 3
 
 
-def test_a_state_saved_before_clipup_counted_its_steps_resumes(trained_copy):
-    """A run saved before ClipUp's step count existed (its optimizer state: lr, max_speed,
-    momentum, velocity; a state.pt of format 1) resumes, counting from 0, which with no decay
-    changes no step."""
-    import torch
-
-    from neurorun.loop.runner import run
-
-    def drop_steps(state):
-        assert set(state["algorithm"]["search"]["optimizer"]) == {
-            "lr", "max_speed", "momentum", "velocity", "steps"}
-        del state["algorithm"]["search"]["optimizer"]["steps"]
-        del state["format"]
-
-    _craft_state(trained_copy, drop_steps)
-    result = run(load_run_config(trained_copy, ["generations=4", "logger.console.quiet=true"]),
-                 run_dir=trained_copy)
-    saved = torch.load(trained_copy / "checkpoints" / "state.pt", weights_only=True)
-    assert result["generation"] == 4
-    assert saved["algorithm"]["search"]["optimizer"]["steps"] == 4 - 2  # 2: debug's generations
-
-
-def test_a_resume_that_changes_clipups_settings_steps_with_them(trained_copy):
+def test_a_resume_that_changes_clipups_settings_steps_with_them(trained):
     """A resume may override the center's step settings: the optimizer took the saved ones
     (the state holds them), so the override was recorded in the config and ignored."""
     import torch
 
     from neurorun.loop.runner import run
 
-    saved = torch.load(trained_copy / "checkpoints" / "state.pt", weights_only=True)
+    saved = torch.load(trained / "checkpoints" / "state.pt", weights_only=True)
     assert saved["algorithm"]["search"]["optimizer"]["max_speed"] != 0.05
-    run(load_run_config(trained_copy, ["generations=3", "logger.console.quiet=true",
+    run(load_run_config(trained, ["generations=3", "logger.console.quiet=true",
                                        "algo.center_learning_rate=0.02",
                                        "algo.optimizer_config.max_speed=0.05"]),
-        run_dir=trained_copy)
-    optimizer = torch.load(trained_copy / "checkpoints" / "state.pt",
+        run_dir=trained)
+    optimizer = torch.load(trained / "checkpoints" / "state.pt",
                            weights_only=True)["algorithm"]["search"]["optimizer"]
     assert (optimizer["lr"], optimizer["max_speed"]) == (0.02, 0.05)
     assert float(optimizer["velocity"].norm()) <= 0.05 * (1 + 1e-6)  # float32
 
 
-def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained_copy):
-    path = _craft_state(trained_copy, _set("algorithm/search/mu", lambda mu: mu[:7].clone()))
-    result = _neurorun(f"resume={trained_copy}", "generations=3", cwd=trained_copy.parent)
+def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained):
+    path = craft_state(trained, set_key("algorithm/search/mu", lambda mu: mu[:7].clone()))
+    result = _neurorun(f"resume={trained}", "generations=3", cwd=trained.parent)
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert str(path) in result.stderr and "algorithm.search.mu" in result.stderr
-    assert "resume=" not in result.stderr.replace(f"resume={trained_copy}", "")
+    assert "resume=" not in result.stderr.replace(f"resume={trained}", "")
 
 
 @pytest.mark.parametrize(("key", "value", "named"), [
     ("rng/torch", lambda state: state * 0, "rng.torch"),
     ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),
 ])
-def test_a_crafted_generator_state_is_one_line_before_the_run_goes_on(trained_copy, key, value,
+def test_a_crafted_generator_state_is_one_line_before_the_run_goes_on(trained, key, value,
                                                                       named):
     """Such a state failed mid-resume: "the run failed: RuntimeError: Invalid mt19937 state",
     exit 1, with the run's files opened (issue 51 item 7)."""
-    path = _craft_state(trained_copy, _set(key, value))
-    before = _run_files(trained_copy)
-    result = _neurorun(f"resume={trained_copy}", "generations=3", cwd=trained_copy.parent)
+    path = craft_state(trained, set_key(key, value))
+    before = _run_files(trained)
+    result = _neurorun(f"resume={trained}", "generations=3", cwd=trained.parent)
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert f"{path}: {named} is " in result.stderr
-    assert _run_files(trained_copy) == before
+    assert _run_files(trained) == before
 
 
 def _run_files(run: Path) -> dict[Path, bytes | None]:

@@ -9,14 +9,12 @@ import torch
 from neurorun.algorithms import PGPE
 from neurorun.common.errors import ConfigError
 from neurorun.record.checkpoint import load_state
+from tests.record.crafted import craft_state, set_key
 
 
 def _craft(run, change):
-    path = run / "checkpoints" / "state.pt"
-    state = torch.load(path, weights_only=True)
-    change(state["algorithm"])
-    torch.save(state, path)
-    return path
+    """Apply ``change`` to the algorithm's part of the run's state.pt."""
+    return craft_state(run, lambda state: change(state["algorithm"]))
 
 
 def _zero_first(algorithm):
@@ -80,11 +78,8 @@ def test_each_part_saves_what_it_declares(trained):
     ("status", ["restarts", "total_episode_count"]), ("restart", ["evaluations"]),
     ("restart.attempt", ["regime"])] for name in names])
 def test_a_declared_key_missing_from_state_pt_is_named(trained, key):
-    path = trained / "checkpoints" / "state.pt"
-    state = torch.load(path, weights_only=True)
     prefix, _, name = key.rpartition(".")
-    del _at(state, prefix)[name]
-    torch.save(state, path)
+    path = craft_state(trained, lambda state: _at(state, prefix).pop(name))
     with pytest.raises(ConfigError) as refused:
         load_state(trained)
     message = str(refused.value)
@@ -93,10 +88,7 @@ def test_a_declared_key_missing_from_state_pt_is_named(trained, key):
 
 def test_an_attempt_with_a_key_more_is_refused_when_read(trained):
     """The attempt is rebuilt as AttemptRecord(**attempt): a key more would fail mid-resume."""
-    path = trained / "checkpoints" / "state.pt"
-    state = torch.load(path, weights_only=True)
-    state["restart"]["attempt"]["bogus"] = 1
-    torch.save(state, path)
+    path = craft_state(trained, set_key("restart/attempt/bogus", 1))
     with pytest.raises(ConfigError) as refused:
         load_state(trained)
     message = str(refused.value)
