@@ -11,6 +11,7 @@ from omegaconf import OmegaConf, open_dict
 from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.options import option_names
 from neurorun.cli.app import CONFIG_MODULE
+from neurorun.config.schema import load_config
 
 CONF = Path(str(resources.files("neurorun.conf")))
 GROUPS = ("algo", "network", "env", "problem", "parallel", "logger", "experiment", "debug")
@@ -41,6 +42,16 @@ def test_every_option_of_every_group_composes(composer, group):
         assert cfg.hydra.runtime.choices[group] == option
         for key in TOP_LEVEL:
             assert key in cfg
+        # the declared schema takes it (config/schema.py), each key its group's YAML sets as
+        # written
+        config = load_config(OmegaConf.to_container(job_config))
+        if group == "algo":
+            assert config.algo.name == option
+        elif group in ("network", "problem", "parallel"):
+            written = OmegaConf.to_container(OmegaConf.load(CONF / group / f"{option}.yaml"))
+            for key, value in written.items():
+                if key != "defaults":
+                    assert getattr(getattr(config, group), key) == value, (option, key)
 
 
 def flat(config, prefix=""):

@@ -1,6 +1,6 @@
 """The declared config (config/schema.py, common/settings.py): its defaults are the packaged
-YAML's values, every packaged option composes into it, and one key's check says the key, the
-value, what it takes and the fix."""
+YAML's values (every packaged option composes into it: tests/cli/test_configs.py), and one
+key's check says the key, the value, what it takes and the fix."""
 
 import dataclasses
 from dataclasses import dataclass
@@ -15,8 +15,6 @@ from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
 from neurorun.common.settings import load_section, setting
 from neurorun.config.schema import OPEN_MAPPINGS, RunConfig, load_config, logger_section
-
-GROUPS = ("problem", "parallel", "network")
 
 
 def _yaml(group: str, option: str) -> dict[str, Any]:
@@ -85,23 +83,6 @@ def test_an_algorithms_yaml_keeps_the_values_its_options_set(name):
     for key, value in _option_defaults(ALGORITHMS[name]).items():
         if value is not None:
             assert composed[key] == value, key
-
-
-@pytest.mark.parametrize(("group", "options"), [
-    ("algo", sorted(ALGORITHMS)), ("network", ["linear", "mlp", "lstm", "gru", "rnn", "mlp2"]),
-    ("problem", ["default", "gymne", "vecgymne"]), ("parallel", ["local", "ray"]),
-])
-def test_every_packaged_option_is_a_config_the_schema_takes(group, options):
-    for option in options:
-        config = load_config(OmegaConf.to_container(compose_config([f"{group}={option}"]),
-                                                    resolve=True))
-        section = getattr(config, group)
-        if group == "algo":
-            assert section.name == option
-        else:  # each key the YAML sets is in the typed section as written
-            for key, value in _yaml(group, option).items():
-                if key != "defaults":
-                    assert getattr(section, key) == value, (option, key)
 
 
 def test_the_open_mappings_are_the_declared_free_form_sections():
