@@ -5,7 +5,6 @@ import importlib.util
 
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
@@ -18,8 +17,6 @@ from neurorun.loop.build import (
     resolve_env_backend,
 )
 from neurorun.loop.restarts import Attempt
-from neurorun.loop.runner import run
-from neurorun.record.layout import saved_config_path
 
 ENVPOOL = importlib.util.find_spec("envpool") is not None
 
@@ -34,15 +31,13 @@ def tiny(*overrides):
     ("CartPole-v1", "gymnasium"),  # auto keeps CartPole on gymnasium (docs/backends.md)
     ("Pendulum-v1", "envpool" if ENVPOOL else "gymnasium"),
 ])
-def test_auto_is_fixed_to_the_backend_chosen_so_a_resumed_run_keeps_it(env, chosen, tmp_path):
+def test_auto_is_fixed_to_the_backend_chosen_so_a_resumed_run_keeps_it(env, chosen):
+    """The choice; that a run saves it for a resume: tests/config/test_checks.py (CartPole),
+    tests/envs/test_envpool_env.py (EnvPool)."""
     config = tiny(f"env={env}")
     assert config.env.backend == "auto"
     assert resolve_env_backend(config) == chosen
     assert problem_kwargs(config)["env"] == (f"envpool::{env}" if chosen == "envpool" else env)
-    # the run writes the choice into the config it saves for a resume
-    run(compose_config(["debug=default", "logger.console.quiet=true", f"env={env}",
-                        "generations=1"]), run_dir=tmp_path / "run")
-    assert OmegaConf.load(saved_config_path(tmp_path / "run")).env.backend == chosen
 
 
 def test_a_prefixed_id_or_a_chosen_backend_is_left_as_it_is():
