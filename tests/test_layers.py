@@ -6,6 +6,7 @@ an arrow); imports under ``if TYPE_CHECKING:`` do not (they never run).
 """
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import neurorun
@@ -88,18 +89,21 @@ def imports_of(source: str, package: str) -> list[tuple[int, str]]:
     return sorted({(line, name) for line, name in found if name.split(".")[0] == "neurorun"})
 
 
-def arrows() -> list[tuple[str, int, str, str, str]]:
-    """(file, line, imported module, from folder, to folder) of every import between folders."""
-    found = []
+def package_imports() -> Iterator[tuple[Path, int, str, str]]:
+    """(file, line, importing module, imported module) of every import of the package."""
     for path in sorted(PACKAGE.rglob("*.py")):
         name = module_name(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        source = folder_of(name)
         for line, target in imports_of(path.read_text(), package):
-            if folder_of(target) != source:
-                found.append((str(path.relative_to(PACKAGE.parent)), line, target, source,
-                              folder_of(target)))
-    return found
+            yield path, line, name, target
+
+
+def arrows() -> list[tuple[str, int, str, str, str]]:
+    """(file, line, imported module, from folder, to folder) of every import between folders."""
+    return [(str(path.relative_to(PACKAGE.parent)), line, target, folder_of(name),
+             folder_of(target))
+            for path, line, name, target in package_imports()
+            if folder_of(target) != folder_of(name)]
 
 
 def test_nothing_is_loose_at_the_top():
@@ -122,8 +126,7 @@ def test_no_import_points_up_or_sideways():
 
 def test_no_two_folders_import_each_other():
     edges = {(source, to) for _, _, _, source, to in arrows()}
-    circles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
-    assert circles == []
+    assert sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b) == []
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -160,12 +163,9 @@ def test_no_modules_of_one_folder_import_each_other():
     """Inside a folder too, deferred imports included: a circle held apart only by an import
     inside a function is still a circle."""
     edges: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        name = module_name(path)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for _, target in imports_of(path.read_text(), package):
-            if folder_of(target) == folder_of(name) and target != name:
-                edges.setdefault(name, set()).add(target)
+    for _, _, name, target in package_imports():
+        if folder_of(target) == folder_of(name) and target != name:
+            edges.setdefault(name, set()).add(target)
     assert circles(edges) == []
 
 
