@@ -43,16 +43,19 @@ def test_the_core_install_holds_no_extra_and_every_extra_is_declared():
 def test_the_public_names_load_when_used_and_import_neurorun_loads_no_torch():
     """`neurorun.run`, `neurorun.Callbacks` and `neurorun.compose_config` are the run loop's
     and the command's own (README); `import neurorun` alone loads no torch (it sets torch's
-    allocator variable before torch is loaded)."""
+    allocator variable before torch is loaded), nor does naming an env's run folder or preset
+    (the table of backends loads no env library)."""
     import subprocess
     import sys
 
-    code = ("import sys, neurorun; print('torch' in sys.modules); "
+    code = ("import sys, neurorun; from neurorun.envs.names import canonical_env_id; "
+            "from neurorun.record.layout import run_dir_name; "
+            "print(sorted({'torch', 'gymnasium', 'jax'} & set(sys.modules))); "
             "print(neurorun.run.__module__, neurorun.Callbacks.__module__, "
             "neurorun.compose_config.__module__)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.split("\n")
-    assert shown[:2] == ["False", "neurorun.loop.runner neurorun.loop.runner neurorun.cli.app"]
+    assert shown[:2] == ["[]", "neurorun.loop.runner neurorun.loop.runner neurorun.cli.app"]
 
 
 def test_every_console_script_names_a_function():

@@ -29,21 +29,11 @@ def test_spellings_map_to_one_id_and_one_folder_name(name, canonical, slug):
     assert env_slug(name) == slug
 
 
-def test_naming_an_env_loads_no_env_library_and_reads_the_backends_table(monkeypatch):
-    """A folder name and a preset's file come from the one table of backends, which loads no
-    torch or gymnasium: naming an env's folder, or the file of its preset, loads no env
-    library."""
-    import subprocess
-    import sys
-
+def test_a_backends_row_is_a_spelling_of_env_ids(monkeypatch):
+    """The spellings come from the one table of backends (which loads no env library:
+    tests/test_packaging.py)."""
     from neurorun.envs import backends
 
-    code = ("import sys; from neurorun.envs.names import canonical_env_id; "
-            "from neurorun.record.layout import run_dir_name; "
-            "print(sorted({'torch', 'gymnasium', 'jax'} & set(sys.modules)))")
-    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True).stdout
-    assert shown.strip() == "[]"
     assert canonical_env_id("tiny/line") == "tiny/line"
     monkeypatch.setitem(backends.BACKENDS, "tiny", backends.BACKENDS["gym"])
     assert canonical_env_id("tiny/line") == "tiny::line"
