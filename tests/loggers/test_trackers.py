@@ -12,11 +12,11 @@ import pytest
 
 from neurorun.cli.app import compose_config
 from neurorun.common.errors import ConfigError
-from neurorun.common.settings import load_section
-from neurorun.config.schema import logger_section
 from neurorun.loggers import make_loggers
 from neurorun.loop.runner import Runner
 from neurorun.loop.status import StopLimits
+
+from .test_make_loggers import typed
 
 GENERATIONS = 3
 
@@ -154,8 +154,7 @@ def test_a_tracker_that_cannot_start_is_one_line_naming_the_setting(tmp_path, ov
 def test_a_missing_tracker_names_the_pip_extra(tmp_path, monkeypatch, section, modules, extra):
     for module in modules:
         monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
-    settings = load_section(logger_section(), {section: {"enabled": True},
-                                               "console": {"quiet": True}}, "logger")
+    settings = typed({section: {"enabled": True}, "console": {"quiet": True}})
     with pytest.raises(ImportError, match=rf"pip install neurorun\[{extra}\]"):
         make_loggers(settings, tmp_path, StopLimits(generations=1))
 
