@@ -205,3 +205,15 @@ def test_a_run_writes_nothing_into_a_cache_folder_it_refuses(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"jax's compilation cache {cache} is not used" in done.stderr
     assert list(cache.iterdir()) == []
+
+
+def test_a_compiled_program_still_traces_for_the_shapes_of_its_results(cache):
+    """The drain's argument shapes are traced through the first program, which an earlier
+    evaluation may have compiled: a compiled program is still a function jax can trace."""
+    import jax
+
+    program = _program(None, 3.0)
+    assert float(program(np.float32(0.5))) == pytest.approx(3.0 * 0.479425538604203)
+    shape = jax.eval_shape(program.function, jax.ShapeDtypeStruct((2,), np.float32))
+    assert (shape.shape, shape.dtype) == ((2,), np.float32)
+    assert float(program(np.float32(0.5))) == pytest.approx(3.0 * 0.479425538604203)

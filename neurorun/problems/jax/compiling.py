@@ -110,7 +110,9 @@ class Program:
     long it took last time, and how long it took now or that jax's cache had it."""
 
     def __init__(self, function: Any, label: str | None = None, description: str = ""):
-        self.function, self.label, self.description = function, label, description
+        self.function = function  # the jitted function: traceable, whatever is compiled
+        self.label, self.description = label, description
+        self._executable: Any = None  # the compiled program, once compiled
         self.ready = False
         self.seconds = 0.0  # compiling or loading it took
         self._ahead: threading.Thread | None = None
@@ -124,7 +126,7 @@ class Program:
                 raise self._failed
         if not self.ready:
             self._compile(args)
-        return self.function(*args)
+        return self._executable(*args)
 
     def compile_ahead(self, *shapes: Any) -> None:
         """Start compiling for arguments of these shapes (``jax.ShapeDtypeStruct``s with their
@@ -145,7 +147,7 @@ class Program:
     def _compile(self, args: tuple) -> None:
         started = time.perf_counter()
         if self.label is None:
-            self.function = self.function.lower(*args).compile()
+            self._executable = self.function.lower(*args).compile()
             self.seconds, self.ready = time.perf_counter() - started, True
             return
         _HITS.listen()
@@ -156,7 +158,7 @@ class Program:
         _COMPILING.release()
         try:
             with watched(f"compiling {self.description}", HEARTBEAT_SECONDS, heartbeat=last):
-                self.function = self.function.lower(*args).compile()
+                self._executable = self.function.lower(*args).compile()
         finally:
             _COMPILING.acquire()
         self.seconds, self.ready = time.perf_counter() - started, True

@@ -204,8 +204,9 @@ class JaxRollout:
         static = self._queue_static(split, usable, normalizer is not None,
                                     collect is not None, float(common.stdev) > 0)
         drain = self._drain_static(static.normalize)
-        if not self.one_batch:  # the drain compiles beside the queue program: both are needed
-            self._program("drain", drain).compile_ahead(*self._drain_shapes(drain, params))
+        drain_program = self._program("drain", drain)
+        if not (self.one_batch or drain_program.ready):  # compiles beside the queue program
+            drain_program.compile_ahead(*self._drain_shapes(drain, params))
         devices = len(self.devices)
         inputs = self._put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
                                            *tables, *(np.broadcast_to(x, (devices, *x.shape))
