@@ -6,7 +6,7 @@ environment variables (which a message or a metric could then print). neurorun w
 aliases nor (unless a user typed one) an environment read into a run folder, so its files are
 read here with bounds, before OmegaConf builds or resolves anything:
 
-- :func:`read_yaml` refuses what is not a regular file (:func:`open_regular`, which the tools
+- :func:`read_yaml` refuses what is not a regular file (``common.files``, which the tools
   read each file of a run with: a FIFO would block the reader for good), a file over
   ``MAX_BYTES``, text that is not UTF-8, aliases, nesting deeper than ``MAX_DEPTH`` and
   control characters in keys or values, which messages would print to the terminal (checked
@@ -18,16 +18,14 @@ read here with bounds, before OmegaConf builds or resolves anything:
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-import stat
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from neurorun.common import files
 from neurorun.common.errors import one_line
 
 MAX_BYTES = 4 << 20  # a saved config is a few KB
@@ -44,32 +42,8 @@ class SavedFileError(ValueError):
     """A YAML file of a run folder that neurorun does not read (one line naming it)."""
 
 
-class NotRegularFileError(SavedFileError):
-    """A file to read that is a FIFO, socket, device or folder (one line naming it)."""
-
-
-def open_regular(path: str | Path) -> BinaryIO:
-    """``path`` open for reading in binary, once the open file is known to be a regular one:
-    opened without blocking, as opening a FIFO would wait for a writer for good.
-
-    Raises:
-        NotRegularFileError: a FIFO, socket, device or folder.
-        OSError: it cannot be opened (missing, no permission).
-    """
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as error:
-        if error.errno != errno.ENXIO:  # ENXIO: a socket, which open() cannot open
-            raise
-        descriptor = None
-    mode = os.stat(path).st_mode if descriptor is None else os.fstat(descriptor).st_mode
-    if not stat.S_ISREG(mode):
-        from neurorun.record.layout import entry_kind  # layout loads torch (the envs)
-
-        if descriptor is not None:
-            os.close(descriptor)
-        raise NotRegularFileError(f"{str(path)!r} is {entry_kind(mode)}, not a regular file")
-    return open(descriptor, "rb")
+class NotRegularFileError(SavedFileError, files.NotRegularFileError):
+    """A saved file that is a FIFO, socket, device or folder (one line naming it)."""
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -82,15 +56,12 @@ def read_yaml(path: str | Path) -> Any:
     """
     path = Path(path)
     try:
-        file = open_regular(path)
-    except NotRegularFileError as error:
+        data = files.read_bounded(path, MAX_BYTES)
+    except files.NotRegularFileError as error:
         raise NotRegularFileError(f"{error}; a saved config is a file neurorun wrote. "
                                   f"{FIX}") from None
-    with file:
-        data = file.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise SavedFileError(f"{str(path)!r} is larger than {MAX_BYTES} bytes; a saved config "
-                             f"is a few KB. {FIX}")
+    except files.FileTooLargeError as error:
+        raise SavedFileError(f"{error}; a saved config is a few KB. {FIX}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

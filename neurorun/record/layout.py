@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from neurorun.common.files import entry_kind
 from neurorun.envs.names import env_slug
 from neurorun.record.claims import folder_name
 
@@ -127,16 +128,6 @@ def misplaced_names(run_dir: str | Path, job_name: Any = JOB_NAME,
             found.append((name, entry_kind(mode),
                           "a folder" if name in folders else "a regular file"))
     return found
-
-
-def entry_kind(mode: int) -> str:
-    """What a folder entry of ``mode`` (``st_mode``) is, in words: "a FIFO", "a folder", ..."""
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
-                       (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file")):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def overrides_path(run_dir: str | Path) -> Path:

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from neurorun.common.errors import FolderInUseError
+from neurorun.common.files import entry_kind
 from neurorun.record.checkpoint import load_state
 from neurorun.record.claims import made_here, make_folders
 from neurorun.record.layout import (
@@ -32,7 +33,6 @@ from neurorun.record.layout import (
     STATE_FILE,
     SWEEP_RECORD,
     VIDEOS_DIR,
-    entry_kind,
     hydra_names,
     linked_names,
     misplaced_names,

@@ -17,7 +17,7 @@ import numpy as np
 from neurorun.common.atomic import atomic_write
 from neurorun.common.errors import one_line
 from neurorun.common.extras import MissingExtraError
-from neurorun.config.saved_yaml import NotRegularFileError, open_regular
+from neurorun.common.files import NotRegularFileError, entry_kind, open_regular
 
 EXIT_BAD_INPUT = 2
 
@@ -124,8 +124,6 @@ def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
         except OSError as error:
             if error.errno != errno.ENXIO:
                 raise
-            from neurorun.record.layout import entry_kind  # layout loads torch (the envs)
-
             kind = entry_kind(path.stat().st_mode)
             unread = " that no process reads" if kind == "a FIFO" else ""
             raise ToolError(f"{flag} {str(path)!r} is {kind}{unread}, not a regular file: "
@@ -137,7 +135,7 @@ def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
 
 
 def open_input(path: Path) -> BinaryIO:
-    """``path`` open for reading in binary (``saved_yaml.open_regular``); a FIFO, socket,
+    """``path`` open for reading in binary (``common.files.open_regular``); a FIFO, socket,
     device or folder there is a ToolError naming it."""
     try:
         return open_regular(path)

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from neurorun.common.errors import one_line
+from neurorun.common.files import read_bounded
 from neurorun.common.values import is_number
-from neurorun.config.saved_yaml import open_regular
 from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
@@ -43,6 +43,8 @@ from neurorun.tools.episodes import (
 )
 from neurorun.tools.loading import load_policy
 from neurorun.tools.runs import run_settings
+
+JSON_BYTES = 1 << 20  # a checkpoint's .json is a few hundred bytes
 
 
 def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
@@ -87,8 +89,7 @@ def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
 def recorded_center_eval(checkpoint: Path) -> float | None:
     """The center_eval the run recorded for `checkpoint` in its .json (best: its score)."""
     try:
-        with open_regular(checkpoint.with_suffix(".json")) as file:
-            meta = json.loads(file.read().decode("utf-8"))
+        meta = json.loads(read_bounded(checkpoint.with_suffix(".json"), JSON_BYTES))
         value = meta.get("score", meta.get("center_eval"))
     except (OSError, ValueError, AttributeError):  # no .json beside it (or no file), not JSON
         return None

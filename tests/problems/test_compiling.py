@@ -80,15 +80,71 @@ def test_a_recorded_program_says_its_last_time_and_a_cached_one_that_it_was_load
     assert said[1].endswith(" s)") and "(compiling it took " in said[1]
 
 
-def test_a_record_that_is_not_json_is_ignored_and_replaced(cache, caplog):
+@pytest.fixture
+def unsaid(monkeypatch):
+    """The record's warning not yet said in this process (it is said once)."""
+    from neurorun.problems.jax import compiling
+
+    monkeypatch.setattr(compiling, "_SAID", set())
+
+
+def _nested(path):
+    path.write_text("[" * 200_000 + "]" * 200_000)
+
+
+def _too_large(path):
+    from neurorun.problems.jax.compiling import RECORD_BYTES
+
+    entry = {"seconds": 1.0, "date": "2026-01-01T00:00:00"}
+    path.write_text(json.dumps({f"label {i}": entry for i in range(RECORD_BYTES // 40)}))
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda path: path.write_text("[not, json"), "Expecting value"),
+    (lambda path: path.write_text("[1, 2]"), "not a JSON object"),
+    (_nested, "maximum recursion depth"),
+    (_too_large, "is larger than 1048576 bytes"),
+])
+def test_a_record_neurorun_cannot_read_is_said_once_ignored_and_replaced(cache, caplog, unsaid,
+                                                                          make, why):
+    from neurorun.problems.jax.compiling import RECORD
+
+    make(cache / RECORD)
+    with caplog.at_level(logging.INFO, logger="neurorun"):
+        _program("label C", 5.0)(np.float32(1.0))
+        _program("label D", 6.0)(np.float32(1.0))
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].startswith(f"the record of compile times {cache / RECORD} is not used (")
+    assert why in said[0] and said[0].endswith("Fix: remove it (neurorun writes it anew)")
+    assert said[1] == "compiling the test program 5.0, once per shape..."
+    assert not any("is not used" in line for line in said[1:])
+    assert list(json.loads((cache / RECORD).read_text())) == ["label C", "label D"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device link"])
+def test_a_record_that_is_not_a_regular_file_is_neither_read_nor_replaced(cache, caplog, unsaid,
+                                                                          kind):
+    """A FIFO would block the read for good and /dev/zero would fill the memory: the program
+    compiles at once, says so, and the record is left as it is."""
+    import os
+    import threading
 
     from neurorun.problems.jax.compiling import RECORD
 
-    (cache / RECORD).write_text("[not, json")
+    record = cache / RECORD
+    if kind == "fifo":
+        os.mkfifo(record)
+    else:
+        record.symlink_to("/dev/zero")
+    called = threading.Thread(target=lambda: _program("label F", 7.0)(np.float32(1.0)),
+                              daemon=True)
     with caplog.at_level(logging.INFO, logger="neurorun"):
-        _program("label C", 5.0)(np.float32(1.0))
-    assert caplog.records[0].getMessage() == "compiling the test program 5.0, once per shape..."
-    assert list(json.loads((cache / RECORD).read_text())) == ["label C"]
+        called.start()
+        called.join(60)
+    assert not called.is_alive(), "the compile waited on the record"
+    said = [r.getMessage() for r in caplog.records]
+    assert "not a regular file" in said[0] and said[1].startswith("compiling the test program")
+    assert record.is_fifo() if kind == "fifo" else record.is_symlink()
 
 
 def test_the_watch_tells_a_busy_process_from_a_stuck_one(caplog):

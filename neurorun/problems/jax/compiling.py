@@ -22,10 +22,12 @@ from typing import Any
 
 from neurorun.common.atomic import atomic_write_text
 from neurorun.common.errors import one_line
+from neurorun.common.files import read_bounded
 
 log = logging.getLogger(__name__)
 RECORD = "neurorun-compiles.json"  # in jax's cache folder (jax reads only its *-cache files)
 RECORD_ENTRIES = 200  # the most recent programs the record keeps
+RECORD_BYTES = 1 << 20  # a record of RECORD_ENTRIES programs holds about 60 KB
 HEARTBEAT_SECONDS = 30  # a compile says it is still going this often
 IDLE_SHARE = 0.05  # less CPU than this share of a heartbeat's wall time: nothing runs
 _COMPILING = threading.Semaphore(0)  # released once per program compiling now: its own
@@ -173,7 +175,7 @@ class Program:
                      extra={"activity": None})
 
 
-_SAID: set[str] = set()  # the cache errors said in this process (once each kind)
+_SAID: set[str] = set()  # the cache and record errors said in this process (once each kind)
 
 
 class _CacheErrors(logging.Handler):
@@ -205,27 +207,45 @@ def _record_path() -> Path | None:
     return Path(folder) / RECORD if usable else None
 
 
+def _read_record(path: Path) -> dict[str, Any]:
+    """The record's entries, or none: a record that is not a regular file of at most
+    ``RECORD_BYTES`` holding a JSON object is ignored (said once a process), never a failure:
+    it only says how long compiles took."""
+    try:
+        entries = json.loads(read_bounded(path, RECORD_BYTES))
+        if isinstance(entries, dict):
+            return entries
+        problem = "not a JSON object"
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError) as error:  # a FIFO, too large, not JSON, deep
+        problem = one_line(error)
+    if "record" not in _SAID:
+        _SAID.add("record")
+        log.warning("the record of compile times %s is not used (%s); compiles are not timed "
+                    "against the last ones. Fix: remove it (neurorun writes it anew)",
+                    str(path), problem)
+    return {}
+
+
 def _recorded(label: str) -> float | None:
     """The seconds ``label``'s last compile took, from the record (None: none recorded)."""
     path = _record_path()
+    entry = _read_record(path).get(label) if path else None
     try:
-        entry = json.loads(path.read_text(encoding="utf-8")).get(label) if path else None
         return float(entry["seconds"]) if isinstance(entry, dict) else None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None  # no record, or one that is not ours to read: nothing to say
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 def _record(label: str, seconds: float) -> None:
     """Keep ``label``'s compile seconds in the record (written whole, replacing it), the
-    ``RECORD_ENTRIES`` most recent; a folder that cannot be written keeps none."""
+    ``RECORD_ENTRIES`` most recent; a folder that cannot be written, or a record that is not a
+    regular file (a FIFO, a link to a device), keeps none."""
     path = _record_path()
-    if path is None:
+    if path is None or (path.exists() and not path.is_file()) or path.is_symlink():
         return
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-        entries = entries if isinstance(entries, dict) else {}
-    except (OSError, ValueError):
-        entries = {}
+    entries = _read_record(path)
     entries.pop(label, None)
     entries[label] = {"seconds": round(seconds, 1),
                       "date": dt.datetime.now().isoformat(timespec="seconds")}
