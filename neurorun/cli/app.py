@@ -53,6 +53,7 @@ from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import Runner
 from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
+from neurorun.problems.jax.compiling import compiles_running
 from neurorun.record import claims
 from neurorun.record.layout import HYDRA_DIR
 from neurorun.record.run_folder import discard_unstarted, let_go
@@ -232,9 +233,17 @@ def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
 
 
 def _interrupted(error: KeyboardInterrupt) -> None:
-    """One line and 128 + the signal number, however early the signal came."""
+    """One line and 128 + the signal number, however early the signal came. A jax compile
+    still running (XLA's compiler cannot be stopped) ends with the process, now: the run's
+    state and files are written and closed by then."""
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
         print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
+    if compiles_running():
+        logging.shutdown()
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(exit_status(error))
     sys.exit(exit_status(error))
 
 

@@ -46,6 +46,7 @@ from neurorun.loop.objective import objective_value
 from neurorun.loop.restarts import RestartSchedule, StallWatch
 from neurorun.loop.signals import held, interrupts_on_signals
 from neurorun.loop.status import StopLimits
+from neurorun.problems.jax.compiling import compiles_running
 from neurorun.record import checkpoint
 from neurorun.record.best import BestCenter
 from neurorun.record.layout import (
@@ -146,8 +147,9 @@ class Runner:
             raise
 
     def _release(self, *, discard_if_empty: bool = False) -> None:
-        """Give up the run folder and the console's messages (once)."""
-        self.folder.release(discard_if_empty=discard_if_empty)
+        """Give up the run folder and the console's messages (once); the folder's lock is held
+        until the process ends where a compile it started still runs."""
+        self.folder.release(discard_if_empty=discard_if_empty, at_exit=compiles_running())
         self._hide_messages()
 
     def _build(self, config: RunConfig, state: RunState | None) -> None:

@@ -312,12 +312,15 @@ class RunFolder:
             self.release(discard_if_empty=True)
             raise
 
-    def release(self, *, discard_if_empty: bool = False) -> None:
+    def release(self, *, discard_if_empty: bool = False, at_exit: bool = False) -> None:
         """Give the folder up (once); with ``discard_if_empty``, remove a folder this run
-        created and left as it was before a first generation (``discard_unstarted``)."""
+        created and left as it was before a first generation (``discard_unstarted``);
+        ``at_exit``: the lock stays held until the process ends (a stopped run whose process
+        still works: a resume must not start beside it)."""
         if self._lock is None:
             return
-        os.close(self._lock)
+        if not at_exit:
+            os.close(self._lock)
         self._lock = None
         if discard_if_empty and self._created:
             discard_unstarted(self.path)

@@ -30,6 +30,7 @@ RECORD_ENTRIES = 200  # the most recent programs the record keeps
 RECORD_BYTES = 1 << 20  # a record of RECORD_ENTRIES programs holds about 60 KB
 HEARTBEAT_SECONDS = 30  # a compile says it is still going this often
 IDLE_SHARE = 0.05  # less CPU than this share of a heartbeat's wall time: nothing runs
+_RUNNING: set[threading.Thread] = set()  # the compile threads that have not ended
 _COMPILING = threading.Semaphore(0)  # released once per program compiling now: its own
 # watch speaks, not its caller's
 
@@ -63,6 +64,11 @@ def watched(what: str, every: float, *, heartbeat: str | None = None) -> Iterato
         yield
     finally:
         done.set()
+
+
+def compiles_running() -> bool:
+    """Whether a compile thread of this process is still running (one a stopped run left)."""
+    return any(thread.is_alive() for thread in list(_RUNNING))
 
 
 def _compiling() -> bool:
@@ -106,10 +112,13 @@ _HITS = _CacheHits()
 
 
 class Program:
-    """A jitted program, lowered and compiled at its first call, or ahead of it on a thread
-    of its own (``compile_ahead``: jax's compiler leaves the other core to this one). A
-    ``label``led one (the physics programs) says so: what it compiles (``description``), how
-    long it took last time, and how long it took now or that jax's cache had it."""
+    """A jitted program, lowered and compiled on a thread of its own: at its first call, or
+    ahead of it (``compile_ahead``: jax's compiler leaves the other core to this one). The
+    caller waits for the thread where Python answers a signal at once (XLA's compiler would
+    hold the main thread for minutes); a process that stops leaves it behind
+    (``compiles_running``). A ``label``led one (the physics programs) says what it compiles
+    (``description``), how long it took last time, and how long it took now or that jax's
+    cache had it."""
 
     def __init__(self, function: Any, label: str | None = None, description: str = ""):
         self.function = function  # the jitted function: traceable, whatever is compiled
@@ -121,18 +130,18 @@ class Program:
         self._failed: BaseException | None = None
 
     def __call__(self, *args: Any) -> Any:
+        if not self.ready:
+            self.compile_ahead(*args)
         if self._ahead is not None:
             self._ahead.join()
             self._ahead = None
             if self._failed is not None:
                 raise self._failed
-        if not self.ready:
-            self._compile(args)
         return self._executable(*args)
 
     def compile_ahead(self, *shapes: Any) -> None:
         """Start compiling for arguments of these shapes (``jax.ShapeDtypeStruct``s with their
-        shardings) on a thread; a call waits for it."""
+        shardings, or the arguments themselves) on a thread; a call waits for it."""
         if self.ready or self._ahead is not None:
             return
 
@@ -141,9 +150,12 @@ class Program:
                 self._compile(shapes)
             except BaseException as error:  # said where the program is called
                 self._failed = error
+            finally:
+                _RUNNING.discard(threading.current_thread())
 
         self._ahead = threading.Thread(target=compile_now, name="neurorun-compile",
                                        daemon=True)
+        _RUNNING.add(self._ahead)
         self._ahead.start()
 
     def _compile(self, args: tuple) -> None:
