@@ -4,8 +4,9 @@
 
 Per case and round, each as a whole process from its start:
 
-- ``neurorun``: the command as a user types it, with ``generations=1``; timed to the moment
-  its generation-1 row is printed (plain console);
+- ``neurorun``: the command as a user types it, with ``generations=3``; timed to the moment
+  its generation-1 row is printed (plain console); the run must then finish its three
+  generations (a run that fails after its first is a failed case, not a time);
 - ``bare``: ``first_generation_bare.py``: jax and the simulator alone, one jitted program
   (reset of the same number of envs split over the same devices, 1,000 steps of a policy of
   the same size, masked return sums), timed to its result.
@@ -14,7 +15,8 @@ Per case and round, each as a whole process from its start:
 ``warm``: both again on the cache their cold run filled. The ratio is per round, neurorun's
 time over the bare program's, reported as its median and min-max spread; with it the number
 of physics programs neurorun compiled (its "compiling the ... program" lines) and the seconds
-they took. Writes benchmarks/results/first_generation.json. Run it alone on the machine.
+they took. Writes benchmarks/results/first_generation.json (a failed case: its error) and exits
+1 when a case failed. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ratios, spread, write_result
+from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, write_result
 
 HERE = Path(__file__).resolve().parent
 NEURORUN = Path(sys.executable).with_name("neurorun")
@@ -45,15 +47,16 @@ CASES = {
         ["brax::humanoid", "--envs", "4000", "--backend", "spring", "--hidden", "64"]),
 }
 QUICK = ("headline", "brax_ant", "cheetah_run")
+GENERATIONS = 3  # the run goes on past its first generation, which it is timed to
 ROW = re.compile(r"^\s+1\s+-?\d")  # the plain console's generation-1 row
 COMPILED = re.compile(r"compiled the (\w+) program of .* in (\d+) s")
 
 
 def time_neurorun(overrides: list[str], cache: str, run_dir: Path) -> dict[str, Any]:
-    """Seconds from the start of `neurorun <overrides> generations=1` to its generation-1 row,
+    """Seconds from the start of `neurorun <overrides> generations=3` to its generation-1 row,
     and the programs it compiled."""
     env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": cache}
-    command = [str(NEURORUN), *overrides, "generations=1", f"hydra.run.dir={run_dir}",
+    command = [str(NEURORUN), *overrides, f"generations={GENERATIONS}", f"hydra.run.dir={run_dir}",
                "logger.console.plain=true", "logger.console.show_config=false"]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
@@ -63,8 +66,9 @@ def time_neurorun(overrides: list[str], cache: str, run_dir: Path) -> dict[str, 
         lines.append(line)
         if first is None and ROW.match(line):
             first = time.perf_counter() - started
-    if process.wait() != 0 or first is None:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{''.join(lines[-20:])}")
+    if process.wait() != 0 or first is None or f"{GENERATIONS} of {GENERATIONS} done" not in \
+            "".join(lines):
+        raise CaseFailedError(f"{' '.join(command)} failed: {''.join(lines[-5:])}")
     compiles = [(kind, int(s)) for kind, s in COMPILED.findall("".join(lines))]
     return {"seconds": first, "programs": len(compiles),
             "compile_s": sum(s for _, s in compiles), "kinds": [k for k, _ in compiles]}
@@ -121,11 +125,9 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="every case")
     args = parser.parse_args()
     cases = sorted(CASES) if args.full else args.cases
-    results = {}
     path = RESULTS / "first_generation.json"
-    for name in cases:
-        results[name] = measure(name, args.rounds)
-        write_result(path, rounds=args.rounds, cases=results)  # what finished, kept as it goes
+    results = run_cases(cases, lambda name: measure(name, args.rounds),
+                        lambda results: write_result(path, rounds=args.rounds, cases=results))
     print(json.dumps(results, indent=2))
 
 

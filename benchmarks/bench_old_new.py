@@ -9,7 +9,8 @@ order alternates by round): it builds the case's Problem, evaluates one populati
 or loading from the tree's own compilation cache, which its first round fills), then times
 ``--calls`` evaluations of fresh populations (the same seeds in both trees) and prints their
 counted interactions per second. ``ratio`` is new over old per round, median and min-max.
-Writes benchmarks/results/compiled_old_new.json. Run it alone on the machine.
+Writes benchmarks/results/compiled_old_new.json (a failed case: its error) and exits 1 when a
+case failed. Run it alone on the machine.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, ratios, spread, write_result
+from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -46,7 +47,7 @@ def side(tree: Path, cache: Path, case: tuple, calls: int) -> float:
         [sys.executable, str(HERE / "old_new_side.py"), env, network, str(popsize),
          str(devices), str(calls)], env=environ, capture_output=True, text=True, check=False)
     if done.returncode:
-        raise RuntimeError(f"{tree}: {case} failed:\n{done.stderr[-3000:]}")
+        raise CaseFailedError(f"{tree}: {case} failed: {done.stderr[-2000:]}")
     return float(json.loads(done.stdout.strip().splitlines()[-1])["steps_per_s"])
 
 
@@ -58,28 +59,33 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="every case (default: QUICK)")
     args = parser.parse_args()
     cases = CASES if args.full else QUICK
-    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="old_new_") as scratch:
         old = Path(scratch) / "old"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old),
                         args.old], check=True, capture_output=True)
         try:
             trees = {"old": old, "new": ROOT}
-            for case in cases:
+
+            def measure(case: tuple) -> dict[str, Any]:
                 rates: dict[str, list[float]] = {"old": [], "new": []}
                 for round_ in range(args.rounds):
                     for name in (("old", "new") if round_ % 2 == 0 else ("new", "old")):
                         cache = Path(scratch) / f"cache_{name}"
                         rates[name].append(side(trees[name], cache, case, args.calls))
-                env, network, popsize, devices = case
-                results.append({"env": env, "network": network, "popsize": popsize,
-                                "devices": devices or "auto",
-                                "old_steps_per_s": spread(rates["old"], 0),
-                                "new_steps_per_s": spread(rates["new"], 0),
-                                "ratio": ratios(rates["new"], rates["old"])})
-                print(json.dumps(results[-1]), flush=True)
+                result = {"old_steps_per_s": spread(rates["old"], 0),
+                          "new_steps_per_s": spread(rates["new"], 0),
+                          "ratio": ratios(rates["new"], rates["old"])}
+                print(json.dumps({"case": case, **result}), flush=True)
+                return result
+
+            def write(results: dict[tuple, Any]) -> None:
+                rows = [{"env": env, "network": network, "popsize": popsize,
+                         "devices": devices or "auto", **result}
+                        for (env, network, popsize, devices), result in results.items()]
                 write_result(RESULTS / "compiled_old_new.json", old=args.old,
-                             rounds=args.rounds, calls=args.calls, results=results)
+                             rounds=args.rounds, calls=args.calls, results=rows)
+
+            run_cases(cases, measure, write)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
                            check=False, capture_output=True)

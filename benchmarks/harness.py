@@ -61,6 +61,30 @@ def machine() -> dict[str, Any]:
             "python": sys.version.split()[0], "torch": torch.__version__}
 
 
+class CaseFailedError(RuntimeError):
+    """A benchmark case whose run failed: its error goes in the table, not a figure."""
+
+
+def run_cases(cases: Sequence[Any], measure: Callable[[Any], Any],
+              write: Callable[[dict[str, Any]], None]) -> dict[Any, Any]:
+    """``measure(case)`` for each case, ``write``-ing the results as they come; a case that
+    fails keeps its error (``{"error": ...}``) in the results, the others still run, and the
+    process then exits 1 naming the failed cases: a failed run is never a time."""
+    results: dict[Any, Any] = {}
+    for case in cases:
+        try:
+            results[case] = measure(case)
+        except CaseFailedError as error:
+            results[case] = {"error": str(error)[-2000:]}
+            print(f"FAILED {case}: {error}", file=sys.stderr, flush=True)
+        write(results)
+    failed = [str(case) for case, result in results.items()
+              if isinstance(result, dict) and "error" in result]
+    if failed:
+        sys.exit(f"{len(failed)} case(s) failed: {', '.join(failed)}")
+    return results
+
+
 def write_result(path: Path, **fields: Any) -> dict[str, Any]:
     """Writes ``fields`` after :func:`machine`'s header to ``path``; returns it all."""
     report = {**machine(), **fields}

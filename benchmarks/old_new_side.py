@@ -4,8 +4,9 @@
 
 Prints one JSON line: counted interactions per second of ``Problem.evaluate`` over ``calls``
 evaluations of fresh populations (``0.1 * randn``, as early in training; the same seeds on
-both sides), after one that compiles. The arguments of bench_jax.py and bench_devices.py:
-1,000-step episodes, at most 256 env slots in all.
+both sides), after one that compiles. Before each, the center's test episodes run, as in a
+run's generation (untimed): a later evaluation meets the programs they compiled. The arguments
+of bench_jax.py and bench_devices.py: 1,000-step episodes, at most 256 env slots in all.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> None:
     problem.evaluate(population(), seed=0)  # compiles
     counted, elapsed = 0, 0.0
     for call in range(1, calls + 1):
+        problem.test_episodes(population()[0], 2, seed=call)
         params = population()
         started = time.perf_counter()
         problem.evaluate(params, seed=call)

@@ -17,13 +17,13 @@ from neurorun.cli.app import compose_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def neurorun(*args, cwd, timeout=180, test_envs=False):
+def neurorun(*args, cwd, timeout=180, test_envs=False, env=None):
     """The installed console script; ``test_envs``: with the tests' env factories importable
-    (tests.cli.failing_env)."""
+    (tests.cli.failing_env); ``env``: environment variables to set."""
     script = Path(sys.executable).with_name("neurorun")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)} if test_envs else None
+    extra = {**({"PYTHONPATH": str(ROOT)} if test_envs else {}), **(env or {})}
     return subprocess.run([str(script), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+                          timeout=timeout, env={**os.environ, **extra} if extra else None)
 
 
 def rows(run_dir):

@@ -1,19 +1,18 @@
 """Every `neurorun ...` command printed in README and docs/ runs as printed (split by the shell's
-rules), with a small budget appended so that long runs stop after two generations."""
+rules), with a small budget appended so that long runs stop after three generations."""
 
 import shlex
 
 import pytest
 
 from tests.cli.test_cli import ROOT, neurorun
+from tests.cli.test_jax_presets import PRESETS
 
-BUDGET = ["generations=2", "eval_episodes=1", "logger.console.quiet=true"]
+BUDGET = ["generations=3", "eval_episodes=1", "logger.console.quiet=true"]
 # more budget for commands whose setups make one generation long
 EXTRA_BUDGET = {
     # popsize 460 on Humanoid
     "experiment=humanoid": ["algo.popsize=20"],
-    # popsize 256 compiles brax humanoid's queue and drain programs (~a minute): 16 the drain alone
-    "env=brax::humanoid": ["algo.popsize=16"],
     "hparams_search=": ["hydra.sweeper.n_trials=1"],
     "hydra/sweeper=optuna": ["hydra.sweeper.n_trials=1"],
 }
@@ -47,12 +46,16 @@ def readme_commands() -> list[str]:
 
 
 CLUSTER = "parallel.address=auto"  # these join a cluster: tests/parallel/test_cluster.py runs them
-COMMANDS = [c for c in readme_commands() if CLUSTER not in c]
+# the jax presets' commands: tests/cli/test_jax_presets.py runs them as typed, with a resume
+JAX_PRESETS = set(PRESETS)
+COMMANDS = [c for c in readme_commands() if CLUSTER not in c
+            and shlex.join(shlex.split(c, comments=True)[1:]) not in JAX_PRESETS]
 CLUSTER_COMMANDS = [c for c in readme_commands() if CLUSTER in c]
 
 
 def test_readme_has_the_commands_this_test_is_about():
     assert len(COMMANDS) >= 20 and len(CLUSTER_COMMANDS) >= 1
+    assert len(COMMANDS) + len(CLUSTER_COMMANDS) < len(readme_commands())  # the headline
     assert any("network.spec=" in c for c in COMMANDS)
 
 
