@@ -280,13 +280,15 @@ class Runner:
         """The seed of the center's test episodes: its evaluation's, and its videos'."""
         return derive_seed(self.config.seed, "evaluation")
 
-    def _evaluate_center(self) -> float | None:
+    def _evaluate_center(self) -> tuple[float | None, float | None]:
+        """The center's mean return and mean episode length on its test episodes (None, None:
+        not evaluated in this generation)."""
         every = self.config.eval_every
         if every <= 0 or self.generation % every:
-            return None
-        returns, _ = self.problem.test_episodes(
+            return None, None
+        returns, lengths = self.problem.test_episodes(
             self.algorithm.center, self.config.eval_episodes, self.test_seed)
-        return float(returns.double().mean())
+        return float(returns.double().mean()), float(lengths.double().mean())
 
     def step(self, started: float) -> GenerationStatus:
         """Run one generation; returns its status."""
@@ -300,7 +302,7 @@ class Runner:
                                       else self._local_generation())
         except SearchDivergedError as error:  # the config's step size: resuming would diverge again
             raise ConfigError(str(error)) from error
-        center_eval = self._evaluate_center()
+        center_eval, center_eval_length = self._evaluate_center()
         seconds = time.perf_counter() - tick
         sense = self.algorithm.objective_sense
         population = population_stats(samples_fitness, sense)
@@ -317,6 +319,7 @@ class Runner:
             **population,  # popsize, mean_eval, median_eval, pop_best_eval
             best_sample_eval=self.best_sample_eval,
             center_eval=center_eval,
+            center_eval_length=center_eval_length,
             nonfinite_center_evals=int(nonfinite) + (
                 0 if self.status is None else self.status.nonfinite_center_evals),
             restarts=self.schedule.restarts,

@@ -16,7 +16,7 @@ from typing import Any
 from neurorun.common.errors import ConfigError
 from neurorun.common.values import is_int
 
-FORMAT = 2  # the format this neurorun writes
+FORMAT = 3  # the format this neurorun writes
 KEY = "format"  # where state.pt and each policy .json say theirs
 UNVERSIONED = 1  # the files saved before the format had a version
 
@@ -80,6 +80,13 @@ def _state_1_to_2(state: dict[str, Any]) -> None:
     _mapping(state, "best").setdefault("obs_stats", None)
 
 
+def _state_2_to_3(state: dict[str, Any]) -> None:
+    """Format 2: the last generation's status had no length of the center's test episodes."""
+    status = state.get("status")
+    if isinstance(status, dict) and status:
+        status.setdefault("center_eval_length", None)
+
+
 def _mapping(record: Any, key: str) -> dict[str, Any]:
     """``record[key]`` where both are dicts, else a throwaway dict (nothing to fill)."""
     value = record.get(key) if isinstance(record, dict) else None
@@ -87,4 +94,4 @@ def _mapping(record: Any, key: str) -> dict[str, Any]:
 
 
 # STATE_STEPS[n - 1] reads format n into format n + 1
-STATE_STEPS: tuple[Callable[[dict[str, Any]], None], ...] = (_state_1_to_2,)
+STATE_STEPS: tuple[Callable[[dict[str, Any]], None], ...] = (_state_1_to_2, _state_2_to_3)

@@ -19,6 +19,7 @@ class GenerationStatus:
     best_sample_eval: float  # the best fitness of any solution so far
     center_eval: float | None  # the center's mean return on eval_episodes seeded test episodes
     # (None: not evaluated in this generation; eval_every)
+    center_eval_length: float | None  # those test episodes' mean length in steps (None: as above)
     nonfinite_center_evals: int  # center evaluations so far that met a NaN or infinity
     restarts: int  # times the search started again from a new start (restart.patience)
     total_interaction_count: int  # env steps of training so far (autoreset steps not counted)

@@ -9,7 +9,8 @@ from neurorun.loop.status import StopLimits
 from neurorun.record.metrics import GenerationStatus
 
 ROW = dict(generation=3, popsize=4, mean_eval=1.0, median_eval=1.0, pop_best_eval=2.0,
-           best_sample_eval=2.0, center_eval=None, nonfinite_center_evals=0, restarts=0,
+           best_sample_eval=2.0, center_eval=None, center_eval_length=None,
+           nonfinite_center_evals=0, restarts=0,
            total_interaction_count=500, total_episode_count=4, stdev_mean=0.1,
            episode_return_min=0.0, episode_return_mean=1.0, episode_return_max=2.0,
            episode_length_min=1.0, episode_length_mean=2.0, episode_length_max=3.0,

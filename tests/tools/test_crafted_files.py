@@ -159,8 +159,8 @@ def test_skipped_metrics_lines_are_counted_in_one_warning(tool, tmp_path, capsys
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    (3, ["has format 3", "formats up to 2", "upgrade neurorun"]),
-    ("2", ["format is '2'", "this neurorun's is 2"]),
+    (4, ["has format 4", "formats up to 3", "upgrade neurorun"]),
+    ("3", ["format is '3'", "this neurorun's is 3"]),
 ])
 def test_a_policy_json_of_a_newer_or_malformed_format_is_one_line(tmp_path, capsys, value,
                                                                   expected):
@@ -168,6 +168,6 @@ def test_a_policy_json_of_a_newer_or_malformed_format_is_one_line(tmp_path, caps
     run = save_checkpoint(tmp_path / "run")
     path = run / "checkpoints" / "best.json"
     meta = json.loads(path.read_text())
-    assert meta["format"] == 2  # as a run writes it
+    assert meta["format"] == 3  # as a run writes it
     path.write_text(json.dumps({**meta, "format": value}))
     fails_with(capsys, "eval", [str(run), "--episodes", "1"], str(path), *expected)
