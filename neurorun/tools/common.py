@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,9 +69,41 @@ def _one_line_warning(message: Any, category: type[Warning], filename: str, line
     print(f"warning: {message}", file=sys.stderr if file is None else file)
 
 
+_INTERRUPTED: list[int] = []  # Ctrl-C's taken while a tool runs (one may have been swallowed)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    _INTERRUPTED.append(signum)
+    raise KeyboardInterrupt
+
+
+def _unraisable(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``hook`` but for a Ctrl-C raised in a callback: taken quietly, for
+    ``check_interrupted``, instead of an "Exception ignored" traceback."""
+    def quiet(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _INTERRUPTED.append(signal.SIGINT)
+        else:
+            hook(unraisable)
+
+    return quiet
+
+
+def check_interrupted() -> None:
+    """Raise KeyboardInterrupt where a Ctrl-C came and was swallowed: raised inside a callback
+    (jax's garbage-collection hook, a finalizer), Python only reports it and goes on."""
+    if _INTERRUPTED:
+        raise KeyboardInterrupt
+
+
 def run_tool(name: str, body: Callable[[], int | None]) -> int:
     """Run a tool's `body`; bad input (or a missing extra) becomes one line
-    `name: error: ...` and exit status 2."""
+    `name: error: ...` and exit status 2; Ctrl-C one line and 130, with no output written
+    after it (`write_output` checks), even where a callback swallowed it."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupt) if main else None
+    hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
+    _INTERRUPTED.clear()
     with warnings.catch_warnings():
         warnings.showwarning = _one_line_warning
         # brax warns on every import that it is unmaintained: not news to a tool's user.
@@ -77,6 +111,7 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
         stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
         try:
             status = int(body() or 0)
+            check_interrupted()
             sys.stdout.flush()  # a full stdout fails here, not silently at exit
             return status
         except (ToolError, MissingExtraError) as error:
@@ -87,6 +122,9 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
             return 130
         finally:
             sys.stdout = stdout
+            sys.unraisablehook = hook
+            if main:
+                signal.signal(signal.SIGINT, previous)
 
 
 def write_output(path: str | Path, write: Callable[[Path], None], what: str,
@@ -100,11 +138,16 @@ def write_output(path: str | Path, write: Callable[[Path], None], what: str,
     path = Path(path)
     if path.is_dir():
         raise ToolError(f"{flag} {str(path)!r} is a folder; expected a file name for the {what}")
+
+    def written(temporary: Path) -> None:  # an interrupt before the rename: no file at all
+        write(temporary)
+        check_interrupted()
+
     try:
         if path.exists() and not path.is_file():
-            _write_into(path, write, flag)
+            _write_into(path, written, flag)
         else:
-            atomic_write(path, write)
+            atomic_write(path, written)
     except OSError as error:
         raise ToolError(f"cannot write the {what} to {str(path)!r}: {error.strerror or error}; "
                         f"pass a {flag} path in a writable folder") from error

@@ -1,0 +1,73 @@
+"""Ctrl-C stops every tool with one line and exit status 130, and leaves no output file: while
+its modules load, while it works, and where the interrupt was swallowed by a callback (jax's
+garbage-collection hook reports it as "Exception ignored" and goes on)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from pathlib import Path
+
+import pytest
+
+from neurorun.tools.common import run_tool, write_output
+
+
+def _swallowed_interrupt() -> None:
+    """A Ctrl-C that lands in a finalizer: Python prints "Exception ignored" and goes on."""
+
+    class Held:
+        pass
+
+    held = Held()
+    weakref.finalize(held, lambda: os.kill(os.getpid(), signal.SIGINT))
+    del held
+    gc.collect()
+
+
+def test_an_interrupt_a_callback_swallowed_stops_the_tool_before_it_writes(tmp_path, capsys):
+    """No "Exception ignored" report either: one line."""
+    out = tmp_path / "policy.onnx"
+
+    def body() -> None:
+        _swallowed_interrupt()
+        write_output(out, lambda path: path.write_bytes(b"exported"), "policy")
+
+    assert run_tool("neurorun-export", body) == 130
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().err == "neurorun-export: interrupted\n"
+
+
+def test_an_interrupt_after_the_output_is_written_still_ends_with_130(tmp_path, capsys):
+    out = tmp_path / "table.csv"
+
+    def body() -> None:
+        write_output(out, lambda path: path.write_text("a,b\n"), "table")
+        _swallowed_interrupt()
+
+    assert run_tool("neurorun-compare", body) == 130
+    assert "neurorun-compare: interrupted" in capsys.readouterr().err
+
+
+def test_a_tool_keeps_the_handlers_it_found(tmp_path):
+    before = signal.getsignal(signal.SIGINT), sys.unraisablehook
+    assert run_tool("neurorun-plot", lambda: 0) == 0
+    assert (signal.getsignal(signal.SIGINT), sys.unraisablehook) == before
+
+
+@pytest.mark.parametrize("tool", ["neurorun-export", "neurorun-eval"])
+def test_ctrl_c_while_a_tool_loads_its_modules_is_one_line(tmp_path, tool):
+    script = Path(sys.executable).with_name(tool)
+    process = subprocess.Popen([str(script), str(tmp_path / "missing")], stderr=subprocess.PIPE,
+                               text=True, preexec_fn=lambda: signal.signal(
+                                   signal.SIGINT, signal.SIG_DFL))
+    time.sleep(0.5)  # importing torch takes seconds
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == ["neurorun: interrupted (Ctrl-C)"]
