@@ -27,7 +27,7 @@ from neurorun.common import jsonio
 from neurorun.common.extras import require
 from neurorun.common.jsonio import finite_or_null
 from neurorun.problems.export import EnvPolicy
-from neurorun.record.layout import BEST_POLICY
+from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE
 from neurorun.tools.common import ToolError, add_policy_options, run_tool, write_output
 from neurorun.tools.evaluate import recorded_center_eval
 from neurorun.tools.export_formats import (
@@ -90,6 +90,13 @@ def _check_out(out: Path, form: Format, force: bool) -> None:
                         "create it, or pass an --out in a folder that exists")
     if out.is_dir():
         raise ToolError(f"--out {str(out)!r} is a folder; pass a file name")
+    folder = out.resolve().parent
+    if folder.name == CHECKPOINT_DIR and any(
+            (folder / name).exists() for name in (STATE_FILE, f"{BEST_POLICY}.pt",
+                                                  f"{LAST_POLICY}.pt")):
+        raise ToolError(f"--out {str(out)!r} is inside a run's {CHECKPOINT_DIR}/ folder, which "
+                        "holds the run's own files (a resume and the tools read them); pass an "
+                        "--out outside it")
     if out.exists() and not force:
         raise ToolError(f"--out {str(out)!r} exists; pass --force to replace it, or another "
                         "--out")

@@ -183,8 +183,27 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
                    str(saved.get("architecture")))
 
 
+def _is_torchscript(file: Any) -> bool:
+    """Whether the open file is a TorchScript archive (a zip holding ``code/``), rewound."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(file) as archive:
+            return any("/code/" in name for name in archive.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+    finally:
+        file.seek(0)
+
+
 def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy:
     with open_input(path) as file:
+        if _is_torchscript(file):
+            raise ToolError(
+                f"{str(path)!r} is an exported TorchScript policy (neurorun-export), not a "
+                "run's checkpoint: play it with torch.jit.load(path)(obs) (its metadata: the "
+                "'neurorun.json' extra file; docs/checkpoints.md, 'Exporting'), or give the "
+                "tools the run folder it was exported from")
         try:
             weights = torch.load(file, map_location="cpu", weights_only=True)
         except Exception as error:

@@ -445,7 +445,7 @@ def test_an_existing_output_needs_force(run_dir, tmp_path, capsys):
 def test_the_checkpoint_itself_is_not_an_output(run_dir, capsys):
     best = run_dir / "checkpoints" / "best.pt"
     refused(capsys, [str(run_dir), "--out", str(best), "--format", "torchscript", "--force"],
-            "is the checkpoint being exported")
+            "is inside a run's checkpoints/ folder")
 
 
 def test_an_output_in_a_missing_folder(run_dir, tmp_path, capsys):
@@ -504,3 +504,37 @@ def test_a_pickles_policy_is_held_to_its_own_statistics(change, expected, tmp_pa
     pickled.write_bytes(pickle.dumps(saved))
     refused(capsys, [str(pickled), "--trust-pickle", "--out", str(tmp_path / "p.pt"),
                      "--format", "torchscript"], expected)
+
+
+@pytest.mark.parametrize("name", ["last.pt", "state.pt", "mine.pt"])
+def test_no_output_inside_a_runs_checkpoints_folder(run_dir, capsys, name):
+    """The run's own files live there (`last.pt` was overwritten with --force)."""
+    out = run_dir / "checkpoints" / name
+    before = sorted(p.name for p in out.parent.iterdir())
+    refused(capsys, [str(run_dir), "--out", str(out), "--format", "torchscript", "--force"],
+            "is inside a run's checkpoints/ folder", "pass an --out outside it")
+    assert sorted(p.name for p in out.parent.iterdir()) == before
+
+
+@pytest.mark.parametrize("tool", ["eval", "render", "export"])
+def test_an_exported_torchscript_policy_given_to_a_tool_says_what_it_is(run_dir, tmp_path,
+                                                                        capsys, tool):
+    exported = tmp_path / "policy.pt"
+    assert export.main([str(run_dir), "--out", str(exported), "--format", "torchscript"]) == 0
+    capsys.readouterr()
+    flags = {"export": ["--format", "onnx", "--out", str(tmp_path / "again.onnx")],
+             "render": ["--out", str(tmp_path / "frames.gif")], "eval": []}[tool]
+    line = fails_with(capsys, tool, [str(exported), *flags],
+                      "is an exported TorchScript policy", "torch.jit.load")
+    assert "weights_only" not in line
+
+
+def test_a_policy_file_outside_a_run_is_not_its_own_output(run_dir, tmp_path, capsys):
+    import shutil
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("best.pt", "best.json"):
+        shutil.copy(run_dir / "checkpoints" / name, mine / name)
+    refused(capsys, [str(mine / "best.pt"), "--out", str(mine / "best.pt"), "--format",
+                     "torchscript", "--force"], "is the checkpoint being exported")
