@@ -149,6 +149,11 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
     """The config that ran, typed (a resumed run's saved one, this command's overrides on
     top), and what its run returned."""
     resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    chosen = hydra_cfg.runtime.choices.get("algo")
+    if not cfg.resume and chosen not in (None, cfg.algo.name):
+        raise ConfigError(f"algo.name={cfg.algo.name} renames the algorithm algo={chosen} "
+                          f"chose, whose options come with it. Fix: algo={cfg.algo.name} "
+                          "(each algorithm's options: `neurorun --help`).")
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume

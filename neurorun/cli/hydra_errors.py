@@ -63,6 +63,16 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
     close = difflib.get_close_matches(key, keys, n=1)
     given = next((arg for arg in argv if arg.partition("=")[0] == path), path)
     owners = _algorithms_with(key) if section == "algo" else []
+    swept = _swept_algorithms(argv)
+    if owners and swept:  # Hydra composes a sweep's config with the default algorithm first
+        lacking = [name for name in swept if name not in owners]
+        missing = (f"; {', '.join('algo=' + name for name in lacking)} of the sweep lack"
+                   f"{'s' if len(lacking) == 1 else ''} it too" if lacking else "")
+        return (f"{given}: a sweep over {', '.join('algo=' + name for name in swept)} is "
+                f"composed first with the default algo={parent.get('name')}, which has no "
+                f"option {key} (an option of {', '.join('algo=' + n for n in owners)}"
+                f"{missing}). Fix: ++{given} adds it to each job (a job whose algorithm lacks "
+                "it is refused), or sweep only the algorithms that have it.")
     if owners and "name" in keys:  # another algorithm's option (`experiment=hopper algo=cmaes`)
         return (f"{given}: algo={parent.get('name')} has no option {key} (an option of "
                 f"{', '.join('algo=' + name for name in owners)}). Fix: leave it out, or choose "
@@ -71,6 +81,15 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
     hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
     return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "
             "shows every key).")
+
+
+def _swept_algorithms(argv: Sequence[str]) -> list[str]:
+    """The algorithms of a sweep's ``algo=a,b`` override, or none."""
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if key == "algo" and sep and "," in value:
+            return [name.strip() for name in value.split(",") if name.strip()]
+    return []
 
 
 def _env_path(argv: Sequence[str]) -> str | None:

@@ -20,10 +20,12 @@ import re
 import sys
 from typing import Any
 
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
-from neurorun.common.errors import CONFIG_ERROR_EXIT, one_line
+from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
 from neurorun.common.values import is_int, is_number
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
@@ -158,14 +160,36 @@ def _check_not_empty(overrides: list[str]) -> None:
                     "job. Fix: give it at least one value (e.g. seed=range(0,3)).")
 
 
+def _check_jobs(overrides: list[str]) -> None:
+    """Every job of a sweep of Hydra's basic sweeper composes and passes the config's checks,
+    before the first runs: a bad value refuses the sweep, not its jobs after the good ones."""
+    from hydra import compose
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from neurorun.config.checks import validate_config
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    if jobs and not any(job.partition("=")[0] == "resume" for job in jobs[0]):
+        for number, job in enumerate(jobs):
+            try:
+                validate_config(compose("config", overrides=job), machine=False)
+            except (ConfigError, OmegaConfBaseException, HydraException) as error:
+                _refuse(f"job {number} of the sweep ({' '.join(job)}) is refused, so no job "
+                        f"ran: {one_line(error, first_line=True)}")
+
+
 class SearchCheck(Callback):
     """Refuses an Optuna search's bad settings before its first trial (and warns where it
-    minimizes), and any sweep over no value."""
+    minimizes), and any sweep over no value or with a job whose config is refused."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
         if "optuna" not in str(sweeper.get("_target_", "")).lower():
             _check_not_empty(list(config.hydra.overrides.task))
+            if "basic" in str(sweeper.get("_target_", "")).lower():
+                _check_jobs(list(config.hydra.overrides.task))
             return
         _check_counts(sweeper)
         _check_study(sweeper)

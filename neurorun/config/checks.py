@@ -172,12 +172,15 @@ def _check_algorithm(config: RunConfig) -> None:
 
 
 def validate_config(cfg: DictConfig, *,
-                    prepare: Callable[[RunConfig], None] | None = None) -> RunConfig:
+                    prepare: Callable[[RunConfig], None] | None = None,
+                    machine: bool = True) -> RunConfig:
     """The typed config of ``cfg``, checked without building any environment.
 
     Args:
         prepare: what the run's entry sets up from the checked keys before this machine is
             asked about them (the host device count: the GPU check of a jax env starts jax).
+        machine: check what this machine has too (False: a sweep's jobs checked before any
+            runs, in the process that then runs them: jax must not start there yet).
 
     Raises:
         ConfigError: naming the key, the value and the fix.
@@ -188,7 +191,8 @@ def validate_config(cfg: DictConfig, *,
     _check_parallel(config)
     if prepare is not None:
         prepare(config)
-    check_machine(config)
+    if machine:
+        check_machine(config)
     _check_algorithm(config)
     check_ray_installed(config)  # last: the checks above need no ray
     return config

@@ -175,11 +175,11 @@ def test_a_job_refused_before_its_run_closes_its_folders_lock(tmp_path):
     result = neurorun(
         "-m", "debug=default", f"env={SPEC.replace(':make', ':count_locks')}",
         "problem.episode_length=null", f"+env.env_config.out={tmp_path / 'locks'}",
-        "algo.popsize=-2,-4,10", "generations=1", "logger.console.quiet=true",
+        "problem.device=cuda,cuda,cpu", "generations=1", "logger.console.quiet=true",
         "hydra.sweep.dir=sweep", cwd=tmp_path, test_envs=True)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "neurorun: 2 job(s) of the sweep failed:" in result.stderr
-    assert result.stderr.count("algo.popsize=-") >= 2  # each refused for its popsize
+    assert result.stderr.count("problem.device=cuda") >= 2  # each refused on this machine
     assert (tmp_path / "locks").read_text() == "1"  # the last job's own lock only
 
 
@@ -289,6 +289,39 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
 
 # issue 37 probe C55: a sweep over no value ran no job, exited 0 and left a folder holding only
 # multirun.yaml: one line, exit 2, no folder
+@pytest.mark.parametrize(("sweep", "refused"), [
+    (["seed=0,abc"], "job 1 of the sweep (seed=abc debug=default"),
+    (["seed=0,1", "algo.popsize=-3"], "job 0 of the sweep (seed=0 algo.popsize=-3"),
+])
+def test_a_sweep_with_a_refused_job_runs_none_and_leaves_no_folder(tmp_path, sweep, refused):
+    result = neurorun("-m", *sweep, "debug=default", "hydra.sweep.dir=sw", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"neurorun: config error: {refused}")
+    assert "is refused, so no job ran: " in line and not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_over_algorithms_names_them_for_an_option_of_some(tmp_path):
+    result = neurorun("-m", "algo=ars,cmaes", "algo.top_directions=2", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert "a sweep over algo=ars, algo=cmaes is composed first with the default algo=pgpe" \
+        in line
+    assert "algo=cmaes of the sweep lacks it too" in line and "Fix: ++algo.top_directions=2" \
+        in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_algo_name_is_refused_for_the_group_that_chooses_it(tmp_path):
+    result = neurorun("algo.name=cmaes", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line == ("neurorun: config error: algo.name=cmaes renames the algorithm algo=pgpe "
+                    "chose, whose options come with it. Fix: algo=cmaes (each algorithm's "
+                    "options: `neurorun --help`).")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
     result = neurorun("-m", "debug=default", "seed=range(0,0)", "hydra.sweep.dir=sw",
                       cwd=tmp_path)
