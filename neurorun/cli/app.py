@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import yaml
 from hydra import compose, initialize_config_module
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException, HydraException
@@ -294,6 +295,9 @@ def _main() -> None:
                 app()
             finally:
                 release()
+    except yaml.YAMLError as error:  # a user's config file (--config-dir) Hydra could not read
+        print(f"neurorun: config error: {hydra_errors.yaml_error_line(error)}", file=sys.stderr)
+        sys.exit(CONFIG_ERROR_EXIT)
     except (OmegaConfBaseException, HydraException) as error:
         line = hydra_errors.config_error_line(error, sys.argv[1:])
         if line is None and named:  # Hydra resolves them to name the folder

@@ -14,7 +14,12 @@ import difflib
 import sys
 from collections.abc import Sequence
 
-from hydra.errors import CompactHydraException, ConfigCompositionException, HydraException
+from hydra.errors import (
+    CompactHydraException,
+    ConfigCompositionException,
+    HydraException,
+    MissingConfigException,
+)
 from hydra.errors import OverrideParseException as ParseError
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
@@ -29,6 +34,12 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return env_path
     if isinstance(error, ParseError):
         return _unparsable(argv)
+    if isinstance(error, MissingConfigException):
+        return _missing_option(error, argv)
+    if str(error).startswith("Additional config directory"):
+        folder = str(error).split("'")[1] if "'" in str(error) else "?"
+        return (f"--config-dir {folder}: no such folder. Fix: the folder that holds your "
+                "config groups (e.g. --config-dir ./conf), or leave --config-dir out.")
     if isinstance(error, ConfigCompositionException) and str(error).startswith(
             "Could not override") and isinstance(error.__cause__, ConfigAttributeError |
                                                  ConfigKeyError):
@@ -52,6 +63,31 @@ def report_like_hydra(error: CompactHydraException) -> None:
     print("\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.",
           file=sys.stderr)
     sys.exit(1)
+
+
+def yaml_error_line(error: Exception) -> str:
+    """`<file>, line L, column C: <problem>. Fix: ...` for a config file YAML cannot read."""
+    mark = getattr(error, "problem_mark", None)
+    where = (f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None
+             else "a config file")
+    problem = getattr(error, "problem", None) or one_line(error, first_line=True)
+    return (f"{where}: not YAML ({problem}). Fix: correct the file (indent with spaces, not "
+            "tabs), or leave its folder out of --config-dir.")
+
+
+def _missing_option(error: MissingConfigException, argv: Sequence[str]) -> str:
+    """`algo=pgep: no option pgep of the group algo; did you mean pgpe? ...`"""
+    group, _, name = str(error.missing_cfg_file or "").rpartition("/")
+    options = [str(option) for option in error.options or []]
+    given = next((arg for arg in argv if arg.lstrip("+~").partition("=")[0] == group
+                  and arg.partition("=")[2] == name), f"{group}={name}")
+    if not group:  # the primary config (--config-name) or a file a default names
+        return f"{one_line(error, first_line=True)}. Fix: check the config's name."
+    close = difflib.get_close_matches(name, options, n=3)
+    hint = f"; did you mean {', '.join(f'{group}={c}' for c in close)}?" if close else "."
+    shown = ", ".join(options) if options else "none"
+    return (f"{given}: no option {name!r} of the group {group}{hint} Fix: one of {shown} "
+            "(`neurorun --help` lists every group's options).")
 
 
 def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[str]) -> str:

@@ -468,3 +468,31 @@ def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path)
     assert line.startswith("neurorun: config error: 'env=CartPöle-v1' cannot be parsed")
     assert line.endswith("""Fix: quote the value: 'env="CartPöle-v1"'.""")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["algo=pgep"], "algo=pgep: no option 'pgep' of the group algo; did you mean algo=pgpe? "
+                    "Fix: one of ars, cem, cmaes, openai_es, pgpe, sep_cmaes, snes, xnes"),
+    (["network=mlp3"], "did you mean network=mlp, network=mlp2?"),
+    (["experiment=foo"], "experiment=foo: no option 'foo' of the group experiment. Fix: one of"),
+    (["--config-dir", "/nonexistent"], "--config-dir /nonexistent: no such folder. Fix: "),
+    (["--config-dir", "mine", "algo=mine"], "algo=mine: no option 'mine' of the group algo"),
+])
+def test_an_unknown_group_option_or_config_folder_is_one_line(tmp_path, args, expected):
+    (tmp_path / "mine" / "algo").mkdir(parents=True)
+    result = neurorun(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("neurorun: config error: ") and expected in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_users_config_file_that_is_not_yaml_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "mine" / "algo" / "tabbed.yaml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("name: pgpe\n\tpopsize: 3\n")
+    result = neurorun("--config-dir", "mine", "algo=tabbed", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"neurorun: config error: {bad}, line 2, column 1: not YAML (")
+    assert "Fix: " in line
