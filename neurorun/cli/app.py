@@ -150,6 +150,12 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
     """The config that ran, typed (a resumed run's saved one, this command's overrides on
     top), and what its run returned."""
     resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    picked = [o.partition("=")[0] for o in task_overrides(hydra_cfg)
+              if o.lstrip("+~").partition("=")[0] in ("env_algo", "experiment_algo")]
+    if picked:
+        raise ConfigError(f"{picked[0]}= is not chosen on the command line: the env (or "
+                          "experiment) and the algorithm pick it (env_algo/<env>/<algo>.yaml). "
+                          "Fix: leave it out; set the algorithm's keys (algo.<key>=...) instead.")
     chosen = hydra_cfg.runtime.choices.get("algo")
     if not cfg.resume and chosen not in (None, cfg.algo.name):
         raise ConfigError(f"algo.name={cfg.algo.name} renames the algorithm algo={chosen} "

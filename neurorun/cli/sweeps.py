@@ -27,6 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
 from neurorun.common.values import is_int, is_number
+from neurorun.config.checks import validate_config
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
 
@@ -118,9 +119,10 @@ def _trial_values(arguments: list[str]) -> list[list[str]]:
             _refuse(f"the search space {override.input_line} has a bound that is not a finite "
                     f"number. Fix: {SPACES}, low and high finite.")
         if isinstance(space, CategoricalDistribution):
-            choices = space.choices if "." not in key.lstrip("+~") else space.choices[:1]
-        else:  # a fixed value, or a numeric range: its low end stands for all
-            choices = [getattr(space, "low", space)]
+            choices = space.choices
+        else:  # a fixed value, or a numeric range: its ends stand for all
+            choices = list(dict.fromkeys([getattr(space, "low", space),
+                                          getattr(space, "high", space)]))
         values.append([f"{key}={choice}" for choice in choices])
     return values
 
@@ -131,7 +133,7 @@ def _compose(overrides: list[str], algo: str) -> None:
     from hydra.errors import ConfigCompositionException
 
     try:
-        compose("config", overrides=overrides)
+        cfg = compose("config", overrides=overrides)
     except ConfigCompositionException as error:
         first = one_line(error, first_line=True)  # "Could not override 'algo.<key>'."
         found = re.search(r"override '([^']+)'", first)
@@ -146,6 +148,11 @@ def _compose(overrides: list[str], algo: str) -> None:
                     "was written for.")
         _refuse(f"the search sets {key}, which the config does not have: every trial would "
                 f"fail. Fix: correct the name, or add the key with +{key}=<value>.")
+    try:
+        validate_config(cfg, machine=False)
+    except (ConfigError, OmegaConfBaseException, HydraException) as error:
+        _refuse(f"a trial of this search ({' '.join(overrides)}) would be refused: "
+                f"{one_line(error, first_line=True)}")
 
 
 def _check_not_empty(overrides: list[str]) -> None:
@@ -166,8 +173,6 @@ def _check_jobs(overrides: list[str]) -> None:
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from neurorun.config.checks import validate_config
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]

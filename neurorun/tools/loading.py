@@ -125,9 +125,12 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
     if is_input(pickled):
         if trust_pickle:
             return pickled
-        raise ToolError(f"{str(folder)!r} has no {checkpoint}.pt + {checkpoint}.json, only "
-                        f"{checkpoint}.pkl, and loading a pickle runs any code it holds: not "
-                        "loaded. Pass --trust-pickle if you trust where the folder came from")
+        missing = (f"{checkpoint}.json beside its {checkpoint}.pt" if is_input(weights)
+                   else f"{checkpoint}.pt + {checkpoint}.json")
+        raise ToolError(f"{str(folder)!r} has no {missing} (what the network is rebuilt "
+                        f"from), and its {checkpoint}.pkl is a pickle, which runs any code it "
+                        "holds: not loaded. Fix: restore the .json from a copy of the run, or "
+                        "pass --trust-pickle if you trust where the folder came from")
     raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_DIR}/"
                     f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; pass a run folder "
                     "(a sweep holds one run per subfolder) or a checkpoint file")
@@ -207,6 +210,10 @@ def _load_weights(path: Path, env: str | None, trust_code: bool) -> LoadedPolicy
         try:
             weights = torch.load(file, map_location="cpu", weights_only=True)
         except Exception as error:
+            if "zip archive" in str(error):  # torch's "internal miniz error", cut short
+                raise ToolError(f"{str(path)!r} is not a whole checkpoint (cut short or "
+                                "corrupt: not the zip archive torch.save writes). Fix: restore "
+                                "it from a copy of the run") from error
             raise ToolError(f"cannot load {str(path)!r} with torch.load(weights_only=True): "
                             f"{one_line(error, with_type=True, first_line=True)}") from error
     meta = _read_meta(path)

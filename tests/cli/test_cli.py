@@ -496,3 +496,19 @@ def test_a_users_config_file_that_is_not_yaml_is_one_line_naming_it(tmp_path):
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"neurorun: config error: {bad}, line 2, column 1: not YAML (")
     assert "Fix: " in line
+
+
+@pytest.mark.parametrize("group", ["env_algo", "experiment_algo"])
+def test_the_groups_the_env_and_algorithm_pick_are_not_set_by_hand(tmp_path, group):
+    result = neurorun(f"{group}=foo", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"neurorun: config error: {group}= is not chosen on the command line")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_python_dash_m_neurorun_is_the_command(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "neurorun", "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "algo: ars, cem, cmaes, openai_es, pgpe, sep_cmaes, snes, xnes" in result.stdout

@@ -285,3 +285,18 @@ def test_compare_output_errors_name_csv(target, sweep, tmp_path, capsys):
     out = tmp_path if target == "folder" else blocker / "out.csv"
     line = fails_with(capsys, "compare", [str(sweep), "--csv", str(out)], "--csv", str(out))
     assert "--out" not in line
+
+
+def test_a_truncated_checkpoint_is_said_to_be_cut_short(run_dir, capsys):
+    best = run_dir / "checkpoints" / "best.pt"
+    best.write_bytes(best.read_bytes()[:300])
+    line = fails_with(capsys, "eval", [str(run_dir)], f"{str(best)!r} is not a whole checkpoint",
+                      "restore it from a copy")
+    assert "miniz" not in line
+
+
+def test_a_folder_missing_only_the_json_names_the_json(run_dir, capsys):
+    (run_dir / "checkpoints" / "best.json").unlink()
+    (run_dir / "checkpoints" / "best.pkl").write_bytes(b"not unpickled")
+    fails_with(capsys, "eval", [str(run_dir)], "has no best.json beside its best.pt",
+               "--trust-pickle")

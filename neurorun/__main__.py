@@ -1,0 +1,5 @@
+"""`python -m neurorun`: the neurorun command."""
+
+from neurorun.cli.app import main
+
+main()
