@@ -53,7 +53,7 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
             pair_solution=jnp.arange(2, dtype=jnp.int32), pair_keys=jnp.zeros((2, 2), jnp.uint32),
             noise_keys=jnp.zeros((2, 2), jnp.uint32), center=jnp.zeros(1), scale=jnp.ones(1),
             shift=jnp.zeros(1), stdev=jnp.float32(0))
-        static = jax_program.Static(slots=slots, chunk=slots, solutions=2, pairs=2,
+        static = jax_program.ProgramShape(slots=slots, chunk=slots, solutions=2, pairs=2,
                                     following=0, normalize=False, collect=False, noisy=False)
         carry = jax_program.first_carry(env, policy, static, inputs, slots)
         carry = jax_program.phase(env, policy, static, inputs, carry, jnp.int32(-1))

@@ -53,7 +53,7 @@ def policy():
 def static_of(slots, pairs, chunk=None, solutions=3):
     from neurorun.problems.jax import program as jax_program
 
-    return jax_program.Static(slots=slots, chunk=chunk or slots, solutions=solutions,
+    return jax_program.ProgramShape(slots=slots, chunk=chunk or slots, solutions=solutions,
                               pairs=pairs, following=0, normalize=False, collect=False,
                               noisy=False)
 

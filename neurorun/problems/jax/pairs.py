@@ -19,7 +19,7 @@ from torch import Tensor
 from neurorun.problems.schedule import pair_seeds
 
 
-class Common(NamedTuple):
+class SharedInputs(NamedTuple):
     """What every pair of a rollout reads alike (the tail of ``jax_program.Inputs``)."""
 
     center: np.ndarray  # (O,)
@@ -28,7 +28,7 @@ class Common(NamedTuple):
     stdev: np.floating  # ()
 
 
-class Tables(NamedTuple):
+class PairTables(NamedTuple):
     """Each device's own pairs: (devices, T, ...) arrays, a device's row its share."""
 
     pair_solution: Any  # (devices, T) int32, n for padding
@@ -81,7 +81,7 @@ class PairSplit:
         devices = self.pair_index.shape[0]
         return max(1, min(-(-min(total, self.n * self.episodes) // devices), self.pairs))
 
-    def tables(self, seed: int, noise_seed: int) -> Tables:
+    def tables(self, seed: int, noise_seed: int) -> PairTables:
         """Each pair's solution, reset key (its episode seed's: ``schedule.pair_seeds``) and
         action-noise key, per device."""
         import jax
@@ -94,7 +94,7 @@ class PairSplit:
         keys = episode_keys(seeds).reshape(*seeds.shape, 2)
         noise = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(
             jax.random.PRNGKey(int(noise_seed)), (seeds & 0xFFFFFFFF).astype(np.uint32).ravel())
-        return Tables(np.where(valid, index % self.n, self.n).astype(np.int32), keys,
+        return PairTables(np.where(valid, index % self.n, self.n).astype(np.int32), keys,
                       np.asarray(noise).reshape(*seeds.shape, 2))
 
     def gather(self, out: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ runs it. A phase steps the device's slots until every pair has run, or, when ``l
 until its queue is empty and at most ``limit`` slots are still busy (the host then moves those
 slots into the next phase's smaller batch: see :mod:`neurorun.problems.jax.rollout`).
 
-The slots are stepped in chunks of ``Static.chunk`` envs, one call of the env's step each,
+The slots are stepped in chunks of ``ProgramShape.chunk`` envs, one call of the env's step each,
 and only the chunks that hold a busy slot are stepped: once the queue is empty, the busy slots
 move to the first chunks (a stable reordering, ``_compact``), so a step costs in proportion to
 the busy slots, not to the batch, within one compiled program. A rollout's first step resets
@@ -38,7 +38,7 @@ from neurorun.problems.schedule import Queue
 
 
 @dataclass(frozen=True)
-class Static:
+class ProgramShape:
     """What one compiled program is specialized to (jit's static arguments): one device's
     sizes and which optional steps it includes."""
 
@@ -102,7 +102,7 @@ def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
     return t, (t - total) - y
 
 
-def first_carry(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs,
+def first_carry(env: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs,
                 usable: Any) -> Carry:
     """A device's carry before its rollout: slot b takes pair b (none past the pairs, past
     ``usable`` slots, on a padding pair or, lock-step, past the device's solutions), and every
@@ -132,7 +132,7 @@ def _zero_statistics(xp: Any, slots: int, size: int) -> dict[str, Any]:
             "obs_squares_error": zeros, "obs_count": xp.zeros(slots, xp.int32)}
 
 
-def phase(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: Carry,
+def phase(env: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, carry: Carry,
           limit: Any) -> Carry:
     """Steps until no slot is busy, or (``limit >= 0``) the queue is empty and at most
     ``limit`` slots are busy; the phase's step counts and statistics start from zero."""
@@ -151,8 +151,8 @@ def phase(env: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, carry: 
     return jax.lax.while_loop(going, lambda c: _step(step, policy, static, inputs, c), carry)
 
 
-def hand_over(inputs: Inputs, carry: Carry, static: Static,
-              drain: Static) -> tuple[Inputs, Carry, Any]:
+def hand_over(inputs: Inputs, carry: Carry, static: ProgramShape,
+              drain: ProgramShape) -> tuple[Inputs, Carry, Any]:
     """The queue program's last busy slots (at most ``drain.slots``; no pair waits) as the
     drain program's inputs and carry: drain slot k runs the k-th busy slot's pair on, as the
     drain's own solution k, with its return, length and action-noise key so far. Returns
@@ -184,7 +184,7 @@ def _reordered(carry: Carry, order: Any) -> Carry:
     return Carry(**fields)
 
 
-def _chunks_in_use(static: Static, slot_pair: Any) -> tuple[Any, Any]:
+def _chunks_in_use(static: ProgramShape, slot_pair: Any) -> tuple[Any, Any]:
     """(chunks holding a busy slot from the first to the last, fewest chunks the busy slots
     need)."""
     busy = slot_pair >= 0
@@ -193,7 +193,7 @@ def _chunks_in_use(static: Static, slot_pair: Any) -> tuple[Any, Any]:
     return (last + chunk) // chunk, (jnp.count_nonzero(busy) + chunk - 1) // chunk
 
 
-def _compact(static: Static, c: Carry) -> Carry:
+def _compact(static: ProgramShape, c: Carry) -> Carry:
     """Busy slots into the first chunks when they would fill fewer chunks than they span
     (idle ones stay idle: a slot goes idle only once the queue is empty, or retires)."""
     if static.slots == static.chunk:
@@ -205,7 +205,7 @@ def _compact(static: Static, c: Carry) -> Carry:
         lambda c: c, c)
 
 
-def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry) -> Carry:
+def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c: Carry) -> Carry:
     """One vector step: what ``rollout._run_steps`` does per step, on arrays, the policy and
     the env step chunk by chunk."""
     c = _compact(static, c)
@@ -246,7 +246,7 @@ def _step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Car
         simulated=c.simulated + jnp.where(counting, chunks * static.chunk, 0), **statistics)
 
 
-def _chunk_step(step: Any, policy: ArrayPolicy, static: Static, inputs: Inputs, c: Carry,
+def _chunk_step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c: Carry,
                 obs: Any, inside: Any, k: Any, moved: tuple) -> tuple:
     """Chunk ``k``'s slots act and step: their policy rows on their (normalized)
     observations, action noise, the env step with next-step autoreset."""
@@ -280,7 +280,7 @@ def _zero_rows(state: tuple, mask: Any) -> tuple:
     return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
 
 
-def _take_next(static: Static, inputs: Inputs, ends: Any, queue: Queue, slot_params: Any,
+def _take_next(static: ProgramShape, inputs: Inputs, ends: Any, queue: Queue, slot_params: Any,
                slot_keys: Any) -> tuple:
     """The ending slots take their next pairs (``schedule.end``); the slots that took one get
     its solution's parameters and its reset key (their recurrent state is zeroed after the

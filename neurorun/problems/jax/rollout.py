@@ -31,6 +31,7 @@ equal up to that rounding (``one_batch`` steps every slot in one call, as that p
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Sequence
@@ -43,9 +44,9 @@ from torch import Tensor
 from neurorun.nets.arrays import ArrayPolicy
 from neurorun.problems.jax.compiling import Program, watched
 from neurorun.problems.jax.pairs import (
-    Common,
     PairSplit,
-    Tables,
+    PairTables,
+    SharedInputs,
     merge_drained,
     padded,
     pair_arrays,
@@ -58,14 +59,22 @@ from neurorun.problems.rollout import RolloutResult, pair_results
 from neurorun.problems.running_norm import NormRecord, RunningNorm
 
 log = logging.getLogger(__name__)
-QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): per env, a call of 32 cost
-# the least of 1-128 on brax humanoid, ant and CheetahRun here (docs/benchmarks.md)
-DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): at most two of its calls cost
-# about one of the queue program's
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): the cheapest per env
+DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): two of its calls cost about one
+# of the queue program's
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
 LAPACK_INLINE_WORK = 200_000  # below this many flops a call, jax's LAPACK kernels run inline
+
+
+class ProgramKind(enum.Enum):
+    """The compiled evaluation's programs (each compiled once per ``ProgramShape``)."""
+
+    FIRST = "first"  # a rollout's first carry: every slot pending its pair's reset
+    QUEUE = "queue"  # steps the pairs over the env slots (a population's shape)
+    DRAIN = "drain"  # the queue's last busy slots, or a small rollout whole
+    HAND_OVER = "hand over"  # the queue's last busy slots as the drain's inputs and carry
 
 
 class JaxRollout:
@@ -99,7 +108,7 @@ class JaxRollout:
         self.largest_chunk = (_inline_chunk(self.env) if self.cpu and len(self.devices) > 1
                               else None)
         self._size: int | None = None
-        self._compiled: dict[tuple[str, Any], Program] = {}
+        self._compiled: dict[tuple[ProgramKind, Any], Program] = {}
         self._said: set[tuple[int, int]] = set()  # splits said to leave a device idle
         self.one_batch = False  # every slot in one step call, one program (as step by step)
         self.last_seconds = 0.0  # the last evaluation's (a stall warning waits 10x as long)
@@ -147,7 +156,7 @@ class JaxRollout:
                         else (torch.ones(size), torch.zeros(size)))
         center = (normalizer.mean.float().cpu().numpy() if normalizer is not None
                   else np.zeros(size, np.float32))
-        common = Common(np.asarray(center, np.float32), scale.numpy(), shift.numpy(),
+        shared = SharedInputs(np.asarray(center, np.float32), scale.numpy(), shift.numpy(),
                         np.float32(options.action_noise_stdev or 0.0))
         tables = split.tables(seed, noise_seed)
         usable = split.slots(slots)
@@ -155,9 +164,9 @@ class JaxRollout:
         with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
                      max(STALL_SECONDS, 10 * self.last_seconds)):
             if self._drains_whole(split, usable, streaming):
-                out = self._drain_run(padded(params), tables, common, normalizer, totals)
+                out = self._drain_run(padded(params), tables, shared, normalizer, totals)
             else:
-                out = self._queue_run(padded(params), tables, common, split, usable,
+                out = self._queue_run(padded(params), tables, shared, split, usable,
                                       normalizer, collect, totals)
         out = split.gather(out)
         self.last_seconds = time.perf_counter() - started
@@ -166,13 +175,13 @@ class JaxRollout:
     # ----- plans -----
     def _drain_static(self, normalize: bool) -> Any:
         """The drain program's shape: the same for every rollout of this env and network."""
-        from neurorun.problems.jax.program import Static
+        from neurorun.problems.jax.program import ProgramShape
 
         slots, chunk = ((DRAIN_SLOTS, DRAIN_CHUNK) if self.cpu
                         else (ACCELERATOR_DRAIN_SLOTS, ACCELERATOR_DRAIN_SLOTS))
         chunk = self._chunk(min(chunk, slots))
         slots = -(-slots // chunk) * chunk
-        return Static(slots=slots, chunk=chunk, solutions=slots, pairs=slots, following=0,
+        return ProgramShape(slots=slots, chunk=chunk, solutions=slots, pairs=slots, following=0,
                       normalize=normalize, collect=True, noisy=True)
 
     def _chunk(self, chunk: int) -> int:
@@ -186,49 +195,50 @@ class JaxRollout:
 
     def _queue_static(self, split: PairSplit, usable: int, normalize: bool,
                       collect: bool, noisy: bool) -> Any:
-        from neurorun.problems.jax.program import Static
+        from neurorun.problems.jax.program import ProgramShape
 
         chunk = usable if self.one_batch or not self.cpu else self._chunk(
             min(usable, QUEUE_CHUNK))
-        return Static(slots=-(-usable // chunk) * chunk, chunk=chunk, solutions=split.n,
+        return ProgramShape(slots=-(-usable // chunk) * chunk, chunk=chunk, solutions=split.n,
                       pairs=split.pairs, following=split.following, normalize=normalize,
                       collect=collect, noisy=noisy)
 
     # ----- running the programs -----
-    def _queue_run(self, params: np.ndarray, tables: Tables, common: Common, split: PairSplit,
-                   usable: int, normalizer: Any, collect: Any, totals: _Totals) -> dict:
+    def _queue_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
+                   split: PairSplit, usable: int, normalizer: Any, collect: Any,
+                   totals: _Totals) -> dict:
         """The queue program until at most the drain's slots are busy and no pair waits (or
         to the end: lock-step, one batch, an accelerator), then the drain program."""
         import jax.numpy as jnp
 
         static = self._queue_static(split, usable, normalizer is not None,
-                                    collect is not None, float(common.stdev) > 0)
+                                    collect is not None, float(shared.stdev) > 0)
         drain = self._drain_static(static.normalize)
-        drain_program = self._program("drain", drain)
+        drain_program = self._program(ProgramKind.DRAIN, drain)
         if not (self.one_batch or drain_program.ready):  # compiles beside the queue program
             drain_program.compile_ahead(*self._drain_shapes(drain, params))
         devices = len(self.devices)
         inputs = self._put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
                                            *tables, *(np.broadcast_to(x, (devices, *x.shape))
-                                                      for x in common)))
-        carry = self._program("first", (static, usable))(inputs)
+                                                      for x in shared)))
+        carry = self._program(ProgramKind.FIRST, (static, usable))(inputs)
         hands_over = (self.cpu and split.streaming and not self.one_batch
                       and static.slots > drain.slots)
-        carry = self._program("queue", static)(inputs, carry,
+        carry = self._program(ProgramKind.QUEUE, static)(inputs, carry,
                                                jnp.int32(drain.slots if hands_over else -1))
         totals.add(carry)
         out = pair_arrays(carry)
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
-            drain_inputs, drain_carry, origin = self._program("hand over", (static, drain))(
-                inputs, carry)
-            drain_carry = self._program("drain", drain)(drain_inputs, drain_carry,
+            hand_over = self._program(ProgramKind.HAND_OVER, (static, drain))
+            drain_inputs, drain_carry, origin = hand_over(inputs, carry)
+            drain_carry = self._program(ProgramKind.DRAIN, drain)(drain_inputs, drain_carry,
                                                         jnp.int32(-1))
             totals.add(drain_carry)
             merge_drained(out, pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
         return out
 
-    def _drain_run(self, params: np.ndarray, tables: Tables, common: Common, normalizer: Any,
-                   totals: _Totals) -> dict:
+    def _drain_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
+                   normalizer: Any, totals: _Totals) -> dict:
         """A rollout whose pairs all start at once, on the drain program: slot k of a device
         runs its pair k as the drain's own solution k."""
         import jax.numpy as jnp
@@ -243,9 +253,9 @@ class JaxRollout:
         inputs = self._put(stacked_inputs(
             own, solution, widened(tables.pair_keys, static.pairs, 0),
             widened(tables.noise_keys, static.pairs, 0),
-            *(np.broadcast_to(x, (devices, *x.shape)) for x in common)))
-        carry = self._program("first", (static, static.slots))(inputs)
-        carry = self._program("drain", static)(inputs, carry, jnp.int32(-1))
+            *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
+        carry = self._program(ProgramKind.FIRST, (static, static.slots))(inputs)
+        carry = self._program(ProgramKind.DRAIN, static)(inputs, carry, jnp.int32(-1))
         totals.add(carry)
         drained = pair_arrays(carry)
         out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
@@ -274,7 +284,8 @@ class JaxRollout:
             shape(drain.solutions + 1, params.shape[1]), shape(drain.pairs, dtype=np.int32),
             shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
             shape(size), shape(size), shape(size), shape())
-        carry = jax.eval_shape(self._program("first", (drain, drain.slots)).function, inputs)
+        first = self._program(ProgramKind.FIRST, (drain, drain.slots))
+        carry = jax.eval_shape(first.function, inputs)
         # an array without elements comes out replicated (MJX's empty fields)
         carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
             leaf.shape, leaf.dtype, sharding=sharding if leaf.size else
@@ -299,21 +310,22 @@ class JaxRollout:
 
         return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS)))
 
-    def _program(self, kind: str, static: Any) -> Program:
+    def _program(self, kind: ProgramKind, static: Any) -> Program:
         """The jitted program ``kind`` of ``static``, each device running its share
         (``shard_map`` over the devices), compiled at its first call; the physics programs
         (queue, drain) say what they compile."""
         key = (kind, static)
         if key not in self._compiled:
             label = description = None
-            if kind in ("queue", "drain"):
+            if kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
                 import jax
 
                 devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
-                description = (f"the {kind} program of {self.spec} for {static.slots} env slots "
-                               f"x {devices} ({static.pairs} pairs each, {static.chunk} envs a "
-                               "step call)")
-                label = f"{self.label} | {kind} {static} | {devices} | jax {jax.__version__}"
+                description = (f"the {kind.value} program of {self.spec} for {static.slots} env "
+                               f"slots x {devices} ({static.pairs} pairs each, {static.chunk} "
+                               "envs a step call)")
+                label = (f"{self.label} | {kind.value} {static} | {devices} | "
+                         f"jax {jax.__version__}")
             self._compiled[key] = Program(self._traced(kind, static), label, description or "")
         return self._compiled[key]
 
@@ -322,19 +334,19 @@ class JaxRollout:
         """Spent compiling (or loading from jax's cache) so far."""
         return sum(program.seconds for program in self._compiled.values())
 
-    def _traced(self, kind: str, static: Any) -> Any:
+    def _traced(self, kind: ProgramKind, static: Any) -> Any:
         import jax
         from jax.sharding import PartitionSpec as P
 
         from neurorun.problems.jax import program as jax_program
 
         env, policy = self.env, self.policy
-        if kind == "first":
+        if kind is ProgramKind.FIRST:
             def body(inputs: Any) -> Any:
                 return _stacked(jax_program.first_carry(env, policy, static[0], _local(inputs),
                                                         static[1]))
             specs: tuple = (P(AXIS),)
-        elif kind in ("queue", "drain"):
+        elif kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
             def body(inputs: Any, carry: Any, limit: Any) -> Any:
                 return _stacked(jax_program.phase(env, policy, static, _local(inputs),
                                                   _local(carry), limit))
@@ -364,6 +376,7 @@ class JaxRollout:
 
 
 AXIS = "devices"  # the mesh axis the pairs are split over
+
 
 
 def _local(tree: Any) -> Any:
