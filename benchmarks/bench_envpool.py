@@ -39,7 +39,6 @@ takes seconds. Writes benchmarks/results/envpool.json.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 from datetime import datetime
@@ -47,55 +46,20 @@ from pathlib import Path
 from typing import Any
 
 import envpool
-import gymnasium as gym
 import numpy as np
 import torch
 from harness import rate, ratios, spread, write_result
 from host_loop_profile import recorded_steps, replayed_per_s
+from raw_steps import EPISODE_LENGTH, raw_gym, raw_pool
 
 from neurorun.problems import make_problem
 
 RESULTS = Path(__file__).resolve().parent / "results" / "envpool.json"
 LINEAR = "Linear(obs_length, act_length)"
 MLP = "Linear(obs_length, 64) >> Tanh() >> Linear(64, act_length)"
-EPISODE_LENGTH = 200
 QUICK_ENVS = ["CartPole-v1", "LunarLanderContinuous-v3", "Hopper-v5", "HalfCheetah-v5"]
 TRAINING = {"HalfCheetah-v5": 0.9, "Humanoid-v5": 0.85}  # env: target counted / raw
 FULL_ENVS = QUICK_ENVS + ["BipedalWalker-v3", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
-
-
-def _stepped_per_s(env: Any, actions: list, num_envs: int, seconds: float) -> float:
-    """Env steps per second of ``env.step`` cycling through ``actions`` for ``seconds``."""
-    cycle = itertools.cycle(actions)
-
-    def step() -> float:
-        env.step(next(cycle))
-        return num_envs
-
-    per_s = rate(step, seconds)
-    env.close()
-    return per_s
-
-
-def raw_gym(env_id: str, num_envs: int, seconds: float) -> float:
-    env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
-                       max_episode_steps=EPISODE_LENGTH)
-    env.action_space.seed(0)
-    env.reset(seed=0)
-    return _stepped_per_s(env, [env.action_space.sample() for _ in range(16)], num_envs,
-                          seconds)
-
-
-def raw_pool(env_id: str, num_envs: int, threads: int, seconds: float,
-             episode_length: int | None = EPISODE_LENGTH) -> float:
-    limit = {} if episode_length is None else {"max_episode_steps": episode_length}
-    env = envpool.make_gymnasium(env_id, num_envs=num_envs, batch_size=num_envs,
-                                 num_threads=threads, seed=0, **limit)
-    env.action_space.seed(0)
-    env.reset()
-    actions = [np.stack([env.action_space.sample() for _ in range(num_envs)])
-               for _ in range(16)]
-    return _stepped_per_s(env, actions, num_envs, seconds)
 
 
 def raw_async_pool(env_id: str, num_envs: int, threads: int, seconds: float) -> float:

@@ -28,6 +28,7 @@ from unittest import mock
 import numpy as np
 import torch
 from harness import rate
+from raw_steps import raw_pool
 
 import neurorun.envs.envpool_env as envpool_env
 import neurorun.problems.rollout as rollout
@@ -172,6 +173,4 @@ def profile(env_id: str, popsize: int = 64, threads: int = 2,
 
 def envpool_raw(env_id: str, num_envs: int, threads: int) -> float:
     """EnvPool's env steps/s, every env stepped with random actions (as bench_envpool's raw)."""
-    from bench_envpool import raw_pool
-
     return raw_pool(env_id, num_envs, threads, 2.0, None)
