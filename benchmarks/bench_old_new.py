@@ -1,6 +1,6 @@
 """The compiled evaluation of two source trees side by side: counted steps/s, old against new.
 
-    python benchmarks/bench_old_new.py --old <commit> [--rounds 3] [--cases ...]
+    python benchmarks/bench_old_new.py --old <commit> [--rounds 3] [--full] [--envs ENV ...]
 
 ``--old`` is checked out into a temporary git worktree; the new tree is this one. Per case
 (bench_jax.py's CPU cases on one device, bench_devices.py's on every core's host device) and
@@ -57,8 +57,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--full", action="store_true", help="every case (default: QUICK)")
+    parser.add_argument("--envs", nargs="+", help="only the cases of these envs")
     args = parser.parse_args()
-    cases = CASES if args.full else QUICK
+    cases = [case for case in (CASES if args.full else QUICK)
+             if args.envs is None or case[0] in args.envs]
     with tempfile.TemporaryDirectory(prefix="old_new_") as scratch:
         old = Path(scratch) / "old"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old),

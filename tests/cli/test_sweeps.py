@@ -100,15 +100,16 @@ def test_the_mujoco_search_preset_runs_ars_on_hopper(tmp_path):
 
 @pytest.mark.extras("optuna")
 def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
-    # an odd popsize (refused: mirrored pairs) and a valid one, drawn at random (seeded)
+    # a device this machine lacks (refused as the trial starts) and the CPU, drawn at random
+    # (seeded); a value the config refuses stops the search before its first trial
     result = neurorun("-m", "hparams_search=optuna_pgpe_cartpole", "hydra/sweeper/sampler=random",
-                      "hydra.sweeper.sampler.seed=1",
+                      "hydra.sweeper.sampler.seed=3",  # cpu, cuda, cuda
                       "hydra.sweeper.n_trials=3",
-                      "algo.popsize=choice(7,10)", "max_interactions=2000",
+                      "problem.device=choice(cuda,cpu)", "max_interactions=2000",
                       "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode == 2, output[-3000:]
-    assert "algo.popsize=7" in output and "Failed experiment" in output
+    assert "problem.device='cuda'" in output and "Failed experiment" in output
     (job,) = job_folders(tmp_path / "sweep")  # the valid trial ran to the end
     assert "2 job(s) of the sweep failed" in result.stderr
     with open(job / "metrics.csv", newline="") as file:

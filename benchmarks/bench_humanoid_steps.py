@@ -1,0 +1,127 @@
+"""brax humanoid learning in env steps: does the center stand (issue 60)?
+
+    python benchmarks/bench_humanoid_steps.py run --label noshape --algo pgpe --seeds 0 1 2 \
+        [--steps 100000000] [--override KEY=VALUE ...]
+    python benchmarks/bench_humanoid_steps.py summary RUN_FOLDER [RUN_FOLDER ...]
+
+``run``: `neurorun algo=<algo> env=brax::humanoid max_time=null max_interactions=<steps>
+seed=<seed> <overrides>` per seed, each in its own process, one after the other, into
+runs/bench_humanoid_steps/<label>_s<seed> (its metrics.csv is the curve, written as it goes),
+the load average sampled every minute beside it (load.txt). Run it alone on the machine.
+
+``summary``: per run folder, the steps (and wall seconds) to the first center evaluation of
+>= ``STAND_SCORE`` over test episodes that all last ``STAND_LENGTH`` steps (the humanoid
+stands), the best center_eval and its test-episode length, the steps done, the median load;
+written to results/humanoid_steps.json, with the curves (env steps on x: center_eval and
+center_eval_length) as results/humanoid_steps.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from harness import RESULTS, write_result
+
+HERE = Path(__file__).resolve().parent
+RUNS = HERE.parent / "runs" / "bench_humanoid_steps"
+STAND_SCORE, STAND_LENGTH = 5000.0, 1000.0  # 5 a step for staying up, every step
+
+
+def _sample_load(path: Path, done: threading.Event) -> None:
+    """The 1-minute load average into ``path`` every minute until ``done``."""
+    with open(path, "a") as file:
+        while not done.wait(60):
+            file.write(f"{os.getloadavg()[0]:.2f}\n")
+            file.flush()
+
+
+def run(label: str, algo: str, seeds: list[int], steps: int, overrides: list[str]) -> None:
+    for seed in seeds:
+        folder = RUNS / f"{label}_s{seed}"
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        done = threading.Event()
+        threading.Thread(target=_sample_load, args=(folder.with_suffix(".load.txt"), done),
+                         daemon=True).start()
+        command = [sys.executable, "-m", "neurorun.cli.app", f"algo={algo}", "env=brax::humanoid",
+                   "max_time=null", f"max_interactions={steps}", f"seed={seed}",
+                   "logger.console.plain=true", f"hydra.run.dir={folder}", *overrides]
+        finished = subprocess.run(command, check=False)
+        done.set()
+        if finished.returncode:
+            sys.exit(f"{' '.join(command)} failed with {finished.returncode}")
+
+
+def summary(folder: Path) -> dict[str, Any]:
+    with open(folder / "metrics.csv", newline="") as file:
+        rows = [row for row in csv.DictReader(file) if row["center_eval"]]
+    stood = next((row for row in rows if float(row["center_eval"]) >= STAND_SCORE
+                  and float(row.get("center_eval_length") or 0) >= STAND_LENGTH), None)
+    best = max(rows, key=lambda row: float(row["center_eval"]))
+    loads = folder.with_suffix(".load.txt")
+    load = [float(x) for x in loads.read_text().split()] if loads.is_file() else []
+    return {"run": folder.name, "generations": int(rows[-1]["generation"]),
+            "steps": int(rows[-1]["total_interaction_count"]),
+            "wall_s": round(float(rows[-1]["elapsed_s"])),
+            "steps_to_stand": None if stood is None else int(stood["total_interaction_count"]),
+            "wall_s_to_stand": None if stood is None else round(float(stood["elapsed_s"])),
+            "best_center_eval": round(float(best["center_eval"]), 1),
+            "best_center_eval_length": float(best.get("center_eval_length") or "nan"),
+            "best_at_steps": int(best["total_interaction_count"]),
+            "load_average_median": round(statistics.median(load), 2) if load else None,
+            "curve": [(int(row["total_interaction_count"]), float(row["center_eval"]),
+                       float(row.get("center_eval_length") or "nan")) for row in rows]}
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (score, length) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
+    for result in results:
+        steps, evals, lengths = zip(*result["curve"], strict=True)
+        score.plot(steps, evals, label=result["run"], linewidth=0.8)
+        length.plot(steps, lengths, linewidth=0.8)
+    score.axhline(STAND_SCORE, color="gray", linestyle=":")
+    score.set_ylabel("center_eval (unshaped)")
+    length.set_ylabel("center test-episode length")
+    length.set_xlabel("env steps")
+    score.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    running = commands.add_parser("run")
+    running.add_argument("--label", required=True)
+    running.add_argument("--algo", default="pgpe")
+    running.add_argument("--seeds", type=int, nargs="+", default=[0])
+    running.add_argument("--steps", type=int, default=100_000_000)
+    running.add_argument("--override", action="append", default=[])
+    summarizing = commands.add_parser("summary")
+    summarizing.add_argument("folders", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.label, args.algo, args.seeds, args.steps, args.override)
+        return
+    results = [summary(folder) for folder in args.folders]
+    write_result(RESULTS / "humanoid_steps.json",
+                 runs=[{k: v for k, v in r.items() if k != "curve"} for r in results])
+    plot(results, RESULTS / "humanoid_steps.png")
+    for result in results:
+        print({k: v for k, v in result.items() if k != "curve"})
+
+
+if __name__ == "__main__":
+    main()
