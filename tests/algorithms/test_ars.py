@@ -83,7 +83,7 @@ def test_converges_on_rosenbrock():
     ({"popsize": 8}, r"popsize=8 with num_directions=3.*popsize is 6.*Fix"),
     ({"num_directions": None, "popsize": 7}, r"popsize=7.*even.*Fix"),
     ({"stdev_init": 0.1}, r"ARS explores with its fixed `noise`.*Fix"),
-    # issue 51: reported as popsize=-2, the popsize that follows it
+    # reported as popsize=-2, the popsize that follows it
     ({"num_directions": -1}, r"^num_directions=-1; expected an integer >= 1. Fix"),
     ({"num_directions": 0, "popsize": None}, r"^num_directions=0; expected an integer >= 1"),
 ])

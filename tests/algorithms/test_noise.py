@@ -106,7 +106,7 @@ def test_a_table_smaller_than_a_row_is_refused():
     assert make_noise("table", seed=0, table_size=None, dim=20).size == 1 << 24
 
 
-# issue 37 probe C59: noise_table_size=1e14 passed the checks, then torch failed to allocate
+# noise_table_size=1e14 passed the checks, then torch failed to allocate
 # 400 TB mid-run; a table the memory cannot hold is refused before it is made, with the largest
 # size that fits
 def test_a_table_the_memory_cannot_hold_is_refused_before_it_is_made(monkeypatch):

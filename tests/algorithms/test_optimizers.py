@@ -113,7 +113,7 @@ def test_make_optimizer_none_and_errors():
                                               ("adam", {"beta1": True}),
                                               ("sgd", {"momentum": [0.9]})])
 def test_a_setting_that_is_not_a_number_is_named(name, config):
-    """issue 51: `algo.optimizer_config.max_speed=abc` was "could not convert string to float"."""
+    """`algo.optimizer_config.max_speed=abc` was "could not convert string to float"."""
     (key, value), = config.items()
     with pytest.raises(ValueError, match=rf"^optimizer_config.{key}={re.escape(repr(value))}; "
                                          rf"expected a number. Fix: algo.optimizer_config.{key}="):

@@ -90,7 +90,7 @@ def test_popsize_one_that_cannot_move_the_center_is_refused(name, extra):
     make_algorithm(name, solution_length=4, popsize=1, ranking_method="raw", **options)
 
 
-# issue 37 probe C15, C16: a stdev bound or start that is not a usable stdev (finite, > 0, its
+# a stdev bound or start that is not a usable stdev (finite, > 0, its
 # square finite in float32) is refused when the algorithm is built, naming the option; stdev_max
 # -5 ran with a negative stdev, 0 stopped the search silently, 1e308 diverged in generation 1
 @pytest.mark.parametrize(("name", "options", "named"), [
@@ -112,7 +112,7 @@ def test_stdev_bounds_and_starts_must_be_usable_stdevs(name, options, named, bui
         build(name, **options)
 
 
-# issue 37 probe C16 (alike): a center_init that is not finite in float32, or so large that a
+# a center_init that is not finite in float32, or so large that a
 # weight times an observation overflows, is refused (it was accepted: nan or inf weights)
 @pytest.mark.parametrize("name", ["pgpe", "cmaes", "xnes"])
 @pytest.mark.parametrize(("value", "shown"), [(float("nan"), "nan"), (1e308, "1e+308"),
@@ -123,7 +123,7 @@ def test_a_center_init_out_of_range_is_refused(name, value, shown, build):
         build(name, center_init=value)
 
 
-# issue 37 probe C60: a noise_table_size that no table can have is refused whatever the source
+# a noise_table_size that no table can have is refused whatever the source
 # (with noise_source=seeds, 0 and -5 were accepted silently)
 @pytest.mark.parametrize("size", [0, -5])
 def test_a_noise_table_size_below_one_is_refused_with_seeded_noise(size, build):

@@ -197,7 +197,7 @@ def test_tell_before_ask_is_refused(build):
 
 def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_so(
         build, caplog, monkeypatch):
-    """issue 51: `algo.num_interactions=1e9` without popsize_max took rounds for ever, its
+    """`algo.num_interactions=1e9` without popsize_max took rounds for ever, its
     noise and fitness kept, with no word. Now at most ROUNDS_MAX rounds (said once), and a
     generation still sampling says how far it got."""
     from neurorun.algorithms import base

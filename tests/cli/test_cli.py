@@ -108,7 +108,7 @@ def test_config_error_exits_2_with_one_message(tmp_path):
     assert not list(tmp_path.rglob(".hydra"))  # no stub run folder is left behind
 
 
-# issue 37 item 9: what ended in an OmegaConf or Hydra traceback is one line naming the key
+# what ended in an OmegaConf or Hydra traceback is one line naming the key
 @pytest.mark.parametrize(("arg", "expected"), [
     ("algo.center_learning_rate=${oc.env:NOPE_XYZ}",
      "algo.center_learning_rate='${oc.env:NOPE_XYZ}' cannot be resolved"),
@@ -188,7 +188,7 @@ def test_resume_from_the_command_line_appends_and_keeps_the_folder(tmp_path):
     assert [row["generation"] for row in rows(run_dir)] == ["1", "2", "3", "4"]
     saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
     assert saved.generations == 4 and saved.algo.popsize == 10
-    # issue 37 probe C35: the resumed subfolder's record held the bare defaults (popsize 20,
+    # the resumed subfolder's record held the bare defaults (popsize 20,
     # eval_episodes 5), not the debug=default config that ran (10, 2)
     (record,) = (run_dir / ".hydra").glob("resumed_*/config.yaml")
     resumed = OmegaConf.load(record)
@@ -322,7 +322,7 @@ def test_network_strings_are_quoted_for_hydra_as_the_shell_hands_them_over():
         assert quote_network_strings([arg]) == [arg]
 
 
-# issue 37 item 14: the free-form mappings take new keys as written, without Hydra's `+`
+# the free-form mappings take new keys as written, without Hydra's `+`
 OPEN_KEYS = {"env.env_config.sutton_barto_reward": True, "network.network_args.hidden": 3,
              "parallel.actor_config.num_cpus": 1, "algo.optimizer_config.momentum": 0.8}
 
@@ -391,7 +391,7 @@ def test_a_bare_mujoco_env_trains_on_a_time_budget_and_names_its_preset(tmp_path
 
 
 def test_other_libraries_lines_go_to_the_run_log_not_the_console(tmp_path):
-    """issue 37 item 13: root-logger INFO records (MJX's "Using JAX default device", once per
+    """Root-logger INFO records (MJX's "Using JAX default device", once per
     env built) and installed packages' warnings (brax's) reach neurorun.log only."""
     from tests.cli.chatty_env import ROOT_LINE, SPEC, WARNING
 
@@ -414,7 +414,7 @@ def test_other_libraries_lines_go_to_the_run_log_not_the_console(tmp_path):
      "no best score: no center evaluation ran (eval_every=0, 2 generation(s))"),
 ])
 def test_a_run_without_a_best_score_says_why(tmp_path, overrides, why):
-    """issue 37 small item: such a run printed "best policy: .../best.pt" and nothing more."""
+    """Such a run printed "best policy: .../best.pt" and nothing more."""
     from tests.cli.failing_env import SPEC
 
     result = neurorun("debug=default", f"env={SPEC}", "problem.episode_length=null",
@@ -425,7 +425,7 @@ def test_a_run_without_a_best_score_says_why(tmp_path, overrides, why):
     assert line.endswith(f"best.pt ({why}; it holds the last center)")
 
 
-# issue 51 re-probe F12: a run that failed as it was built (its folder removed) pointed at the
+# a run that failed as it was built (its folder removed) pointed at the
 # traceback in the removed folder's neurorun.log; with hydra.job.name=foo, at neurorun.log
 # instead of foo.log
 @pytest.mark.parametrize(("fail", "job_name", "log"), [("reset", "neurorun", None),
@@ -446,7 +446,7 @@ def test_the_traceback_pointer_names_the_log_that_holds_it(tmp_path, fail, job_n
         assert "Traceback" in (tmp_path / "run" / log).read_text()
 
 
-# issue 37 probe C62: a misspelt key without + got Hydra's "To append to your config use
+# a misspelt key without + got Hydra's "To append to your config use
 # +algo.popsiz=10", advice neurorun then refuses: one line naming the key and the closest one
 @pytest.mark.parametrize(("override", "expected"), [
     ("algo.popsiz=10", "algo.popsiz=10: no key algo.popsiz (algo=pgpe); did you mean "
@@ -462,7 +462,7 @@ def test_a_misspelt_key_is_one_line_with_the_closest_key(override, expected, tmp
     assert not (tmp_path / "run").exists()
 
 
-# issue 37 probe C50: unquoted non-ASCII text in an override was Hydra's 4-line
+# unquoted non-ASCII text in an override was Hydra's 4-line
 # LexerNoViableAltException: one line naming the override and how to quote it
 def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path):
     result = neurorun("debug=default", "env=CartPöle-v1", "hydra.run.dir=run", cwd=tmp_path)

@@ -98,7 +98,7 @@ def test_default_run_folders_never_reuse_an_existing_one(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["../algo/snes", "../config"])
 def test_an_env_name_with_path_parts_is_one_config_line_and_no_folder(tmp_path, name):
-    """issue 51 item 11: `env=../algo/snes` composed SNES's settings as the env (a traceback),
+    """`env=../algo/snes` composed SNES's settings as the env (a traceback),
     `env=../config` the primary config (Hydra's report of an interpolation)."""
     import subprocess
     import sys

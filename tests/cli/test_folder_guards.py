@@ -1,4 +1,4 @@
-"""What a run folder's guard refuses before anything is written (issue 51, re-probe): an
+"""What a run folder's guard refuses before anything is written: an
 empty folder key, Hydra's saved configs under a name neurorun uses, a sweep's job in an
 existing run's folder, a resume of a folder whose resume state is lost; and a resume's
 overrides checked against the run's own config."""

@@ -1,5 +1,5 @@
 """The console's hints for a bare `neurorun env=<id>`: the env's note and the tuned preset
-with how long one of its generations takes at the run's speed (issue 38)."""
+with how long one of its generations takes at the run's speed."""
 
 from neurorun.cli.app import compose_config
 from neurorun.cli.hints import PACE_GENERATION, PresetPace, preset_steps

@@ -1,4 +1,4 @@
-"""A run folder under faults (issue 51): FIFOs and other non-regular files where a run opens a
+"""A run folder under faults: FIFOs and other non-regular files where a run opens a
 file, a run that never checkpointed, two commands on one folder, two sweeps in one second,
 Hydra keys that would write outside the run folder, and the printed resume command."""
 
@@ -81,7 +81,7 @@ def test_a_fifo_at_a_file_named_by_hydra_keys_is_refused(tmp_path, override, nam
     assert not (run_dir / ".neurorun.lock").exists()  # refused before anything is opened
 
 
-# issue 51, left in stop 56: the names Hydra's keys give its files were checked for FIFOs but
+# the names Hydra's keys give its files were checked for FIFOs but
 # not for links (Hydra appended its log through a link out of the folder), and a folder
 # holding them was not seen as unstarted (a run refused in it left its folder behind)
 @pytest.mark.parametrize(("override", "name"), [("hydra.job.name=foo", "foo.log"),

@@ -1,4 +1,4 @@
-"""Signals in awkward moments (issue 51): SIGTERM ends a `neurorun` run at any stage of its
+"""Signals in awkward moments: SIGTERM ends a `neurorun` run at any stage of its
 start, even one where the main thread waits in compiled code and Python never runs the signal's
 handler (while jax made a million host devices, SIGTERM was ignored for minutes); signals in
 quick succession stop a run once, with its state saved."""

@@ -43,7 +43,7 @@ def data_rows(run_dir: Path) -> int:
     return max(0, len(path.read_text().splitlines()) - 1) if path.is_file() else 0
 
 
-# SIGHUP: what a closed SSH session sends (issue 37 item 8: it killed the run unsaved)
+# SIGHUP: what a closed SSH session sends
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1,
                                     signal.SIGHUP])
 def test_a_signal_checkpoints_the_last_finished_generation(tmp_path, signum):
@@ -105,7 +105,7 @@ def test_ctrl_c_while_hydra_sets_the_job_up_is_not_lost(tmp_path):
 
 
 def test_a_run_started_under_nohup_goes_on_through_sighup(tmp_path):
-    """issue 37 item 8: SIGHUP stops a run like SIGTERM, except where the run was started
+    """SIGHUP stops a run like SIGTERM, except where the run was started
     ignoring it (`nohup neurorun ... &`): that run survives the closed session."""
     run_dir = tmp_path / "run"
     process = start(run_dir, ignored=(signal.SIGHUP,))
@@ -120,7 +120,7 @@ def test_a_run_started_under_nohup_goes_on_through_sighup(tmp_path):
 
 
 def test_a_closed_terminal_checkpoints_the_run(tmp_path):
-    """issue 37 item 8: closing the run's terminal (an SSH session that ends) sends SIGHUP and
+    """Closing the run's terminal (an SSH session that ends) sends SIGHUP and
     makes every later write to it fail: the run still saves its last finished generation,
     logs the resume command and exits 129."""
     import os
@@ -146,7 +146,7 @@ def test_a_closed_terminal_checkpoints_the_run(tmp_path):
 
 
 def test_ctrl_c_while_the_command_loads_its_modules_is_one_line(tmp_path):
-    """issue 37 small item: Ctrl-C in the first second, while `neurorun` imports torch and
+    """Ctrl-C in the first second, while `neurorun` imports torch and
     Hydra (before main() runs), gave Python's KeyboardInterrupt traceback."""
     script = Path(sys.executable).with_name("neurorun")
     process = subprocess.Popen([str(script), "debug=default"], cwd=tmp_path,
@@ -164,7 +164,7 @@ def test_ctrl_c_while_the_command_loads_its_modules_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_while_the_command_loads_its_modules_is_one_line(tmp_path, signum):
-    """issue 37 probe C45: SIGTERM while `neurorun` imported its modules ended it with exit
+    """SIGTERM while `neurorun` imported its modules ended it with exit
     status 143 and no output at all."""
     script = Path(sys.executable).with_name("neurorun")
     process = subprocess.Popen([str(script), "debug=default"], cwd=tmp_path,

@@ -168,7 +168,7 @@ def test_jobs_failing_at_run_time_are_each_reported_once_and_the_sweep_exits_2(t
     assert len(rows_of(done)) == 2  # job 0 ran its two generations
 
 
-# issue 51, left in stop 56: a job refused before its run began kept its folder's lock open
+# a job refused before its run began kept its folder's lock open
 # for the rest of the sweep (one descriptor per such job: a long search ran out of them)
 def test_a_job_refused_before_its_run_closes_its_folders_lock(tmp_path):
     from tests.cli.failing_env import SPEC
@@ -202,7 +202,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     assert result.stderr.count("objective mean_center_eval_last_5 = nan") == 4  # 2 + report
 
 
-# issue 37 item 10: bad search settings, and a search over keys the chosen algorithm lacks,
+# bad search settings, and a search over keys the chosen algorithm lacks,
 # are one line before the first trial (they were tracebacks, or ended the search at trial 0)
 @pytest.mark.parametrize(("args", "expected"), [
     (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=interval(0.3,0.01)"],
@@ -215,7 +215,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     # a choice of algorithm: the choice that lacks the key is named (ars has it, pgpe not)
     (["-m", "hydra/sweeper=optuna", "algo=choice(ars,pgpe)", "algo.step_size=interval(0.01,0.1)"],
      "the search sets algo.step_size, which algo=pgpe does not have"),
-    # issue 51 item 11: Optuna took them; its sampler's OverflowError was a traceback
+    # Optuna took them; its sampler's OverflowError was a traceback
     (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=interval(0.1,inf)"],
      "algo.center_learning_rate=interval(0.1,inf) has a bound that is not a finite number"),
     (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=tag(log,interval(nan,0.2))"],
@@ -250,7 +250,7 @@ LOOSE_SWEEPER = {  # Optuna's sweeper, as a user's own YAML file names it: untyp
     "search_space": None, "params": None, "custom_search_space": None}
 
 
-# issue 53: a sweeper config of the user's own, which Hydra does not type, ran one trial for
+# a sweeper config of the user's own, which Hydra does not type, ran one trial for
 # n_trials: true and took max_failure_rate: true as 1 (a bool is an int in Python)
 @pytest.mark.parametrize(("key", "expected"), [
     ("n_trials", "hydra.sweeper.n_trials=True; expected an integer >= 1. Fix:"),
@@ -272,7 +272,7 @@ def test_a_count_or_share_of_true_in_a_users_sweeper_is_refused(tmp_path, key, e
     assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").iterdir())
 
 
-# issue 37 probe C54: a second sweep into the same hydra.sweep.dir had its jobs refused, but
+# a second sweep into the same hydra.sweep.dir had its jobs refused, but
 # Hydra had already overwritten the earlier sweep's multirun.yaml; it is refused before Hydra
 # writes, as a new run is in a folder holding a run
 def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tmp_path):
@@ -288,7 +288,7 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
     assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]
 
 
-# issue 37 probe C55: a sweep over no value ran no job, exited 0 and left a folder holding only
+# a sweep over no value ran no job, exited 0 and left a folder holding only
 # multirun.yaml: one line, exit 2, no folder
 @pytest.mark.parametrize(("sweep", "refused"), [
     (["seed=0,abc"], "job 1 of the sweep (seed=abc debug=default"),
@@ -332,7 +332,7 @@ def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
     assert "Fix: " in line and not (tmp_path / "sw").exists()
 
 
-# issue 51, left in stop 56: the check opened the study's database and left its connections
+# the check opened the study's database and left its connections
 # open for the whole search (two descriptors of the file in the sweep's process)
 @pytest.mark.extras("optuna")
 def test_the_storage_check_closes_the_database_it_opened(tmp_path):

@@ -4,7 +4,7 @@ Every file neurorun reads is data: a checkpoint's .pt/.json, a .pkl (only with -
 state.pt, a run folder's saved config, its metrics and its lock. Code named in such a file (a
 `pkg.module:Name` network or env factory, a gymnasium id `module:Name-v0`, a ray runtime_env or
 cluster address) is imported only when the command line says so: `--trust-code` for the
-tools, `trust_code=true` for `resume=` (issue 37, items 1 and 2). A "trap" module, importable
+tools, `trust_code=true` for `resume=`. A "trap" module, importable
 from the test's folder, writes a marker file when it is imported and when its factory is called:
 the marker tells whether any of its code ran.
 """
@@ -375,7 +375,7 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
     ("loggers/metrics.csv", -5, "loggers['metrics.csv']"),
     ("loggers/metrics.jsonl", "x", "loggers['metrics.jsonl']"),
     ("loggers/rows", "2", "loggers.rows"),
-    # random generators (issue 51 item 7): states their own libraries refuse to load
+    # random generators: states their own libraries refuse to load
     ("rng/torch", lambda state: state * 0, "rng.torch"),  # torch: "Invalid mt19937 state"
     ("rng/python", lambda state: [state[0], state[1][:2], state[2]], "rng.python"),
     ("rng/python", lambda state: [*state[:2], "abc"], "rng.python[2]"),  # random.gauss's next
@@ -386,7 +386,7 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
     ("problem/noise_rng", lambda state: state * 0, "problem.noise_rng"),
     ("algorithm/rng", lambda state: state[:7].clone(), "algorithm.rng"),
     ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),  # saved between gens
-    # a policy file's rules (issue 51 item 10): no sums where nothing was counted
+    # a policy file's rules: no sums where nothing was counted
     ("best/obs_stats", {"size": 4, "min_variance": 0.01, "count": torch.tensor(0.0).double(),
                         "sum": torch.ones(4).double(), "sum_of_squares": torch.ones(4).double()},
      "best.obs_stats.count"),
@@ -451,7 +451,7 @@ def test_a_state_of_the_wrong_shape_is_one_line_without_a_resume_hint(trained):
 def test_a_crafted_generator_state_is_one_line_before_the_run_goes_on(trained, key, value,
                                                                       named):
     """Such a state failed mid-resume: "the run failed: RuntimeError: Invalid mt19937 state",
-    exit 1, with the run's files opened (issue 51 item 7)."""
+    exit 1, with the run's files opened."""
     path = craft_state(trained, set_key(key, value))
     before = _run_files(trained)
     result = _neurorun(f"resume={trained}", "generations=3", cwd=trained.parent)

@@ -66,7 +66,7 @@ def no_problem(monkeypatch):
     (["torch_threads=0"], ["torch_threads=0", "integer in [1, 1024]", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),
-    # issue 37 item 5: text for a boolean is not true
+    # text for a boolean is not true
     *[([f"{key}={bad}", *more], [f"{key}={shown}", "expected true or false", "Fix:"])
       for key, bad, shown, more in (("problem.observation_normalization", "no", "'no'", []),
                                     ("logger.tensorboard.enabled", "no", "'no'", []),
@@ -75,7 +75,7 @@ def no_problem(monkeypatch):
                                     ("logger.console.plain", "yes", "'yes'", []),
                                     ("algo.symmetric", "no", "'no'", []),
                                     ("algo.separable", "0", "0", ["algo=cmaes"]))],
-    # issue 37 item 7: what crashed mid-run is refused before anything is built
+    # what crashed mid-run is refused before anything is built
     *[([f"algo={name}", f"algo.popsize={size}"], [f"algo.popsize={size}", ">= 4", "Fix:"])
       for name in ("cmaes", "sep_cmaes") for size in (1, 2, 3)],
     (["problem.alive_bonus_schedule=[1e308,1]"], ["problem.alive_bonus_schedule=", "Fix:"]),
@@ -83,14 +83,14 @@ def no_problem(monkeypatch):
     (["problem.decrease_rewards_by=inf"], ["problem.decrease_rewards_by=inf", "finite",
                                            "Fix:"]),
     (["problem.action_noise_stdev=nan"], ["problem.action_noise_stdev=nan", "Fix:"]),
-    # issue 37 item 9: interpolations that do not resolve, or resolve to text, name the key
+    # interpolations that do not resolve, or resolve to text, name the key
     (["algo.center_learning_rate=${oc.env:NOPE_XYZ}"],
      ["algo.center_learning_rate='${oc.env:NOPE_XYZ}' cannot be resolved", "NOPE_XYZ", "Fix:"]),
     (["network.spec=${network.spec}"], ["network.spec='${network.spec}'", "Recursive", "Fix:"]),
     (["algo.center_learning_rate=${oc.env:HOME}"], ["algo.center_learning_rate=",
                                                     "expected a number", "Fix:"]),
     (["algo=ars", "algo.noise_table_size=abc"], ["algo.noise_table_size='abc'", "integer"]),
-    # issue 37 probe C15, C16, C19, C20, C12: values that ran wrong, diverged or crashed late
+    # values that ran wrong, diverged or crashed late
     *[([f"algo.{key}={value}"], [f"algo.{key}={value}", "finite number > 0", "Fix:"])
       for key, value in (("stdev_max", -5), ("stdev_max", 0), ("stdev_min", -1),
                          ("stdev_min", 1e308), ("radius_init", 1e308))],
@@ -99,7 +99,7 @@ def no_problem(monkeypatch):
     (["problem.alive_bonus_schedule=[-5,1]"], ["problem.alive_bonus_schedule=[-5, 1]", "Fix:"]),
     (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),
     (["env.num_threads=100000"], ["env.num_threads=100000", "in [1, 1024]", "Fix:"]),
-    # issue 51 re-probe F12: threading's wait overflowed past ~292 years (OverflowError); a
+    # threading's wait overflowed past ~292 years (OverflowError); a
     # tracker's bound is checked with the config, enabled or not
     *[([f"logger.{name}.timeout_s={value}"], [f"logger.{name}.timeout_s={shown}",
                                               "at most 86400 (a day)", "Fix:"])
@@ -180,7 +180,7 @@ def test_a_list_where_the_schema_has_a_mapping_is_a_config_error(tmp_path):
         run(cfg, run_dir=tmp_path / "run")
 
 
-# issue 37 probe C13, C18: episode counts whose per-episode results cannot fit the memory are
+# episode counts whose per-episode results cannot fit the memory are
 # refused with the largest count that fits, before any env runs (num_episodes=1e11 failed
 # mid-run with a MemoryError; eval_episodes=1e12 sat in generation 1 growing)
 @pytest.mark.parametrize("key", ["problem.num_episodes", "eval_episodes"])
@@ -192,7 +192,7 @@ def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key
 
 
 def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
-    """issue 51: the check before any env refused `noise_table_size=10` on CartPole's linear
+    """The check before any env refused `noise_table_size=10` on CartPole's linear
     policy (D = 4 x 2 + 2 = 10) as "smaller than the solution length 16", its probe's length."""
     table = ("algo.noise_source=table", "generations=1")
     Runner(tiny(*table, "algo.noise_table_size=10"), run_dir=tmp_path / "fits").run()

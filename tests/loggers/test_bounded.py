@@ -1,4 +1,4 @@
-"""A tracker behind a time bound (issue 51 item 3): one that does not answer as it starts stops
+"""A tracker behind a time bound: one that does not answer as it starts stops
 the run in one line; one that stalls or fails later is dropped with one warning line and the
 run goes on without it."""
 

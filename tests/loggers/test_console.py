@@ -123,7 +123,7 @@ def test_library_messages_print_while_shown_and_leave_the_users_level_alone(caps
 
 
 def test_warnings_of_installed_packages_go_to_the_log_and_neurorun_s_print(capsys, caplog):
-    """issue 37 item 13: while a run lives, a warning raised in an installed package's file
+    """While a run lives, a warning raised in an installed package's file
     (brax's) is a log record only; one raised in neurorun's own code prints one line."""
     import sysconfig
     import warnings

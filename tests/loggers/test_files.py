@@ -67,7 +67,7 @@ def test_resume_refuses_metric_files_that_do_not_match_the_checkpoint(tmp_path, 
     assert (path.stat().st_size if path.exists() else None) == size  # untouched: no NULs
 
 
-# issue 51 re-probe F20: a metric file that cannot be written (read-only, immutable) in a
+# a metric file that cannot be written (read-only, immutable) in a
 # resumed run was "the run failed: PermissionError" with a traceback: one line naming it and the
 # fix, and neither file cut (metrics.csv was cut before metrics.jsonl failed to open)
 def test_a_metric_file_that_cannot_be_written_is_one_line_and_nothing_is_cut(tmp_path,

@@ -1,4 +1,4 @@
-"""TensorBoard on a full disk (issue 51 item 11): after the run's own line, tracebacks at exit
+"""TensorBoard on a full disk: after the run's own line, tracebacks at exit
 (tensorboardX closing its writer again in an atexit hook, its thread reading a closed queue).
 Now one line, and the run goes on without it."""
 

@@ -1,4 +1,4 @@
-"""Tracking servers that accept connections and never answer (issue 51 item 3): an MLflow
+"""Tracking servers that accept connections and never answer: an MLflow
 `tracking_uri` on such a port held the run silent for 541 s. Now the run says so in one line and
 ends; real local servers on loopback, a real `neurorun` command."""
 

@@ -161,7 +161,7 @@ def test_a_missing_tracker_names_the_pip_extra(tmp_path, monkeypatch, section, m
 
 @pytest.mark.extras("wandb")
 def test_wandb_online_without_its_server_fails_in_seconds_and_leaves_no_folder(tmp_path):
-    """issue 37 item 11: W&B online with no server to reach (nothing listens on port 9 here)
+    """W&B online with no server to reach (nothing listens on port 9 here)
     stalled ~100 s in W&B's retries and left a run folder with wandb/ in it."""
     import os
     import subprocess

@@ -1,4 +1,4 @@
-"""A run's videos (logger.video_every, issue 54 item 3): the center's first test episode every N
+"""A run's videos (logger.video_every): the center's first test episode every N
 generations and at the end, as GIFs in <run>/videos/ and in each tracker; a video that cannot
 be made is one warning and the run goes on; videos change nothing a run computes."""
 

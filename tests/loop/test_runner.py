@@ -251,14 +251,14 @@ def test_a_run_saved_before_restarts_existed_resumes(tmp_path):
     assert result["generation"] == 3 and result["restarts"] == 0
 
 
-# issue 37 item 6: a diverged search stops; its non-finite center is never evaluated or saved
+# a diverged search stops; its non-finite center is never evaluated or saved
 @pytest.mark.parametrize(("overrides", "named"), [
     (["algo=snes", "algo.center_learning_rate=1e308"], "center_learning_rate"),
     (["algo=snes", "algo.stdev_learning_rate=1e308"], "stdev_learning_rate"),
     (["algo=xnes", "algo.stdev_learning_rate=1e308"], "stdev_learning_rate"),
 ])
 def test_a_diverged_search_stops_naming_the_rate(tmp_path, overrides, named):
-    # issue 37 probe C16, C19: the keys of the initial spread are named beside the rate
+    # the keys of the initial spread are named beside the rate
     with pytest.raises(ConfigError, match=rf"diverged in generation 1: .*algo\.{named}=1e\+308"
                                           rf".*algo\.radius_init=.*Fix: a smaller algo\.{named}, "
                                           r"or a smaller start \(algo\.radius_init, "

@@ -73,7 +73,7 @@ def test_nested_held_blocks_raise_the_signal_as_the_outermost_ends():
     assert done == ["rest of the outer block"] and raised.value.signum == signal.SIGUSR1
 
 
-# ----- a main thread stuck in compiled code (issue 51 item 1) -----
+# ----- a main thread stuck in compiled code -----
 STUCK = """
 import ctypes, sys
 from neurorun.loop import signals

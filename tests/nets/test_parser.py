@@ -87,7 +87,7 @@ ERRORS = [
     ("Clip(1, -1)", "Clip", ["expected lo < hi"]),
     ("Linear(100000, 100000)", "Linear", ["parameters, more than the limit"]),
     ("Linear(6, 2) >>", ">>", ["invalid syntax"]),
-    # issue 51: "the run failed: IndexError" at the first observation
+    # "the run failed: IndexError" at the first observation
     ("Linear(6, 2) >> Softmax(dim=5)", "Softmax", ["Softmax(dim=5): dim=5 is out of range",
                                                    "one vector", "dim is -1 (or 0)"]),
     ("Linear(6, 2) >> LogSoftmax(dim=-2)", "LogSoftmax", ["dim=-2 is out of range"]),

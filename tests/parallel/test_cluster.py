@@ -173,7 +173,7 @@ with RayEvaluator({"env": "CartPole-v1"}, num_actors=2, address=sys.argv[1]):
 
 
 def test_the_cluster_and_its_clients_listen_on_loopback_only(cluster):
-    """issue 51: `ray start --head --node-ip-address=127.0.0.1` listened on every interface
+    """`ray start --head --node-ip-address=127.0.0.1` listened on every interface
     (the GCS and raylets on [::], ray's helpers on the machine's address). Every socket that
     the cluster's processes, a driver and its actors listen on is reachable through loopback
     only."""

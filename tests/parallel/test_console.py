@@ -17,7 +17,7 @@ NO_ROUTE = "Failed to determine local IP via external connectivity"  # network_u
 
 
 def test_rays_network_warning_reaches_the_log_not_the_console(namespace, tmp_path):
-    """issue 51: on a machine with no route out, ray's C++ core printed "Failed to determine
+    """On a machine with no route out, ray's C++ core printed "Failed to determine
     local IP via external connectivity ..." on the console while ray started (it writes to file
     descriptor 2 before its log file is open). The run's own network namespace has no route
     out: only loopback."""
@@ -32,7 +32,7 @@ def test_rays_network_warning_reaches_the_log_not_the_console(namespace, tmp_pat
 
 
 def test_raylet_messages_are_log_records_without_colour_codes(monkeypatch, capsys, caplog):
-    """issue 37 item 13: ray's driver printed "(raylet) A worker died ..." to the console with
+    """Ray's driver printed "(raylet) A worker died ..." to the console with
     colour codes, plain mode or not; they are `raylet` log records (neurorun.log) instead."""
     from ray._private import worker
 

@@ -302,7 +302,7 @@ def test_killed_actor_sub_batch_reruns_on_a_replacement(toy, caplog):
                                rtol=1e-6)
     assert toy.interaction_count - count == _lengths(seeds).sum()  # nothing counted twice
     assert toy.last_stats.num_episodes == 12
-    # issue 37 item 13: neurorun's own line says what happened (ray's go to the run's log)
+    # neurorun's own line says what happened (ray's go to the run's log)
     assert "actor 0 (pid " in caplog.text and "died; its job runs again" in caplog.text
 
 

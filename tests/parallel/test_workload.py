@@ -132,7 +132,7 @@ def test_importing_the_package_does_not_import_ray():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-# issue 37 probe C56, C57: parallel.num_actors=5000 on 2 CPUs started ray, which crashed and
+# parallel.num_actors=5000 on 2 CPUs started ray, which crashed and
 # finished no generation; 100000 gave ray's own "precision of the fractional quantity" line.
 # Refused before ray starts: each actor is a process of its own (ACTOR_BYTES of memory)
 def test_more_local_actors_than_the_memory_holds_are_refused_before_ray_starts():

@@ -243,7 +243,7 @@ def test_a_program_compiled_ahead_on_a_thread_serves_the_call_without_compiling_
 
 
 def test_a_run_writes_nothing_into_a_cache_folder_it_refuses(tmp_path):
-    """issue 51 re-probe F2: brax and Playground compute with jax as they load, which set
+    """Brax and Playground compute with jax as they load, which set
     jax's cache up in the refused folder before the check (its programs were then loaded
     from it): the check runs first."""
     import os

@@ -1,4 +1,4 @@
-"""How many devices a run may ask for, checked before jax starts (issue 51 item 1): XLA makes
+"""How many devices a run may ask for, checked before jax starts: XLA makes
 every CPU host device asked for, and a million of them filled 24 GB until the OOM killer came.
 """
 
@@ -68,7 +68,7 @@ def test_the_command_refuses_a_million_devices_in_one_line(tmp_path):
     (f"{HOST_COUNT_FLAG}=abc", f"XLA_FLAGS holds {HOST_COUNT_FLAG}=abc; expected "
      f"{HOST_COUNT_FLAG}=<a count >= 1>. Fix: correct it in XLA_FLAGS, or remove it there and "
      "set problem.devices"),
-    # issue 51 re-probe F19, left in stop 56: XLA ended the process with its own fatal line as
+    # XLA ended the process with its own fatal line as
     # jax started, and the run folder stayed
     (f"{HOST_COUNT_FLAG}=2 --xla_no_such_flag=1", "XLA_FLAGS holds --xla_no_such_flag=1, which "
      "this jax's XLA does not know (XLA would end the run as jax starts). Fix: remove or "
@@ -122,7 +122,7 @@ def test_jax_own_host_count_setting_is_checked_and_wins(three_cores):
 
 @pytest.mark.extras("jax")
 def test_run_from_python_gives_jax_the_host_devices_the_command_would(tmp_path):
-    """issue 53: the neurorun command set XLA_FLAGS from problem.devices, `run(cfg)` from
+    """The neurorun command set XLA_FLAGS from problem.devices, `run(cfg)` from
     Python did not (its jax kept one host device): the run's entry sets it now."""
     script = (
         "from neurorun import compose_config, run\n"

@@ -267,7 +267,7 @@ def test_resume_refuses_another_network_or_env(tmp_path, override):
 @pytest.mark.parametrize("changed", ["on the command line", "in the saved config"])
 def test_a_resume_cannot_change_observation_normalization(tmp_path, started, changed):
     """It blamed state.pt: "problem.obs_stats is None, expected a mapping ...; the file was
-    changed or is not this run's" (issue 51 item 11)."""
+    changed or is not this run's"."""
     key = "problem.observation_normalization"
     run(tiny("generations=1", f"{key}={started}"), run_dir=tmp_path)
     state = (tmp_path / "checkpoints" / "state.pt").read_bytes()
@@ -347,7 +347,7 @@ def test_a_run_folder_that_cannot_hold_checkpoints_is_refused_before_generation_
     assert not (run_dir / "metrics.csv").exists()  # no generation ran
 
 
-# issue 37 probe C47: resume= of a run folder on a read-only filesystem was an 18-line OSError
+# resume= of a run folder on a read-only filesystem was an 18-line OSError
 # traceback from taking the lock; a folder that cannot be written is one line (EROFS stands in
 # for a read-only mount: root writes through chmod 0o555)
 @pytest.mark.parametrize("lock", [True, False])
@@ -369,7 +369,7 @@ def test_a_read_only_run_folder_is_one_line(tmp_path, monkeypatch, lock):
         run_folder.lock_run(run_dir)  # what the command takes before Hydra writes
 
 
-# issue 37 probe C53: hydra.run.dir with a newline was accepted, and every path printed after
+# hydra.run.dir with a newline was accepted, and every path printed after
 # it (the run folder, best policy, the resume command) broke over two lines
 @pytest.mark.parametrize("name", ["r_nl\nX", "tab\there", "bell\x07", "del\x7f"])
 def test_a_folder_name_with_a_control_character_is_refused(tmp_path, name):

@@ -154,14 +154,14 @@ def test_max_steps_below_one_is_refused(tool, value, run_dir, tmp_path, capsys):
     assert f"--max-steps: {value}: expected an integer >= 1" in capsys.readouterr().err
 
 
-# issue 37 probe C4, C5: a checkpoint .json key of the wrong type is one line naming the .json,
+# a checkpoint .json key of the wrong type is one line naming the .json,
 # the key and the type expected (a TypeError traceback before)
 @pytest.mark.parametrize(("key", "value", "expected"), [
     ("network_args", [1], "a JSON object or null"),
     ("env_config", [1, 2], "a JSON object or null"),
     ("architecture", ["Linear(obs_length, act_length)"], "a string"),
     ("env", 5, "a string"),
-    ("obs_length", "abc", "a whole number >= 1"),  # issue 51: int('abc') was a traceback
+    ("obs_length", "abc", "a whole number >= 1"),  # int('abc') was a traceback
     ("act_length", [2], "a whole number >= 1"),
 ])
 def test_a_json_key_of_the_wrong_type_is_named(run_dir, capsys, key, value, expected):
@@ -172,7 +172,7 @@ def test_a_json_key_of_the_wrong_type_is_named(run_dir, capsys, key, value, expe
                f"{key}={value!r}", expected)
 
 
-# issue 37 probe C6: a network string in the .json that does not parse is the network's fault,
+# a network string in the .json that does not parse is the network's fault,
 # not the env's (it said the env cannot be made and advised installing mujoco)
 def test_a_bad_architecture_in_the_json_names_the_network(run_dir, capsys):
     meta_path = run_dir / "checkpoints" / "best.json"
@@ -183,7 +183,7 @@ def test_a_bad_architecture_in_the_json_names_the_network(run_dir, capsys):
     assert "cannot be made" not in line and "install" not in line
 
 
-# issue 37 probe C10: a --seed that episode seeds cannot take is one argparse line naming --seed
+# a --seed that episode seeds cannot take is one argparse line naming --seed
 # and the range, before anything is loaded (-1 and 2**64 failed inside the env, 2**63-1 with two
 # episodes wrapped round to a negative seed)
 @pytest.mark.parametrize("tool", ["eval", "render"])
@@ -207,7 +207,7 @@ def test_episode_seeds_past_the_range_are_refused(tool, run_dir, tmp_path, capsy
     assert out.read_bytes() == b"old"
 
 
-# issue 37 probe C37: a metrics.jsonl line that is JSON but not an object is skipped as a cut
+# a metrics.jsonl line that is JSON but not an object is skipped as a cut
 # line is (a TypeError traceback before)
 @pytest.mark.parametrize("tool", [PLOT_TOOL, "compare"])
 def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
@@ -225,7 +225,7 @@ def test_jsonl_lines_that_are_not_objects_are_skipped(tool, tmp_path, capsys):
     assert TOOLS[tool](argv) == 0, capsys.readouterr().err
 
 
-# issue 37 probe C41, C42: --dpi 0/-5 was a ValueError traceback and --dpi 10000 allocated
+# --dpi 0/-5 was a ValueError traceback and --dpi 10000 allocated
 # gigabytes (std::bad_alloc): an argparse line naming --dpi and the range
 @pytest.mark.parametrize("value", ["0", "-5", "10000"])
 def test_a_dpi_outside_the_range_is_refused(value, sweep, tmp_path, capsys):
@@ -249,7 +249,7 @@ class FullStdout(io.TextIOBase):
         return False
 
 
-# issue 37 probe C64, C65: a table, CSV or JSON sent to a full stdout (> /dev/full) or a closed
+# a table, CSV or JSON sent to a full stdout (> /dev/full) or a closed
 # pipe was a traceback (or exit 0 with the output lost): one line and a nonzero exit
 @pytest.mark.parametrize(("tool", "flags", "code"), [
     ("compare", [], errno.ENOSPC), ("compare", ["--csv"], errno.ENOSPC),
@@ -262,7 +262,7 @@ def test_a_failed_write_to_stdout_is_one_line(tool, flags, code, run_dir, sweep,
     fails_with(capsys, tool, [str(path), *flags], "cannot write to stdout", os.strerror(code))
 
 
-# issue 37 probe C65: --csv /dev/full said "wrote /dev/full" and exit 0: the CSV was written to
+# --csv /dev/full said "wrote /dev/full" and exit 0: the CSV was written to
 # a temporary file renamed over the device (as root, /dev/full became a regular file); a device
 # or FIFO is written into, and its write errors are one line
 def test_an_output_to_a_fifo_is_written_into_it_not_renamed_over_it(sweep, tmp_path, capsys):
@@ -277,7 +277,7 @@ def test_an_output_to_a_fifo_is_written_into_it_not_renamed_over_it(sweep, tmp_p
     assert received and received[0].startswith(b"group,")
 
 
-# issue 37 probe C66: neurorun-compare's output errors told the user to pass an --out path: its
+# neurorun-compare's output errors told the user to pass an --out path: its
 # flag is --csv
 @pytest.mark.parametrize("target", ["folder", "in_a_file"])
 def test_compare_output_errors_name_csv(target, sweep, tmp_path, capsys):

@@ -55,7 +55,7 @@ def test_table_and_csv(sweep, tmp_path, capsys):
 def test_center_eval_missing_falls_back_to_mean_eval(sweep, capsys):
     write_run(sweep / "4_cem_s0", [{"generation": 1, "mean_eval": 4, "center_eval": "nan"}],
               ["seed=0", "algo=cem", "generations=3"])
-    # it switched without a word (issue 51)
+    # it switched without a word
     with pytest.warns(UserWarning, match=r"^1 of 5 runs have no finite center_eval \(.*4_cem_s0; "
                                          r".*comparing mean_eval"):
         metric, rows = compare_tool.compare([sweep])
@@ -112,7 +112,7 @@ def test_the_table_is_printed_whole_off_a_terminal(tmp_path, capsys):
     assert any(long in line for line in lines)  # the group is not wrapped or cut
 
 
-# issue 51 re-probe F23: a run given again by another path (`..`, a symbolic link, a sweep and
+# a run given again by another path (`..`, a symbolic link, a sweep and
 # one of its runs) was counted twice: pgpe's group said 3 or 4 runs and its std shrank
 def test_a_run_given_by_two_paths_is_counted_once(sweep, tmp_path):
     link = tmp_path / "link"

@@ -1,4 +1,4 @@
-"""Crafted or corrupt policy files and run configs (issue 51 item 10): one line and exit
+"""Crafted or corrupt policy files and run configs: one line and exit
 status 2 before any episode runs. A policy file's solution and observation statistics are
 held to the rules state.pt's are (a tensor of the wrong kind was a traceback, a NaN solution
 or a count of 0 was evaluated), and a run's config that the tools refuse is refused by eval
@@ -65,7 +65,7 @@ def test_a_crafted_pickle_is_held_to_the_same_rules(tmp_path, capsys, tool):
 def test_statistics_the_file_lacks_are_named(tmp_path, capsys):
     """Without obs_count a policy's statistics come from obs_mean and obs_stdev (a pickle's
     way): without obs_mean too, a KeyError traceback; without all five, the policy ran with no
-    normalization although its .json says the run had one (issue 51)."""
+    normalization although its .json says the run had one."""
     run = save_checkpoint(tmp_path / "run", normalize=True)
     path = run / "checkpoints" / "best.pt"
     saved = torch.load(path, weights_only=True)
@@ -137,7 +137,7 @@ def test_a_run_config_with_the_settings_eval_reads_is_used(run_dir, capsys):
 
 @pytest.mark.parametrize("tool", [PLOT_TOOL, "compare"])
 def test_skipped_metrics_lines_are_counted_in_one_warning(tool, tmp_path, capsys):
-    """They were left out without a word (issue 51); a last line a run is still writing is
+    """They were left out without a word; a last line a run is still writing is
     no news."""
     from neurorun.tools.runs import read_metrics
 

@@ -1,4 +1,4 @@
-"""neurorun-export (issue 54): a saved policy as one ONNX or TorchScript file that maps raw
+"""Neurorun-export: a saved policy as one ONNX or TorchScript file that maps raw
 observations to the env's actions as neurorun's own policy does, one observation at a time
 (normalization, the network, clipping or argmax + start), on recorded observations, extreme
 and non-finite ones included; its metadata; an episode of the ONNX file alone; bad input.

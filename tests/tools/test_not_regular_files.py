@@ -1,4 +1,4 @@
-"""A FIFO, socket or folder where a tool reads or writes a file (issue 51, re-probe F9, F10):
+"""A FIFO, socket or folder where a tool reads or writes a file:
 one line naming the path, exit status 2, never a wait for good.
 
 A FIFO blocks whoever opens it until the other end opens too: the tools hung reading a FIFO

@@ -55,7 +55,7 @@ def test_gif_holds_every_frame(run_dir, tmp_path):
 
 def test_a_render_says_only_what_it_wrote(run_dir, tmp_path):
     """SDL printed "Error: XDG_RUNTIME_DIR is invalid or not set in the environment." where no
-    desktop session runs (issue 51)."""
+    desktop session runs."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("XDG_RUNTIME_DIR", "SDL_VIDEODRIVER", "SDL_AUDIODRIVER")}
     script = Path(sys.executable).with_name("neurorun-render")
