@@ -113,6 +113,8 @@ class Runner:
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+        if "hydra" in cfg:  # compose_config(hydra_config=True): Hydra's settings, not the run's
+            cfg = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
         # the one read of the composed config; the host device count is set before anything
         # imports jax (XLA reads it once)
         config = validate_config(cfg, prepare=use_host_devices)

@@ -48,7 +48,10 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
            trust_code: bool = False) -> dict[str, Any]:
     """Write the policy at ``path`` to ``out`` in ``fmt`` ("onnx" or "torchscript"); returns
     the metadata written into the file."""
-    form, out = FORMATS[fmt], Path(out)
+    form = FORMATS[fmt]
+    if not str(out):
+        raise ToolError(f"--out '' names no file; pass --out policy{form.suffixes[0]}")
+    out = Path(out)
     _check_out(out, form, force)
     if form.extra is not None:
         require(form.extra, f"--format {fmt}")

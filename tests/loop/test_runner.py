@@ -326,3 +326,15 @@ def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_pat
     assert format_header().strip() in capsys.readouterr().out  # still shown when it runs
 
 
+
+
+def test_a_config_composed_with_hydras_node_runs_as_without_it(tmp_path):
+    """`compose_config(..., hydra_config=True)` (to inspect Hydra's settings) runs as the
+    run's config alone: Hydra's node needs a job to resolve, and is not saved."""
+    with_hydra = compose_config(["debug=default", "logger.console.quiet=true"],
+                                hydra_config=True)
+    assert "hydra" in with_hydra
+    run(with_hydra, run_dir=tmp_path / "a")
+    run(tiny(), run_dir=tmp_path / "b")
+    assert without_time(metrics(tmp_path / "a")) == without_time(metrics(tmp_path / "b"))
+    assert "hydra" not in OmegaConf.load(tmp_path / "a" / ".hydra" / "config.yaml")

@@ -538,3 +538,8 @@ def test_a_policy_file_outside_a_run_is_not_its_own_output(run_dir, tmp_path, ca
         shutil.copy(run_dir / "checkpoints" / name, mine / name)
     refused(capsys, [str(mine / "best.pt"), "--out", str(mine / "best.pt"), "--format",
                      "torchscript", "--force"], "is the checkpoint being exported")
+
+
+def test_an_empty_out_names_no_file(run_dir, capsys):
+    fails_with(capsys, "export", [str(run_dir), "--out", "", "--format", "torchscript"],
+               "--out '' names no file; pass --out policy.pt")
