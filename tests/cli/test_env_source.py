@@ -41,8 +41,8 @@ def test_a_backends_row_is_a_spelling_of_env_ids(monkeypatch):
 
 
 @pytest.mark.parametrize(("override", "env_id", "shaping"), [
-    ("env=brax::humanoid", "brax::humanoid", 5.0),  # the preset, with its reward shaping
-    ("env=brax/humanoid", "brax::humanoid", 5.0),
+    ("env=brax::humanoid", "brax::humanoid", 0.0),  # the preset: its physics, below
+    ("env=brax/humanoid", "brax::humanoid", 0.0),
     # the preset files Humanoid-v5.yaml and Hopper-v5.yaml (ARS's shifts 5 and 1), with the
     # backend prefix kept
     ("env=gym::Humanoid-v5", "gym::Humanoid-v5", 5.0),
@@ -58,6 +58,8 @@ def test_every_spelling_composes(override, env_id, shaping):
     cfg = compose_config([override], hydra_config=True)
     assert cfg.env.id == env_id
     assert cfg.problem.decrease_rewards_by == shaping
+    if env_id == "brax::humanoid":  # its preset's, not brax's default physics
+        assert cfg.env.env_config.backend == "spring"
     assert cfg.hydra.run.dir.startswith(f"runs/{env_slug(env_id)}/pgpe/")
 
 

@@ -522,7 +522,7 @@ def test_an_exported_torchscript_policy_given_to_a_tool_says_what_it_is(run_dir,
     exported = tmp_path / "policy.pt"
     assert export.main([str(run_dir), "--out", str(exported), "--format", "torchscript"]) == 0
     capsys.readouterr()
-    flags = {"export": ["--format", "onnx", "--out", str(tmp_path / "again.onnx")],
+    flags = {"export": ["--format", "torchscript", "--out", str(tmp_path / "again.pt")],
              "render": ["--out", str(tmp_path / "frames.gif")], "eval": []}[tool]
     line = fails_with(capsys, tool, [str(exported), *flags],
                       "is an exported TorchScript policy", "torch.jit.load")
