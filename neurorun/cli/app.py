@@ -245,12 +245,15 @@ def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
 
 
 def _interrupted(error: KeyboardInterrupt) -> None:
-    """One line and 128 + the signal number, however early the signal came. A jax compile
-    still running (XLA's compiler cannot be stopped) ends with the process, now: the run's
-    state and files are written and closed by then."""
+    """One line and 128 + the signal number, however early the signal came. Where jax ran, the
+    process ends at once (XLA's compiler cannot be stopped): the run's state and files are
+    written and closed by then."""
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
         print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
-    if compiles_running():
+    # XLA's threads (a compile, an evaluation dispatched ahead) may still run in C++: the
+    # interpreter's exit would stop them mid-call and abort ("terminate called", status 134)
+    if compiles_running() or "jax" in sys.modules:
+        claims.remove_unused()
         logging.shutdown()
         with contextlib.suppress(OSError):
             sys.stdout.flush()
