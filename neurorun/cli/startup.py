@@ -9,6 +9,7 @@ code for longer than the signal's grace, the watcher ends the process.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -18,7 +19,9 @@ from neurorun.loop.signals import answered, said, watch
 
 def _interrupted(signum: int, frame: object) -> None:
     answered()
-    print(f"neurorun: {said(signum)}", file=sys.stderr)
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    print(f"{program if program.startswith('neurorun') else 'neurorun'}: {said(signum)}",
+          file=sys.stderr)
     sys.exit(128 + signum)
 
 

@@ -70,4 +70,4 @@ def test_ctrl_c_while_a_tool_loads_its_modules_is_one_line(tmp_path, tool):
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
-    assert err.strip().splitlines() == ["neurorun: interrupted (Ctrl-C)"]
+    assert err.strip().splitlines() == [f"{tool}: interrupted (Ctrl-C)"]
