@@ -59,6 +59,9 @@ def find_run_folders(path: str | Path) -> list[Path]:
     if not path.exists():
         raise ToolError(f"{str(path)!r} does not exist; expected a run folder or a sweep folder")
     if not path.is_dir():  # a metric file (a FIFO there is said as such where it is read)
+        if path.name not in METRIC_FILES:
+            raise ToolError(f"{str(path)!r} is a file, not a run's metrics.csv or metrics.jsonl; "
+                            "expected a run folder or a sweep folder")
         path = path.parent
     if any((path / name).exists() for name in METRIC_FILES):
         return [path]

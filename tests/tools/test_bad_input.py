@@ -294,3 +294,12 @@ def test_a_folder_missing_only_the_json_names_the_json(run_dir, capsys):
     (run_dir / "checkpoints" / "best.pkl").write_bytes(b"not unpickled")
     fails_with(capsys, "eval", [str(run_dir)], "has no best.json beside its best.pt",
                "--trust-pickle")
+
+
+@pytest.mark.parametrize("tool", ["compare", "plot"])
+def test_a_file_other_than_the_metrics_is_not_taken_for_its_folder(run_dir, tmp_path, capsys,
+                                                                   tool):
+    """`neurorun-compare policy.pt` compared every run beside the file."""
+    policy = run_dir / "checkpoints" / "best.pt"
+    argv = [str(policy)] + (["--out", str(tmp_path / "c.png")] if tool == "plot" else [])
+    fails_with(capsys, tool, argv, f"{str(policy)!r} is a file, not a run's metrics.csv")
