@@ -156,11 +156,11 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         raise ConfigError(f"{picked[0]}= is not chosen on the command line: the env (or "
                           "experiment) and the algorithm pick it (env_algo/<env>/<algo>.yaml). "
                           "Fix: leave it out; set the algorithm's keys (algo.<key>=...) instead.")
-    chosen = hydra_cfg.runtime.choices.get("algo")
-    if not cfg.resume and chosen not in (None, cfg.algo.name):
-        raise ConfigError(f"algo.name={cfg.algo.name} renames the algorithm algo={chosen} "
-                          f"chose, whose options come with it. Fix: algo={cfg.algo.name} "
-                          "(each algorithm's options: `neurorun --help`).")
+    chosen, name = hydra_cfg.runtime.choices.get("algo"), OmegaConf.select(cfg, "algo.name")
+    if not cfg.resume and None not in (chosen, name) and chosen != name:
+        raise ConfigError(f"algo.name={name} renames the algorithm algo={chosen} chose, whose "
+                          f"options come with it. Fix: algo={name} (each algorithm's options: "
+                          "`neurorun --help`).")
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
             and not cfg.resume
