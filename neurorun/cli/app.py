@@ -42,6 +42,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from neurorun.algorithms import ALGORITHMS
 from neurorun.cli import command_line, hydra_errors
 from neurorun.cli.env_source import register_hydra_extensions
 from neurorun.cli.hints import preset_hint
@@ -157,7 +158,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
                           "experiment) and the algorithm pick it (env_algo/<env>/<algo>.yaml). "
                           "Fix: leave it out; set the algorithm's keys (algo.<key>=...) instead.")
     chosen, name = hydra_cfg.runtime.choices.get("algo"), OmegaConf.select(cfg, "algo.name")
-    if not cfg.resume and None not in (chosen, name) and chosen != name:
+    if not cfg.resume and chosen in ALGORITHMS and name is not None and chosen != name:
         raise ConfigError(f"algo.name={name} renames the algorithm algo={chosen} chose, whose "
                           f"options come with it. Fix: algo={name} (each algorithm's options: "
                           "`neurorun --help`).")

@@ -127,13 +127,13 @@ def _trial_values(arguments: list[str]) -> list[list[str]]:
     return values
 
 
-def _compose(overrides: list[str], algo: str) -> None:
+def _compose(overrides: list[str], algo: str, config_name: str) -> None:
     """Compose the config as the sweeper's launcher would for a trial with these overrides."""
     from hydra import compose
     from hydra.errors import ConfigCompositionException
 
     try:
-        cfg = compose("config", overrides=overrides)
+        cfg = compose(config_name, overrides=overrides)
     except ConfigCompositionException as error:
         first = one_line(error, first_line=True)  # "Could not override 'algo.<key>'."
         found = re.search(r"override '([^']+)'", first)
@@ -167,7 +167,7 @@ def _check_not_empty(overrides: list[str]) -> None:
                     "job. Fix: give it at least one value (e.g. seed=range(0,3)).")
 
 
-def _check_jobs(overrides: list[str]) -> None:
+def _check_jobs(overrides: list[str], config_name: str) -> None:
     """Every job of a sweep of Hydra's basic sweeper composes and passes the config's checks,
     before the first runs: a bad value refuses the sweep, not its jobs after the good ones."""
     from hydra import compose
@@ -179,7 +179,7 @@ def _check_jobs(overrides: list[str]) -> None:
     if jobs and not any(job.partition("=")[0] == "resume" for job in jobs[0]):
         for number, job in enumerate(jobs):
             try:
-                validate_config(compose("config", overrides=job), machine=False)
+                validate_config(compose(config_name, overrides=job), machine=False)
             except (ConfigError, OmegaConfBaseException, HydraException) as error:
                 _refuse(f"job {number} of the sweep ({' '.join(job)}) is refused, so no job "
                         f"ran: {one_line(error, first_line=True)}")
@@ -194,7 +194,7 @@ class SearchCheck(Callback):
         if "optuna" not in str(sweeper.get("_target_", "")).lower():
             _check_not_empty(list(config.hydra.overrides.task))
             if "basic" in str(sweeper.get("_target_", "")).lower():
-                _check_jobs(list(config.hydra.overrides.task))
+                _check_jobs(list(config.hydra.overrides.task), config.hydra.job.config_name)
             return
         _check_counts(sweeper)
         _check_study(sweeper)
@@ -209,7 +209,7 @@ class SearchCheck(Callback):
         trials = [fixed] + [[*fixed[:i], value, *fixed[i + 1:]]
                             for i, values in enumerate(keyed) for value in values[1:]]
         for overrides in trials:
-            _compose(overrides, _chosen_algo(overrides, config))
+            _compose(overrides, _chosen_algo(overrides, config), config.hydra.job.config_name)
 
 
 def _chosen_algo(overrides: list[str], config: DictConfig) -> str:

@@ -46,7 +46,7 @@ from neurorun.loop.objective import objective_value
 from neurorun.loop.restarts import RestartSchedule, StallWatch
 from neurorun.loop.signals import held, interrupts_on_signals
 from neurorun.loop.status import StopLimits
-from neurorun.problems.jax.compiling import compiles_running
+from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
 from neurorun.record import checkpoint
 from neurorun.record.best import BestCenter
 from neurorun.record.layout import (
@@ -148,10 +148,14 @@ class Runner:
             self._release(discard_if_empty=True)  # a run that never started leaves no folder
             raise
 
-    def _release(self, *, discard_if_empty: bool = False) -> None:
-        """Give up the run folder and the console's messages (once); the folder's lock is held
-        until the process ends where a compile it started still runs."""
-        self.folder.release(discard_if_empty=discard_if_empty, at_exit=compiles_running())
+    def _release(self, *, discard_if_empty: bool = False, interrupted: bool = False) -> None:
+        """Give up the run folder and the console's messages (once). A run that ends waits for
+        the compiles it started ahead; an interrupted one leaves them to the process's end,
+        holding the folder's lock until then (a resume must not start beside it)."""
+        if not interrupted:
+            wait_for_compiles()
+        self.folder.release(discard_if_empty=discard_if_empty,
+                            at_exit=interrupted and compiles_running())
         self._hide_messages()
 
     def _build(self, config: RunConfig, state: RunState | None) -> None:
@@ -373,6 +377,7 @@ class Runner:
         reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}
         snapshot = None  # the state after the last finished generation, saved if one fails
+        interrupted = False  # a signal or Ctrl-C stopped it
         try:
             # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C; patient: the first waits for a
             # main thread busy in compiled code (a long evaluation) to save the last generation
@@ -405,6 +410,7 @@ class Runner:
                       "last_policy": str(policy_path(self.run_dir, LAST_POLICY, ".pt")),
                       "best_center_eval": self.best.score}
         except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
+            interrupted = isinstance(error, KeyboardInterrupt)
             # not after a config error (a diverged search): its own config would fail again
             if snapshot is not None and not isinstance(error, ConfigError):
                 try:
@@ -418,7 +424,7 @@ class Runner:
         finally:
             self.summary = result
             self._close()  # the evaluator (ray actors), the loggers, the problem
-            self._release()
+            self._release(interrupted=interrupted)
         result["objective"] = objective_value(config.objective, self.run_dir, config.target_score,
                                               self.algorithm.objective_sense)
         self.callbacks.on_run_end(self, result)

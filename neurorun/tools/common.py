@@ -100,7 +100,8 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
     """Run a tool's `body`; bad input (or a missing extra) becomes one line
     `name: error: ...` and exit status 2; Ctrl-C one line and 130, with no output written
     after it (`write_output` checks), even where a callback swallowed it."""
-    main = threading.current_thread() is threading.main_thread()
+    main = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)  # kept as the shell set it
     previous = signal.signal(signal.SIGINT, _interrupt) if main else None
     hook, sys.unraisablehook = sys.unraisablehook, _unraisable(sys.unraisablehook)
     _INTERRUPTED.clear()
@@ -123,6 +124,7 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
         finally:
             sys.stdout = stdout
             sys.unraisablehook = hook
+            _INTERRUPTED.clear()
             if main:
                 signal.signal(signal.SIGINT, previous)
 

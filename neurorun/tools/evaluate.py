@@ -91,7 +91,7 @@ def recorded_center_eval(checkpoint: Path) -> float | None:
     try:
         meta = json.loads(read_bounded(checkpoint.with_suffix(".json"), JSON_BYTES))
         value = meta.get("score", meta.get("center_eval"))
-    except (OSError, ValueError, AttributeError):  # no .json beside it (or no file), not JSON
+    except (OSError, ValueError, AttributeError, RecursionError):  # none, not JSON, too deep
         return None
     return float(value) if is_number(value) else None
 

@@ -515,3 +515,13 @@ def test_python_dash_m_neurorun_is_the_command(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "algo: ars, cem, cmaes, openai_es, pgpe, sep_cmaes, snes, xnes" in result.stdout
+
+
+def test_a_users_algorithm_file_of_another_name_runs(tmp_path):
+    """algo.name is compared with the option only for neurorun's own algorithm files."""
+    mine = tmp_path / "mine" / "algo" / "ars_small.yaml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("defaults:\n  - ars\n  - _self_\npopsize: 8\n")
+    result = neurorun("--config-dir", "mine", "algo=ars_small", "debug=default",
+                      "algo.popsize=8", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]

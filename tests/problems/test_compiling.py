@@ -273,3 +273,22 @@ def test_a_compiled_program_still_traces_for_the_shapes_of_its_results(cache):
     shape = jax.eval_shape(program.function, jax.ShapeDtypeStruct((2,), np.float32))
     assert (shape.shape, shape.dtype) == ((2,), np.float32)
     assert float(program(np.float32(0.5))) == pytest.approx(3.0 * 0.479425538604203)
+
+
+def test_a_record_with_a_number_no_float_holds_is_no_failure(cache, unsaid):
+    from neurorun.problems.jax.compiling import RECORD
+
+    (cache / RECORD).write_text('{"label G": {"seconds": 1' + "0" * 400 + "}}")
+    assert float(_program("label G", 2.0)(np.float32(1.0))) == pytest.approx(
+        2.0 * 0.8414709848078965)
+
+
+def test_a_program_compiled_ahead_is_waited_for(cache):
+    import jax
+
+    from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
+
+    program = _program("label H", 3.0)
+    program.compile_ahead(jax.ShapeDtypeStruct((), np.float32))
+    wait_for_compiles()
+    assert program.ready and not compiles_running()

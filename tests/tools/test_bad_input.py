@@ -296,7 +296,7 @@ def test_a_folder_missing_only_the_json_names_the_json(run_dir, capsys):
                "--trust-pickle")
 
 
-@pytest.mark.parametrize("tool", ["compare", "plot"])
+@pytest.mark.parametrize("tool", ["compare", PLOT_TOOL])
 def test_a_file_other_than_the_metrics_is_not_taken_for_its_folder(run_dir, tmp_path, capsys,
                                                                    tool):
     """`neurorun-compare policy.pt` compared every run beside the file."""

@@ -71,3 +71,22 @@ def test_ctrl_c_while_a_tool_loads_its_modules_is_one_line(tmp_path, tool):
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert err.strip().splitlines() == [f"{tool}: interrupted (Ctrl-C)"]
+
+
+def test_a_ctrl_c_a_tool_took_does_not_outlive_it(tmp_path):
+    """A later export in the same process (a notebook) writes its file."""
+    assert run_tool("neurorun-export", _swallowed_interrupt) == 130
+    out = tmp_path / "later.txt"
+    write_output(out, lambda path: path.write_text("later"), "table")
+    assert out.read_text() == "later"
+
+
+def test_a_tool_leaves_an_ignored_ctrl_c_ignored():
+    """A shell's background job starts with SIGINT ignored: the tool keeps it so."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        seen = []
+        run_tool("neurorun-plot", lambda: seen.append(signal.getsignal(signal.SIGINT)))
+        assert seen == [signal.SIG_IGN]
+    finally:
+        signal.signal(signal.SIGINT, before)

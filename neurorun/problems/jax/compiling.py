@@ -71,6 +71,13 @@ def compiles_running() -> bool:
     return any(thread.is_alive() for thread in list(_RUNNING))
 
 
+def wait_for_compiles() -> None:
+    """Wait for every compile thread of this process to end (a program compiled ahead and not
+    called: the interpreter's exit would stop it inside XLA)."""
+    for thread in list(_RUNNING):
+        thread.join()
+
+
 def _compiling() -> bool:
     """Whether some program compiles now."""
     if _COMPILING.acquire(blocking=False):
@@ -144,6 +151,7 @@ class Program:
         shardings, or the arguments themselves) on a thread; a call waits for it."""
         if self.ready or self._ahead is not None:
             return
+        self._failed = None
 
         def compile_now() -> None:
             try:
@@ -246,7 +254,7 @@ def _recorded(label: str) -> float | None:
     entry = _read_record(path).get(label) if path else None
     try:
         return float(entry["seconds"]) if isinstance(entry, dict) else None
-    except (TypeError, KeyError, ValueError):
+    except (TypeError, KeyError, ValueError, ArithmeticError):
         return None
 
 
