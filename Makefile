@@ -64,9 +64,12 @@ bench-full: install
 
 # MuJoCo locomotion against the ARS paper (hours): the presets on README's seeds (Swimmer,
 # Hopper, HalfCheetah 0-9), every algorithm on those three (3 seeds), Walker2d, Ant and
-# Humanoid with their presets, a bare env= on each; then the summary.
+# Humanoid with their presets, a bare env= on each; the headline's brax humanoid to 1e8 env
+# steps on 3 seeds (about 70 minutes each); then the summaries.
 bench-learning: install
 	$(PY) benchmarks/bench_locomotion.py --full
+	$(PY) benchmarks/bench_humanoid_steps.py run --label pgpe --algo pgpe --seeds 0 1 2
+	$(PY) benchmarks/bench_humanoid_steps.py summary runs/bench_humanoid_steps/pgpe_s*
 	$(PY) benchmarks/run.py --summary-only
 
 # brax and Playground on CUDA (needs a GPU and a CUDA build of torch and jax), on 1, 2, 4, ...

@@ -115,7 +115,7 @@ def main() -> None:
     if args.command == "run":
         run(args.label, args.algo, args.seeds, args.steps, args.override)
         return
-    results = [summary(folder) for folder in args.folders]
+    results = [summary(folder) for folder in args.folders if folder.is_dir()]  # not load.txt
     write_result(RESULTS / "humanoid_steps.json",
                  runs=[{k: v for k, v in r.items() if k != "curve"} for r in results])
     plot(results, RESULTS / "humanoid_steps.png")
