@@ -54,8 +54,14 @@ from neurorun.config.checks import resolve_config
 from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import Runner
-from neurorun.loop.signals import exit_status, held, hold, interrupts_on_signals, release
-from neurorun.problems.jax.compiling import compiles_running
+from neurorun.loop.signals import (
+    exit_now,
+    exit_status,
+    held,
+    hold,
+    interrupts_on_signals,
+    release,
+)
 from neurorun.record import claims
 from neurorun.record.layout import HYDRA_DIR
 from neurorun.record.run_folder import discard_unstarted, let_go
@@ -251,15 +257,10 @@ def _interrupted(error: KeyboardInterrupt) -> None:
     written and closed by then."""
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
         print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
-    # XLA's threads (a compile, an evaluation dispatched ahead) may still run in C++: the
-    # interpreter's exit would stop them mid-call and abort ("terminate called", status 134)
-    if compiles_running() or "jax" in sys.modules:
+    if "jax" in sys.modules:  # its threads may still run in C++ (`exit_now`)
         claims.remove_unused()
         logging.shutdown()
-        with contextlib.suppress(OSError):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(exit_status(error))
+        exit_now(exit_status(error))
     sys.exit(exit_status(error))
 
 

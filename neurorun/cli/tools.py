@@ -5,27 +5,21 @@ itself (``tools.common.run_tool``)."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
 import signal
-import sys
 
 import neurorun.cli.startup  # first: it guards the imports below
+from neurorun.loop.signals import exit_now
 
 
 def _run(module: str) -> None:
-    """The tool's main, then the process's end at once: its outputs are written and closed by
-    then, and a Ctrl-C in the interpreter's exit (jax's clean-up callbacks) would be "Exception
-    ignored" and status 0, or a bare 130 after the tool said it wrote its file."""
+    """The tool's main, then the process's end at once (``exit_now``): its outputs are written
+    and closed by then."""
     tool = importlib.import_module(f"neurorun.tools.{module}")
     neurorun.cli.startup.loaded()
     status = tool.main()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: the answer stands
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(int(status or 0))
+    exit_now(int(status or 0))
 
 
 def evaluate() -> None:

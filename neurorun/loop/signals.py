@@ -29,6 +29,7 @@ import contextlib
 import os
 import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -210,6 +211,17 @@ def _watcher(read_end: int) -> None:
         timeout = due[0][0] + GRACE_S - time.monotonic() if due else None
         if timeout is not None and timeout <= 0:
             _end(due[0][1])
+
+
+def exit_now(status: int) -> None:
+    """End the process with ``status`` once stdout and stderr are flushed, past the
+    interpreter's exit: XLA's threads (a compile, a program jax dispatched ahead) may still run
+    in C++, and the exit would stop them mid-call ("terminate called", status 134), or a Ctrl-C
+    would land in a library's exit callback ("Exception ignored")."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(status)
 
 
 def _end(signum: int) -> None:
