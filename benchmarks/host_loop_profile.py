@@ -160,7 +160,7 @@ def profile(env_id: str, popsize: int = 64, threads: int = 2,
         per_step["loop"] - sum(per_step.get(name, 0.0) for name in inside), 1)
     per_step["env.step_arrays besides pool.step"] = round(
         per_step["env.step_arrays"] - per_step["pool.step"], 1)
-    pool = problem._envs["eval"]._pool
+    pool = problem.host.envs.made("eval")._pool
     per_step["EnvPool's Python in pool.step (alone)"] = round(
         envpool_python(pool, popsize) * 1e6, 1)
     problem.close()

@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import functools
 import logging
-import pickle
 import time
-import warnings
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +40,13 @@ import torch
 from torch import Tensor, nn
 
 from neurorun.common.errors import one_line
-from neurorun.envs import backend_of, batched_jax_env, env_spaces, make_env
-from neurorun.envs.base import EnvStepError, TorchVecEnv
+from neurorun.envs import backend_of, batched_jax_env, env_spaces
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
 from neurorun.problems.evaluator import EvaluationStats, EvaluatorRecord
 from neurorun.problems.export import EnvPolicy
+from neurorun.problems.host_evaluation import EvaluationError, HostEvaluation
 from neurorun.problems.jax.rollout import JaxRollout
 from neurorun.problems.memory import (
     HOST_SLOTS,
@@ -58,21 +55,20 @@ from neurorun.problems.memory import (
     check_results,
     check_samples,
 )
+from neurorun.problems.obs_sync import ObsSync
 from neurorun.problems.options import (
     PLAIN_ROLLOUT,
     REFERENCE_INITIAL_BOUNDS,
     EnvOptions,
     RolloutOptions,
 )
-from neurorun.problems.rollout import RolloutResult, rollout
+from neurorun.problems.rollout import RolloutResult
 from neurorun.problems.running_norm import RunningNorm
+from neurorun.problems.solutions import cpu_vector, env_policy, save_solution
 
+__all__ = ["NONFINITE_FITNESS", "EvaluationError", "Problem"]
 NONFINITE_FITNESS = -1e9  # fitness when no solution of an evaluate call is finite
 log = logging.getLogger(__name__)
-
-
-class EvaluationError(RuntimeError):
-    """An env step failed again on a fresh env."""
 
 
 class Problem:
@@ -102,15 +98,15 @@ class Problem:
         self._check_widths(env.spec)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
         self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
-        self._obs_synced = self.obs_stats.copy() if self.obs_stats is not None else None
+        self._obs_sync = ObsSync(self.obs_stats)
         self.interaction_count = 0
         self.episode_count = 0
         self.last_stats = EvaluationStats()  # of the last evaluate call
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
-        self._envs: dict[str, TorchVecEnv] = {}
-        self._compiled = self._compiled_rollout() if jit else None
+        self.host = HostEvaluation(env, self.policy, self.device)
+        self.jax_rollout = self._compiled_rollout() if jit else None
 
     def _check_widths(self, spec: str) -> None:
         """ValueError unless the network takes an observation and gives an action of the env's
@@ -155,7 +151,7 @@ class Problem:
         (solution, episode) pair over at most ``max_num_envs`` slots; lock-step, sub-batches
         of at most ``max_num_envs`` solutions, one slot each."""
         limit = self.env_options.max_num_envs or (
-            total if self._compiled is not None else min(total, HOST_SLOTS))
+            total if self.jax_rollout is not None else min(total, HOST_SLOTS))
         if self.env_options.streaming:
             return min(limit, total * self.rollout_options.num_episodes)
         return min(limit, total)
@@ -165,62 +161,26 @@ class Problem:
         would not fit the device's free memory: on jax envs the compiled evaluation, elsewhere
         the generation's samples; on any env, the results of its episodes and of a center
         evaluation of ``num_test_episodes`` episodes (``problems/memory.py``'s checks)."""
-        if self._compiled is None:
+        if self.jax_rollout is None:
             check_samples(popsize, self.solution_length, self.device)
         else:
             check_compiled(popsize, self._slots(popsize),
-                           *self._compiled.memory_bytes(popsize, self.solution_length),
-                           device=self.device, devices=len(self._compiled.devices),
+                           *self.jax_rollout.memory_bytes(popsize, self.solution_length),
+                           device=self.device, devices=len(self.jax_rollout.devices),
                            spec=self.env_options.spec)
         check_results(popsize, self.rollout_options.num_episodes, num_test_episodes)
 
     @property
     def compiled(self) -> bool:
         """Whether evaluations run as one compiled jax program (jax envs)."""
-        return self._compiled is not None
+        return self.jax_rollout is not None
 
     @property
     def observation_normalization(self) -> bool:
         return self.obs_stats is not None
 
-    # ----- environments -----
-    def _env(self, purpose: str, num_envs: int) -> TorchVecEnv:
-        """The cached env for ``purpose`` ("eval" or "test") with ``num_envs`` envs (or more, on
-        backends that seed each episode).
-
-        jax envs (brax, Playground) reuse the evaluation env for test episodes when it is large
-        enough (a new batch size means a new compilation).
-        """
-        shared = self._envs.get("eval")
-        if (purpose == "test" and backend_of(self.env_options.spec).jax_batch is not None
-                and shared is not None and shared.num_envs >= num_envs):
-            return shared
-        env = self._envs.get(purpose)
-        # a larger env serves only where each episode is seeded: elsewhere (one generator for
-        # all slots) results would depend on the envs made before (a popsize that shrank)
-        if env is not None and (env.num_envs == num_envs
-                                or env.seeds_episodes and env.num_envs > num_envs):
-            return env
-        self._drop_env(purpose)
-        options = self.env_options
-        # test episodes on gymnasium: a SyncVectorEnv seeds episode k with seed + k (a native
-        # vector env seeds the batch once), as neurorun-eval reports them; other backends
-        # have no vectorization choice
-        vectorization = "sync" if purpose == "test" else options.vectorization
-        env = make_env(options.spec, num_envs, device=self.device, vectorization=vectorization,
-                       episode_length=options.episode_length, num_threads=options.num_threads,
-                       **options.config)
-        self._envs[purpose] = env
-        return env
-
-    def _drop_env(self, purpose: str) -> None:
-        env = self._envs.pop(purpose, None)
-        if env is not None:
-            env.close()
-
     def close(self) -> None:
-        for purpose in list(self._envs):
-            self._drop_env(purpose)
+        self.host.envs.close()
 
     # ----- evaluation -----
     def _as_params(self, params: Any) -> Tensor:
@@ -236,35 +196,17 @@ class Problem:
              seed: int, collect: RunningNorm | None, slots: int) -> RolloutResult:
         """Solutions ``first..`` on ``slots`` env slots; a failing env step is retried once on
         a fresh env."""
-        if self._compiled is not None:
+        if self.jax_rollout is not None:
             noise_seed = 0
             if options.action_noise_stdev:
                 noise_seed = int(torch.randint(2**31 - 1, (), generator=self._noise,
                                                device=self._noise.device))
-            return self._compiled(params, options, seed=seed, slots=slots,
-                                  streaming=self.env_options.streaming,
-                                  normalizer=self.obs_stats, collect=collect,
-                                  noise_seed=noise_seed, population=purpose != "test")
-        n = params.shape[0]
-        for attempt in range(2):
-            env = self._env(purpose, slots)
-            try:
-                return rollout(env, self.policy, params, options, seed=seed,
-                               streaming=self.env_options.streaming, slots=slots,
-                               normalizer=self.obs_stats, collect=collect, noise=self._noise)
-            except EnvStepError as error:
-                who = (f"solution {first + error.solution}" if error.solution is not None
-                       else f"one of solutions {first}..{first + n - 1}")
-                if attempt == 1:
-                    raise EvaluationError(
-                        f"env {self.env_options.spec!r} failed twice while evaluating {who} "
-                        f"(the second time on a fresh env): {error.__cause__!r}") from error
-                warnings.warn(f"env {self.env_options.spec!r} failed while evaluating {who}: "
-                              f"{error.__cause__!r}; retrying on a fresh env", stacklevel=3)
-                self._drop_env(purpose)
-                if collect is not None:
-                    collect.load_state_dict(RunningNorm(collect.size).state_dict())
-        raise AssertionError("unreachable")
+            return self.jax_rollout(params, options, seed=seed, slots=slots,
+                                    streaming=self.env_options.streaming,
+                                    normalizer=self.obs_stats, collect=collect,
+                                    noise_seed=noise_seed, population=purpose != "test")
+        return self.host(purpose, params, first, options, seed=seed, slots=slots,
+                         normalizer=self.obs_stats, collect=collect, noise=self._noise)
 
     def draw_seed(self) -> int:
         """The base seed of the next evaluation: what ``evaluate(params)`` uses without one."""
@@ -340,24 +282,14 @@ class Problem:
     # ----- policies -----
     def make_net(self, solution: Any) -> nn.Module:
         """The network with ``solution`` as parameters (no obs normalization, no clipping)."""
-        return vector_to_module(self.network, _cpu_vector(solution))
+        return vector_to_module(self.network, cpu_vector(solution))
 
     def to_policy(self, solution: Any, obs_stats: RunningNorm | None = None) -> EnvPolicy:
         """The policy on raw observations: obs normalization (``obs_stats``, default: the
         current statistics) and action clipping inside."""
-        stats = self.obs_stats if obs_stats is None else obs_stats
-        space = self.env_action_space
-        bounded = hasattr(space, "low") and bool(
-            np.isfinite(space.low).any() or np.isfinite(space.high).any())
-        return EnvPolicy(
-            self.make_net(solution),
-            obs_mean=None if stats is None else stats.mean.float().cpu(),
-            obs_stdev=None if stats is None else stats.stdev.float().cpu(),
-            act_low=torch.as_tensor(space.low, dtype=torch.float32) if bounded else None,
-            act_high=torch.as_tensor(space.high, dtype=torch.float32) if bounded else None,
-            discrete_start=int(space.start) if hasattr(space, "n") else None,
-            obs_shape=tuple(self.observation_space.shape),
-        )
+        return env_policy(self.network, solution,
+                          self.obs_stats if obs_stats is None else obs_stats,
+                          self.observation_space, self.env_action_space)
 
     def sample_initial(self, num: int, generator: torch.Generator | None = None) -> Tensor:
         """``(num, D)`` uniform samples within ``initial_bounds``."""
@@ -368,22 +300,13 @@ class Problem:
     # ----- saving, resuming, and the observation statistics of ray workers -----
     def save_solution(self, solution: Any, path: str | Path,
                       obs_stats: RunningNorm | None = None) -> dict[str, Any]:
-        """Pickle the reference's dict: ``solution``, ``policy`` (raw observations in),
-        ``obs_mean``, ``obs_stdev``, ``obs_sum``, ``obs_sum_of_squares`` (when normalizing),
-        ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``.
-        ``obs_stats``: the statistics the solution was evaluated with (default: the current)."""
+        """Pickle the solution, its policy and statistics (``obs_stats``: those it was
+        evaluated with; default: the current) with the counters (``solutions.save_solution``)."""
         stats = self.obs_stats if obs_stats is None else obs_stats
-        vector = _cpu_vector(solution)
-        result: dict[str, Any] = {"solution": vector.clone(),
-                                  "policy": self.to_policy(vector, stats)}
-        if stats is not None:  # the reference's keys: all but the count
-            result.update({k: v for k, v in stats.export().items() if k != "obs_count"})
-        result.update(interaction_count=self.interaction_count,
-                      episode_count=self.episode_count, time=datetime.now(),
-                      env=self.env_options.spec, architecture=self.architecture)
-        with open(path, "wb") as file:
-            pickle.dump(result, file)
-        return result
+        return save_solution(path, solution, self.to_policy(solution, stats), stats,
+                             interaction_count=self.interaction_count,
+                             episode_count=self.episode_count, env=self.env_options.spec,
+                             architecture=self.architecture)
 
     def state_dict(self) -> EvaluatorRecord:
         """Counters, obs stats and generator states: a loaded problem continues identically."""
@@ -403,28 +326,21 @@ class Problem:
                              "a state saved with the same setting")
         if self.obs_stats is not None:
             self.obs_stats.load_state_dict(state["obs_stats"])
-            self._obs_synced = self.obs_stats.copy()
+            self._obs_sync.mark(self.obs_stats)
         self._rng.bit_generator.state = state["rng"]
         self._noise.set_state(state["noise_rng"])
 
     def set_obs_stats(self, stats: RunningNorm) -> None:
         """Replace the observation statistics (a worker receiving the global ones)."""
         self.obs_stats = stats.to(self.obs_stats.device if self.obs_stats else "cpu").copy()
-        self._obs_synced = self.obs_stats.copy()
+        self._obs_sync.mark(self.obs_stats)
 
     def pop_obs_delta(self) -> RunningNorm | None:
         """Statistics added since the last ``set_obs_stats``/``pop_obs_delta`` (for a worker
         to send to the main process, which merges them with ``obs_stats.update(delta)``)."""
         if self.obs_stats is None:
             return None
-        delta = self.obs_stats - self._obs_synced
-        self._obs_synced = self.obs_stats.copy()
-        return delta
-
-
-def _cpu_vector(solution: Any) -> Tensor:
-    """A solution (array, list or tensor) as a flat float32 CPU tensor."""
-    return torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
+        return self._obs_sync.delta(self.obs_stats)
 
 
 def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:

@@ -27,5 +27,5 @@ def test_brax_inverted_pendulum_evaluates_without_recompiling():
     torch.testing.assert_close(problem.test_episodes(params[0], 2, seed=5)[0], returns)
     assert ((returns >= 1) & (returns <= 30)).all()
     assert (problem.interaction_count, problem.episode_count) == counts
-    env = problem._envs["eval"]
+    env = problem.host.envs.made("eval")
     assert env._jax_step._cache_size() == 1

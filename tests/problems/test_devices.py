@@ -165,12 +165,12 @@ def test_several_cpu_devices_step_in_chunks_that_keep_lapack_inline():
 
     problem = make_problem("playground::CartpoleBalance", episode_length=20, devices=2,
                            max_num_envs=12, seed=0)
-    rollout = problem._compiled
+    rollout = problem.jax_rollout
     assert rollout.largest_chunk is not None
     assert 1 <= rollout.largest_chunk <= LAPACK_INLINE_WORK
     assert rollout.largest_chunk == _inline_chunk(rollout.env)
     assert make_problem("playground::CartpoleBalance", episode_length=20,
-                        devices=1)._compiled.largest_chunk is None
+                        devices=1).jax_rollout.largest_chunk is None
     params = torch.randn(12, problem.solution_length, generator=torch.Generator().manual_seed(1))
     rollout.largest_chunk = 2  # 6 slots a device: 3 chunks of 2
     chunked = problem.evaluate(params, seed=5)

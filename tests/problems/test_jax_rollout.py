@@ -84,7 +84,7 @@ def test_brax_inverted_pendulum_equals_the_step_by_step_path(network):
 
 def test_brax_ant_equals_the_step_by_step_path_with_a_recurrent_policy():
     stepwise, compiled = _problems("brax::ant", f"{LSTM} >> Bin(-1, 1)", 60)
-    compiled._compiled.one_batch = True
+    compiled.jax_rollout.one_batch = True
     # its 3 test episodes run as a batch of their own, whose physics rounds apart on the two
     # paths: on an AMD EPYC (AVX2) host a 60-step return differed by 6e-4 relative while the
     # training batch agreed to 1e-7; a wrong seed, norm or policy state is off by far more
@@ -117,7 +117,7 @@ def test_chunks_and_the_drain_leave_counts_and_returns_as_they_are():
                              generator=torch.Generator().manual_seed(0))
     chunked = problem.evaluate(params, seed=4)
     simulated = problem.last_stats.num_simulated_steps
-    problem._compiled.one_batch = True
+    problem.jax_rollout.one_batch = True
     torch.testing.assert_close(problem.evaluate(params, seed=4), chunked)
     assert problem.last_stats.num_simulated_steps > simulated
 

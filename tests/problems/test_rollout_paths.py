@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import neurorun.problems.problem as problem_module
+import neurorun.problems.host_evaluation as host_evaluation
 from neurorun.problems import rollout as rollout_module
 
 from . import test_equivalence, test_problem
@@ -24,7 +24,7 @@ def tensor_path(monkeypatch):
         seen.append(env)
         return original(env, *args, **kwargs)
 
-    monkeypatch.setattr(problem_module, "rollout", rollout)
+    monkeypatch.setattr(host_evaluation, "rollout", rollout)
     yield
     assert seen, "no rollout ran"
 

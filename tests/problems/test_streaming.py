@@ -89,5 +89,5 @@ def test_without_max_num_envs_a_host_env_has_at_most_host_slots(monkeypatch):
     expected = [(1 + b) * sum(episode_lengths(7, j, 4, 2)) / 2
                 for j, b in enumerate((0.5, -0.5, 0.0, 1.0))]
     np.testing.assert_allclose(fitness.numpy(), expected)
-    assert problem._envs["eval"].num_envs == 3
+    assert problem.host.envs.made("eval").num_envs == 3
     problem.close()
