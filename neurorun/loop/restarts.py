@@ -19,17 +19,25 @@ Mirrored algorithms (whole pairs) round an odd popsize up by one.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
 from neurorun.common.sense import improves, maximized
 from neurorun.common.settings import check_value
 from neurorun.config.schema import RESTART_STRATEGIES, RestartConfig
+from neurorun.loop.build import build_algorithm, check_generation_fits
 from neurorun.record.restart import REGIMES, SMALL_STEP_RANGE, AttemptRecord, RestartRecord
+
+if TYPE_CHECKING:
+    from neurorun.algorithms import SearchAlgorithm
+    from neurorun.config.schema import RunConfig
+    from neurorun.problems import Problem
 
 
 @dataclass
@@ -146,3 +154,30 @@ class RestartSchedule:
         self.small_restarts = int(state["small_restarts"])
         self.evaluations = {regime: int(state["evaluations"][regime]) for regime in REGIMES}
         self.attempt = Attempt(**state["attempt"])
+
+
+def restart(schedule: RestartSchedule, config: RunConfig, problem: Problem,
+            generation: int) -> SearchAlgorithm:
+    """The algorithm of the schedule's next attempt, started again after ``generation`` from
+    a new start (the best so far stays best) with the popsize and step size
+    ``restart.strategy`` gives it.
+
+    Raises:
+        ConfigError: the new popsize's generation would not fit the device's memory.
+    """
+    stall = schedule.stall
+    why = (f"its {schedule.attempt.generations} generations were the small regime's share"
+           if schedule.exhausted() else
+           f"the best center_eval of this attempt rose by at most "
+           f"{stall.min_improvement:g} of its size in {stall.patience} center evaluations")
+    attempt = schedule.next_attempt()
+    logging.getLogger(__name__).info(
+        "restart %d after generation %d (%s): popsize %d, step size x %.3g",
+        schedule.restarts, generation, why, attempt.popsize, attempt.step_factor)
+    algorithm = build_algorithm(config, problem, schedule.restarts, attempt)
+    try:
+        check_generation_fits(config, problem, algorithm)
+    except (ValueError, RuntimeError) as error:
+        raise ConfigError(f"restart {schedule.restarts} (restart.strategy={schedule.strategy}) "
+                          f"grew the popsize to {attempt.popsize}: {error}") from error
+    return algorithm

@@ -13,62 +13,41 @@ reaches `target_score`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
 from collections.abc import Mapping
-from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
 from neurorun.algorithms.base import SearchDivergedError, population_stats
 from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
-from neurorun.common.seeding import derive_seed, rng_state, seed_everything, set_rng_state
+from neurorun.common.seeding import derive_seed, rng_state, set_rng_state
 from neurorun.common.sense import improves
-from neurorun.config.checks import distributed_mode, validate_config
-from neurorun.loggers import LoggerGroup, make_loggers
-from neurorun.loggers.console import show_library_messages
-from neurorun.loggers.videos import RunVideos
-from neurorun.loop.build import (
-    build_algorithm,
-    build_parts,
-    check_generation_fits,
-    make_evaluator,
-    resolve_env_backend,
-    use_host_devices,
-)
+from neurorun.loop.build import build_algorithm
+from neurorun.loop.generation import search_step
 from neurorun.loop.objective import objective_value
-from neurorun.loop.restarts import RestartSchedule, StallWatch
+from neurorun.loop.parts import RunParts
+from neurorun.loop.restarts import RestartSchedule, StallWatch, restart
 from neurorun.loop.signals import held, interrupts_on_signals
-from neurorun.loop.status import StopLimits
-from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
 from neurorun.record import checkpoint
 from neurorun.record.best import BestCenter
 from neurorun.record.layout import (
     BEST_POLICY,
-    CHECKPOINT_DIR,
     LAST_POLICY,
-    STATE_FILE,
     policy_path,
     resume_command,
-    run_dir_name,
-    saved_config_path,
 )
 from neurorun.record.metrics import GenerationStatus
-from neurorun.record.run_folder import RunFolder
-from neurorun.record.state import RunState, check_layout
+from neurorun.record.state import RunState
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from neurorun.config.schema import RunConfig
-    from neurorun.parallel import RayEvaluator
-    from neurorun.problems import EvaluationStats, Evaluator
 
 
 class Callbacks:
@@ -95,119 +74,29 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
     return Runner(cfg, run_dir=run_dir, callbacks=callbacks).run()
 
 
-def _default_run_dir(config: RunConfig) -> Path:
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        return Path(HydraConfig.get().runtime.output_dir)
-    except (ImportError, ValueError):
-        return Path(run_dir_name(config.resume, config.env.id, config.algo.name, config.seed))
-
-
-class Runner:
-    """One run: `Runner(cfg).run()`. Attributes: cfg (the config as composed, what the run
-    folder saves), config (the typed `RunConfig` every part is built from), folder (the
-    RunFolder it owns), run_dir, problem, evaluator, algorithm, loggers, limits, generation,
-    best (the BestCenter), status (the last GenerationStatus, None before generation 1)."""
+class Runner(RunParts):
+    """One run: `Runner(cfg).run()`. Its parts (`RunParts`: cfg, config, folder, run_dir,
+    problem, evaluator, algorithm, loggers, limits) and its progress: generation, best (the
+    BestCenter), status (the last GenerationStatus, None before generation 1)."""
 
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
                  callbacks: Callbacks | None = None):
-        cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
-        if "hydra" in cfg:  # compose_config(hydra_config=True): Hydra's settings, not the run's
-            cfg = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
-        # the one read of the composed config; the host device count is set before anything
-        # imports jax (XLA reads it once)
-        config = validate_config(cfg, prepare=use_host_devices)
-        self.cfg = cfg
         self.callbacks = callbacks or Callbacks()
-        self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)
-        self._hide_messages = show_library_messages(quiet=config.logger.console.quiet)
-        try:
-            self.backend_chosen = chosen = resolve_env_backend(config)
-            if chosen is not None:  # once per run; the saved config keeps the choice
-                log.info("env %s runs on %s (env.backend=auto picked it; set "
-                         "env.backend=gymnasium or envpool to choose)", config.env.id, chosen)
-                with open_dict(cfg):  # a config given as a dict may lack the env section
-                    OmegaConf.update(cfg, "env.backend", chosen, force_add=True)
-                config = dataclasses.replace(
-                    config, env=dataclasses.replace(config.env, backend=chosen))
-            self.config = config
-            if config.env.note:
-                log.info("%s", config.env.note)
-            # the folder's owner from here on: nothing in it is read or cleaned before
-            self.folder = RunFolder(self.run_dir, resume=bool(config.resume))
-        except ValueError as error:  # FolderInUseError is a ConfigError already
-            self._hide_messages()
-            raise error if isinstance(error, ConfigError) else ConfigError(str(error)) from error
-        except BaseException:
-            self._hide_messages()
-            raise
-        try:
-            self._build(config, self.folder.state)
-        except BaseException:
-            self._release(discard_if_empty=True)  # a run that never started leaves no folder
-            raise
-
-    def _release(self, *, discard_if_empty: bool = False, interrupted: bool = False) -> None:
-        """Give up the run folder and the console's messages (once). A run that ends waits for
-        the compiles it started ahead; an interrupted one leaves them to the process's end,
-        holding the folder's lock until then (a resume must not start beside it)."""
-        if not interrupted:
-            wait_for_compiles()
-        self.folder.release(discard_if_empty=discard_if_empty,
-                            at_exit=interrupted and compiles_running())
-        self._hide_messages()
+        super().__init__(cfg, run_dir=run_dir)
 
     def _build(self, config: RunConfig, state: RunState | None) -> None:
-        """Build every part (under the folder's lock, held until ``run`` ends) and restore
-        ``state`` when resuming."""
-        saved_seed = None if state is None else state.seed  # None: a format-1 state
-        if saved_seed is not None and saved_seed != config.seed:  # edited in the saved config
-            raise ConfigError(f"resume: seed={config.seed} but the run was started with "
-                              f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
-                              f"it (its random state is saved). Fix: seed: {saved_seed} in "
-                              f"{saved_config_path(self.run_dir)}, or start a new run.")
-        if config.torch_threads is not None:  # small matmuls: threads only add overhead
-            torch.set_num_threads(config.torch_threads)
-        seed_everything(config.seed)
-        self.summary: dict[str, Any] = {}  # what the loggers are closed with
-        with ExitStack() as parts:  # what was built is closed if a later part fails
-            # before the env: it picks MuJoCo's OpenGL backend, read as mujoco is imported
-            self.videos = RunVideos.from_settings(config.logger, self.run_dir, config.env.id)
-            parts.callback(self.videos.close)
-            self.problem, self.algorithm = build_parts(config)
-            parts.callback(self.problem.close)
-            if state is not None:  # before any env, metrics file or actor: e.g. a short center
-                check_layout(state, self.algorithm, self.problem,
-                             self.run_dir / CHECKPOINT_DIR / STATE_FILE)
-            self.limits = StopLimits(config.generations, config.max_interactions,
-                                     config.max_time, config.target_score,
-                                     self.algorithm.objective_sense)
-            self.distributed = distributed_mode(config, self.algorithm)
-            try:  # every check before the evaluator: a bad config must not start ray actors
-                self.loggers: LoggerGroup = make_loggers(
-                    config.logger, self.run_dir, self.limits,
-                    offsets=None if state is None else state.loggers)
-                parts.callback(lambda: self.loggers.close(self.summary))
-                # what the console shows and trackers record: the config as composed
-                self.loggers.start(OmegaConf.to_container(self.cfg, resolve=True))
-            except (ImportError, ValueError) as error:  # a tracker, damaged metrics
-                raise ConfigError(str(error)) from error
-            self.evaluator: Evaluator = make_evaluator(config, self.problem)
-            if self.evaluator is not self.problem:
-                parts.callback(self.evaluator.close)  # e.g. ray actors
-            self._close = parts.pop_all().close  # run() closes them when it ends
+        """The parts, a run's progress from its start, and ``state`` restored when resuming."""
+        super()._build(config, state)
         self.generation = 0
         self.elapsed_before = 0.0
         self.best = BestCenter()
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restart_due = False
-        restart = config.restart
         self.schedule = RestartSchedule(
-            restart.strategy, self.algorithm.popsize, restart.popsize_factor,
+            config.restart.strategy, self.algorithm.popsize, config.restart.popsize_factor,
             mirrored=self.algorithm.mirrored, seed=config.seed,
-            stall=StallWatch(restart.patience, restart.min_improvement,
+            stall=StallWatch(config.restart.patience, config.restart.min_improvement,
                              self.algorithm.objective_sense))
         if state is not None:
             self._restore(state)
@@ -259,28 +148,6 @@ class Runner:
         atomic.atomic_write_all([*with_files, checkpoint.state_file(state, self.run_dir)])
 
     # ----- one generation -----
-    def _local_generation(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
-        """Ask, evaluate (in rounds, for the adaptive popsize) and tell; the fitness of this
-        generation's samples (all of them, in order) and each round's stats."""
-        evaluator = self.evaluator
-        fitness, stats = [], []
-
-        def evaluate_round(first: int) -> tuple[int, int]:
-            count_before = evaluator.interaction_count
-            fitness.append(evaluator.evaluate(self.algorithm.ask()))
-            stats.append(evaluator.last_stats)
-            return len(fitness[-1]), evaluator.interaction_count - count_before
-
-        self.algorithm.run_rounds(evaluate_round)
-        samples_fitness = torch.cat(fitness)
-        self.algorithm.tell(samples_fitness)
-        return samples_fitness, stats
-
-    def _distributed_generation(self) -> tuple[torch.Tensor, list[EvaluationStats]]:
-        """The actors sample their shares and update there too (parallel=ray)."""
-        evaluator = cast("RayEvaluator", self.evaluator)  # distributed: checked to be ray's
-        return evaluator.distributed_step(self.algorithm), [evaluator.last_stats]
-
     @property
     def test_seed(self) -> int:
         """The seed of the center's test episodes: its evaluation's, and its videos'."""
@@ -304,8 +171,8 @@ class Runner:
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
         try:
-            samples_fitness, stats = (self._distributed_generation() if self.distributed
-                                      else self._local_generation())
+            samples_fitness, stats = search_step(self.algorithm, self.evaluator,
+                                                 self.distributed)
         except SearchDivergedError as error:  # the config's step size: resuming would diverge again
             raise ConfigError(str(error)) from error
         center_eval, center_eval_length = self._evaluate_center()
@@ -339,39 +206,12 @@ class Runner:
         )
         return self.status
 
-    def _restart(self) -> None:
-        """Start the search again from a new start (the best so far stays best), with the
-        popsize and step size ``restart.strategy`` gives the new attempt."""
-        schedule = self.schedule
-        stall = schedule.stall
-        why = (f"its {schedule.attempt.generations} generations were the small regime's share"
-               if schedule.exhausted() else
-               f"the best center_eval of this attempt rose by at most "
-               f"{stall.min_improvement:g} of its size in {stall.patience} center evaluations")
-        attempt = schedule.next_attempt()
-        log.info("restart %d after generation %d (%s): popsize %d, step size x %.3g",
-                 schedule.restarts, self.generation, why, attempt.popsize, attempt.step_factor)
-        self.algorithm = build_algorithm(self.config, self.problem, schedule.restarts, attempt)
-        try:
-            check_generation_fits(self.config, self.problem, self.algorithm)
-        except (ValueError, RuntimeError) as error:
-            raise ConfigError(f"restart {schedule.restarts} (restart.strategy="
-                              f"{schedule.strategy}) grew the popsize to {attempt.popsize}: "
-                              f"{error}") from error
-        self.restart_due = False
-
     # ----- the loop -----
     def run(self) -> dict[str, Any]:
         config = self.config
         started = time.perf_counter()
         every = config.checkpoint_every
-        saved = saved_config_path(self.run_dir)
-        # what a later resume=<run dir> starts from (with the backend that auto chose): the
-        # config as composed, its `${...}` as written
-        if config.resume or self.backend_chosen or not saved.is_file():
-            plain = {**OmegaConf.to_container(self.cfg, resolve=False), "resume": None,
-                     "trust_code": False}  # a later resume trusts code only when told again
-            atomic.atomic_write_text(OmegaConf.to_yaml(plain), saved)
+        self._save_config()
         self.callbacks.on_run_start(self)
         self.loggers.begin()  # the console's config and header: everything is built by now
         reason = self.limits.reason(self.status)  # a resumed run may be done already
@@ -387,7 +227,9 @@ class Runner:
                 snapshot = self._state(self.elapsed_before + time.perf_counter() - started)
                 while reason is None:
                     if self.restart_due:  # a resumed run makes a restart that was due, too
-                        self._restart()
+                        self.algorithm = restart(self.schedule, config, self.problem,
+                                                 self.generation)
+                        self.restart_due = False
                     status = self.step(started)
                     row = status.as_dict()
                     with held():  # a logged generation is in the snapshot a signal saves

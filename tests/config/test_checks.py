@@ -168,7 +168,7 @@ def test_distributed_mode_is_checked_before_any_actor_starts(tmp_path, monkeypat
         raise AssertionError("the evaluator was built before the config was checked")
 
     monkeypatch.setattr(neurorun.loop.build, "make_evaluator", refuse)
-    monkeypatch.setattr("neurorun.loop.runner.make_evaluator", refuse)
+    monkeypatch.setattr("neurorun.loop.parts.make_evaluator", refuse)
     with pytest.raises(ConfigError, match=expected):
         Runner(tiny(*overrides), run_dir=tmp_path)
 

@@ -311,12 +311,12 @@ def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_pat
                                                                           monkeypatch):
     """Issue 37 small item: parallel=ray refuses some settings only once ray is up (after the
     loggers started); the console's config and header come once everything is built."""
-    import neurorun.loop.runner
+    import neurorun.loop.parts
     from neurorun.loggers.console import format_header
 
     def refuse(cfg, problem):
         raise ConfigError("parallel: refused")
-    monkeypatch.setattr(neurorun.loop.runner, "make_evaluator", refuse)
+    monkeypatch.setattr(neurorun.loop.parts, "make_evaluator", refuse)
     shown = ("debug=default", "logger.console.quiet=false", "logger.console.plain=true")
     with pytest.raises(ConfigError, match="refused"):
         Runner(compose_config(list(shown)), run_dir=tmp_path / "run")

@@ -1,0 +1,34 @@
+"""A generation's search step: sample, evaluate and update, here or on ray's actors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+import torch
+
+if TYPE_CHECKING:
+    from neurorun.algorithms import SearchAlgorithm
+    from neurorun.parallel import RayEvaluator
+    from neurorun.problems import EvaluationStats, Evaluator
+
+
+def search_step(algorithm: SearchAlgorithm, evaluator: Evaluator,
+                distributed: bool) -> tuple[torch.Tensor, list[EvaluationStats]]:
+    """Ask, evaluate and tell; the fitness of the generation's samples (all of them, in
+    order) and each evaluation's stats. Here: in rounds while the adaptive popsize asks for
+    more; distributed (parallel=ray): the actors sample their shares and update there too."""
+    if distributed:  # checked with the config to be ray's evaluator
+        ray_evaluator = cast("RayEvaluator", evaluator)
+        return ray_evaluator.distributed_step(algorithm), [ray_evaluator.last_stats]
+    fitness, stats = [], []
+
+    def evaluate_round(first: int) -> tuple[int, int]:
+        count_before = evaluator.interaction_count
+        fitness.append(evaluator.evaluate(algorithm.ask()))
+        stats.append(evaluator.last_stats)
+        return len(fitness[-1]), evaluator.interaction_count - count_before
+
+    algorithm.run_rounds(evaluate_round)
+    samples_fitness = torch.cat(fitness)
+    algorithm.tell(samples_fitness)
+    return samples_fitness, stats

@@ -1,0 +1,135 @@
+"""A run's parts, built from its config under its run folder's lock: the problem, the
+algorithm, the evaluator, the loggers and the videos; the folder and the console's library
+messages given up once when the run ends."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from neurorun.common import atomic
+from neurorun.common.errors import ConfigError
+from neurorun.common.seeding import seed_everything
+from neurorun.config.checks import distributed_mode, validate_config
+from neurorun.loggers import LoggerGroup, make_loggers
+from neurorun.loggers.console import show_library_messages
+from neurorun.loggers.videos import RunVideos
+from neurorun.loop.build import build_parts, choose_env_backend, make_evaluator, use_host_devices
+from neurorun.loop.status import StopLimits
+from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
+from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, run_dir_name, saved_config_path
+from neurorun.record.run_folder import RunFolder
+from neurorun.record.state import RunState, check_layout
+
+if TYPE_CHECKING:
+    from neurorun.config.schema import RunConfig
+    from neurorun.problems import Evaluator
+
+
+def _default_run_dir(config: RunConfig) -> Path:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return Path(HydraConfig.get().runtime.output_dir)
+    except (ImportError, ValueError):
+        return Path(run_dir_name(config.resume, config.env.id, config.algo.name, config.seed))
+
+
+class RunParts:
+    """Attributes: cfg (the config as composed, what the run folder saves), config (the typed
+    `RunConfig` every part is built from), backend_chosen (what env.backend=auto picked, or
+    None), folder (the RunFolder it owns), run_dir, problem, algorithm, evaluator, loggers,
+    videos, limits, distributed."""
+
+    def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None):
+        cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
+        if "hydra" in cfg:  # compose_config(hydra_config=True): Hydra's settings, not the run's
+            cfg = OmegaConf.masked_copy(cfg, [key for key in cfg if key != "hydra"])
+        # the one read of the composed config; the host device count is set before anything
+        # imports jax (XLA reads it once)
+        config = validate_config(cfg, prepare=use_host_devices)
+        self.cfg = cfg
+        self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)
+        self._restore_console = show_library_messages(quiet=config.logger.console.quiet)
+        try:
+            self.config, self.backend_chosen = choose_env_backend(cfg, config)
+            if self.config.env.note:
+                logging.getLogger(__name__).info("%s", self.config.env.note)
+            # the folder's owner from here on: nothing in it is read or cleaned before
+            self.folder = RunFolder(self.run_dir, resume=bool(config.resume))
+        except ValueError as error:  # FolderInUseError is a ConfigError already
+            self._restore_console()
+            raise error if isinstance(error, ConfigError) else ConfigError(str(error)) from error
+        except BaseException:
+            self._restore_console()
+            raise
+        try:
+            self._build(self.config, self.folder.state)
+        except BaseException:
+            self._release(discard_if_empty=True)  # a run that never started leaves no folder
+            raise
+
+    def _release(self, *, discard_if_empty: bool = False, interrupted: bool = False) -> None:
+        """Give up the run folder and the console's messages (once). A run that ends waits for
+        the compiles it started ahead; an interrupted one leaves them to the process's end,
+        holding the folder's lock until then (a resume must not start beside it)."""
+        if not interrupted:
+            wait_for_compiles()
+        self.folder.release(discard_if_empty=discard_if_empty,
+                            at_exit=interrupted and compiles_running())
+        self._restore_console()
+
+    def _save_config(self) -> None:
+        """Write what a later resume=<run dir> starts from: the config as composed, its
+        `${...}` as written, with the backend auto chose (kept where a resumed run's is)."""
+        saved = saved_config_path(self.run_dir)
+        if self.config.resume or self.backend_chosen or not saved.is_file():
+            plain = {**OmegaConf.to_container(self.cfg, resolve=False), "resume": None,
+                     "trust_code": False}  # a later resume trusts code only when told again
+            atomic.atomic_write_text(OmegaConf.to_yaml(plain), saved)
+
+    def _build(self, config: RunConfig, state: RunState | None) -> None:
+        """Build every part (under the folder's lock, held until the run ends); those built
+        are closed again if a later one fails, else by ``_close``."""
+        saved_seed = None if state is None else state.seed  # None: a format-1 state
+        if saved_seed is not None and saved_seed != config.seed:  # edited in the saved config
+            raise ConfigError(f"resume: seed={config.seed} but the run was started with "
+                              f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
+                              f"it (its random state is saved). Fix: seed: {saved_seed} in "
+                              f"{saved_config_path(self.run_dir)}, or start a new run.")
+        if config.torch_threads is not None:  # small matmuls: threads only add overhead
+            torch.set_num_threads(config.torch_threads)
+        seed_everything(config.seed)
+        self.summary: dict[str, Any] = {}  # what the loggers are closed with
+        with ExitStack() as parts:
+            # before the env: it picks MuJoCo's OpenGL backend, read as mujoco is imported
+            self.videos = RunVideos.from_settings(config.logger, self.run_dir, config.env.id)
+            parts.callback(self.videos.close)
+            self.problem, self.algorithm = build_parts(config)
+            parts.callback(self.problem.close)
+            if state is not None:  # before any env, metrics file or actor: e.g. a short center
+                check_layout(state, self.algorithm, self.problem,
+                             self.run_dir / CHECKPOINT_DIR / STATE_FILE)
+            self.limits = StopLimits(config.generations, config.max_interactions,
+                                     config.max_time, config.target_score,
+                                     self.algorithm.objective_sense)
+            self.distributed = distributed_mode(config, self.algorithm)
+            try:  # every check before the evaluator: a bad config must not start ray actors
+                self.loggers: LoggerGroup = make_loggers(
+                    config.logger, self.run_dir, self.limits,
+                    offsets=None if state is None else state.loggers)
+                parts.callback(lambda: self.loggers.close(self.summary))
+                # what the console shows and trackers record: the config as composed
+                self.loggers.start(OmegaConf.to_container(self.cfg, resolve=True))
+            except (ImportError, ValueError) as error:  # a tracker, damaged metrics
+                raise ConfigError(str(error)) from error
+            self.evaluator: Evaluator = make_evaluator(config, self.problem)
+            if self.evaluator is not self.problem:
+                parts.callback(self.evaluator.close)  # e.g. ray actors
+            self._close = parts.pop_all().close  # the run closes them when it ends
