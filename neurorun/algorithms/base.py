@@ -22,23 +22,18 @@ Subclasses set ``SUMS`` (which sums each weight vector needs) and implement ``sa
 from __future__ import annotations
 
 import copy
-import dataclasses
-import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypedDict
 
 import torch
 
+from neurorun.algorithms.adaptive import ROUNDS_MAX, run_rounds
+from neurorun.algorithms.divergence import require_finite
+from neurorun.algorithms.fitness import check_fitness, population_stats
 from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
 from neurorun.common.sense import check_sense, maximized
-from neurorun.common.values import is_number
 
-log = logging.getLogger(__name__)
-
-ROUNDS_MAX = 1000  # rounds of popsize an adaptive generation takes at most, popsize_max null
-PROGRESS_S = 120.0  # an adaptive generation still sampling says how far it got this often
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
 Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
 
@@ -54,10 +49,6 @@ class AlgorithmRecord(TypedDict):
     pending: list[torch.Tensor]  # samples asked and not told: [] between generations
     last: dict[str, Any]  # the last generation's figures (the metrics' algorithm columns)
     search: dict[str, Any]  # the distribution and its optimizer: each algorithm's `_state`
-
-
-class SearchDivergedError(ArithmeticError):
-    """An update left the center or the stdev infinite or NaN (a step size far too large)."""
 
 
 class SearchAlgorithm:
@@ -106,7 +97,7 @@ class SearchAlgorithm:
         self.generation = 0
         self._draw = 0  # the noise draw of the current generation
         self._pending: list[torch.Tensor] = []  # noise of the samples asked this generation
-        self._said_capped = False  # that adaptive generations end at samples_max (said once)
+        self.said_capped = False  # that adaptive generations end at samples_max (said once)
         self._last: dict[str, float] = {}
 
     # -- what subclasses provide ------------------------------------------------------
@@ -166,37 +157,8 @@ class SearchAlgorithm:
         return self.popsize_max or ROUNDS_MAX * self.popsize
 
     def run_rounds(self, evaluate_round: Callable[[int], tuple[int, int]]) -> None:
-        """Sample one generation in rounds: ``evaluate_round(first)`` samples ``popsize``
-        solutions from sample index ``first``, evaluates them and returns ``(samples, env
-        steps)``. One round; with adaptive popsize, rounds until the generation made
-        ``num_interactions`` env steps or reached ``samples_max`` samples, said every
-        PROGRESS_S meanwhile (`num_interactions=1e9` took rounds for ever, without a word, its
-        noise and fitness kept). (The local runner and distributed mode both sample here.)"""
-        asked = steps = 0
-        said_at = time.monotonic()
-        while True:
-            count, taken = evaluate_round(asked)
-            asked, steps = asked + count, steps + taken
-            wanted = self.num_interactions
-            if wanted is None or steps >= wanted:
-                return
-            if asked >= self.samples_max:
-                if self.popsize_max is None and not self._said_capped:
-                    self._said_capped = True
-                    log.warning("generation %d ends after %d rounds of popsize %d (%s samples) "
-                                "with %s of algo.num_interactions=%s interactions, as every "
-                                "generation will: without algo.popsize_max a generation takes "
-                                "at most %d rounds. Fix: a smaller algo.num_interactions, or "
-                                "algo.popsize_max=<the most samples a generation may take>",
-                                self.generation + 1, asked // self.popsize, self.popsize,
-                                f"{asked:,}", f"{steps:,}", f"{wanted:,}", ROUNDS_MAX)
-                return
-            if time.monotonic() - said_at >= PROGRESS_S:
-                said_at = time.monotonic()
-                log.info("generation %d, adaptive popsize: %s samples so far, %s of "
-                         "algo.num_interactions=%s interactions (at most %s samples)",
-                         self.generation + 1, f"{asked:,}", f"{steps:,}", f"{wanted:,}",
-                         f"{self.samples_max:,}")
+        """One generation's samples in rounds (``adaptive.run_rounds``)."""
+        run_rounds(self, evaluate_round)
 
     # -- ask / tell ---------------------------------------------------------------------
     @property
@@ -239,7 +201,7 @@ class SearchAlgorithm:
     def generation_weights(self, fitness: Any, norms: torch.Tensor | None,
                            count: int) -> tuple[Weights, torch.Tensor]:
         """``(weights, fitness as maximized)`` of a whole generation of ``count`` samples."""
-        fitness = self._check_fitness(fitness, count)
+        fitness = check_fitness(fitness, count, self.device, self.dtype)
         shaped = maximized(self.objective_sense, fitness)
         if norms is not None:
             norms = torch.as_tensor(norms, device=self.device, dtype=self.dtype)
@@ -249,68 +211,11 @@ class SearchAlgorithm:
                  fitness: Any) -> dict[str, float]:
         """Apply the update from the generation's (added-up) sums; the generation ends."""
         self.update({k: v.to(self.device, self.dtype) for k, v in sums.items()}, weights, shaped)
-        self._require_finite()
+        require_finite(self)
         self.generation += 1
         self._last = population_stats(torch.as_tensor(fitness, dtype=self.dtype).reshape(-1),
                                       self.objective_sense)
         return self.status
-
-    def _require_finite(self) -> None:
-        """Stop at the update that made the center or stdev infinite or NaN: such a center
-        would be evaluated, saved and even reported as the best policy."""
-        for part, values in (("center", self.center), ("stdev", self.stdev)):
-            if bool(torch.isfinite(values).all()):
-                continue
-            rates, spread = self.step_options(), self.spread_options()
-            culprits = [k for k in rates if ("stdev" in k) == (part == "stdev")] or list(rates)
-            given = ", ".join(f"algo.{k}={_shown(v)}" for k, v in {**rates, **spread}.items())
-            fix = " or ".join(f"a smaller algo.{k}" for k in culprits) or "finite rewards"
-            # the start sets the first steps too (radius_init=1e308 overflows the first update)
-            start = ", ".join([*(f"algo.{k}" for k in spread),
-                               "algo.center_init or problem.initial_bounds"])
-            raise SearchDivergedError(
-                f"algo={self.name} diverged in generation {self.generation + 1}: its {part} is "
-                f"no longer finite (inf or NaN){f' with {given}' if given else ''}. Fix: {fix}, "
-                f"or a smaller start ({start}).")
-
-    def spread_options(self) -> dict[str, Any]:
-        """The options given that set the samples' spread (initial stdev and its bounds)."""
-        flat = self._flat_options()
-        return {k: flat[k] for k in (*self.STEP_SIZES, "stdev_min", "stdev_max")
-                if flat.get(k) is not None}
-
-    def step_options(self) -> dict[str, Any]:
-        """The options that size the update's steps (``*learning_rate``, ``step_size``)."""
-        return {k: v for k, v in self._flat_options().items() if (
-            k.endswith("learning_rate") or k == "step_size") and not isinstance(v, bool)
-        }  # not scale_learning_rate
-
-    def _flat_options(self) -> dict[str, Any]:
-        """The options as flat keyword options (the groups' fields at the top level)."""
-        flat = {}
-        for option in dataclasses.fields(self.options):
-            value = getattr(self.options, option.name)
-            if dataclasses.is_dataclass(value):
-                flat.update({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-            else:
-                flat[option.name] = value
-        return flat
-
-    def _check_fitness(self, fitness: Any, expected: int) -> torch.Tensor:
-        fitness = torch.as_tensor(fitness, device=self.device, dtype=self.dtype).reshape(-1)
-        if len(fitness) != expected:
-            raise ValueError(
-                f"fitness has {len(fitness)} values; expected {expected} (one per solution asked "
-                "since the last tell). Fix: evaluate every asked solution, in order."
-            )
-        nan = torch.isnan(fitness)
-        if bool(nan.any()):
-            where = nan.nonzero().flatten()[:5].tolist()
-            raise ValueError(
-                f"fitness contains NaN at indices {where}; expected finite numbers. Fix: find what "
-                "makes those evaluations NaN, or map them to a very bad finite fitness."
-            )
-        return fitness
 
     @property
     def status(self) -> dict[str, float]:
@@ -360,26 +265,3 @@ class SearchAlgorithm:
         self._pending = [p.to(self.device, self.dtype).clone() for p in state["pending"]]
         self._last = dict(state["last"])
         self._load_state(state["search"])
-
-
-def population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
-    """popsize, mean_eval, median_eval (halfway between the middle two of an even count) and
-    pop_best_eval (the max, or the min when minimizing) of one generation's fitness."""
-    values = fitness.double()
-    return {
-        "popsize": len(fitness),
-        "mean_eval": float(values.mean()),
-        "median_eval": float(values.quantile(0.5)),
-        # the max of the maximized values, in the fitness' own sign again
-        "pop_best_eval": float(maximized(sense, maximized(sense, values).max())),
-    }
-
-
-def _shown(value: Any) -> str:
-    """An option's value as a message shows it: null, 1e+308, or a short list."""
-    if value is None:
-        return "null"
-    if is_number(value):
-        return f"{value:g}"
-    text = repr(value.tolist() if isinstance(value, torch.Tensor) else value)
-    return text if len(text) <= 40 else text[:37] + "..."

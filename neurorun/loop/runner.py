@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
-from neurorun.algorithms.base import SearchDivergedError, population_stats
+from neurorun.algorithms.divergence import SearchDivergedError
+from neurorun.algorithms.fitness import population_stats
 from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed, rng_state, set_rng_state

@@ -22,7 +22,7 @@ and adding the actors' sums (actors x D).
 
 Rounds: with adaptive popsize (``algo.num_interactions``) the main process asks for
 ``popsize`` more samples, round after round, until the generation made that many
-interactions or reached ``popsize_max`` (``SearchAlgorithm.run_rounds``, the local runner's
+interactions or reached ``popsize_max`` (``algorithms.adaptive.run_rounds``, the local runner's
 loop too). Each round draws the evaluator's base seed and seeds share ``[first, stop)`` of it
 with ``base + first``, as ``RayEvaluator.evaluate`` does, so with envs that seed every episode
 a distributed run gives the local run's fitness, sample for sample. A share whose actor died

@@ -197,13 +197,12 @@ def test_tell_before_ask_is_refused(build):
 
 def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_so(
         build, caplog, monkeypatch):
-    """`algo.num_interactions=1e9` without popsize_max took rounds for ever, its
-    noise and fitness kept, with no word. Now at most ROUNDS_MAX rounds (said once), and a
-    generation still sampling says how far it got."""
-    from neurorun.algorithms import base
+    """`algo.num_interactions=1e9` without popsize_max: at most ROUNDS_MAX rounds (said once
+    a run), and a generation still sampling says how far it got."""
+    from neurorun.algorithms import adaptive
 
     algo = build("pgpe", popsize=4, num_interactions=10**9)
-    monkeypatch.setattr(base, "PROGRESS_S", 0.0)  # every round says how far it got
+    monkeypatch.setattr(adaptive, "PROGRESS_S", 0.0)  # every round says how far it got
     rounds = []
 
     def evaluate_round(first):
@@ -214,7 +213,7 @@ def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_
     with caplog.at_level("INFO", logger="neurorun"):
         algo.run_rounds(evaluate_round)
         algo.run_rounds(evaluate_round)  # capped again, unsaid
-    assert rounds == [4 * k for k in range(base.ROUNDS_MAX)] * 2
+    assert rounds == [4 * k for k in range(adaptive.ROUNDS_MAX)] * 2
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert said == ["generation 1 ends after 1000 rounds of popsize 4 (4,000 samples) with "
                     "10,000 of algo.num_interactions=1,000,000,000 interactions, as every "
@@ -225,4 +224,4 @@ def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_
     assert progress[0] == ("generation 1, adaptive popsize: 4 samples so far, 10 of "
                            "algo.num_interactions=1,000,000,000 interactions (at most 4,000 "
                            "samples)")
-    assert len(progress) == 2 * (base.ROUNDS_MAX - 1)  # each round but the last, each time
+    assert len(progress) == 2 * (adaptive.ROUNDS_MAX - 1)  # each round but the last, each time

@@ -98,7 +98,7 @@ def test_samples_follow_the_distribution(name):
 
 
 def test_population_stats_by_hand():
-    from neurorun.algorithms.base import population_stats
+    from neurorun.algorithms.fitness import population_stats
 
     fitness = torch.tensor([3.0, -1.0, 10.0, 4.0])
     assert population_stats(fitness, "max") == {"popsize": 4, "mean_eval": 4.0,
