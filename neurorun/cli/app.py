@@ -43,7 +43,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.algorithms import ALGORITHMS
-from neurorun.cli import command_line, hydra_errors
+from neurorun.cli import arguments, folder_claim, hydra_errors
 from neurorun.cli.env_source import register_hydra_extensions
 from neurorun.cli.hints import preset_hint
 from neurorun.cli.resume_record import ResumeRecord
@@ -83,7 +83,7 @@ def compose_config(overrides: Sequence[str] = (), *, hydra_config: bool = False)
         run(compose_config(["algo=snes", "env=brax::ant"]), run_dir="runs/mine")
     """
     with initialize_config_module(CONFIG_MODULE, version_base="1.3"):
-        cfg = compose("config", overrides=command_line.open_mapping_overrides(overrides),
+        cfg = compose("config", overrides=arguments.open_mapping_overrides(overrides),
                       return_hydra_config=True)
     if not hydra_config:
         with open_dict(cfg):
@@ -124,7 +124,7 @@ def _where(error: BaseException) -> str:
 def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> float | None:
     """One run; returns its objective (None: the job failed, kept in ``failed_jobs``, or has
     no objective, which Optuna's sweeper records as a failed trial). ``kept_back``: the resume's
-    overrides held back from Hydra (``command_line.held_for_resume``)."""
+    overrides held back from Hydra (``arguments.held_for_resume``)."""
     hydra_cfg = HydraConfig.get()
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir = Path(hydra_cfg.runtime.output_dir)
@@ -275,17 +275,17 @@ def main() -> None:
 
 
 def _main() -> None:
-    sys.argv[1:] = command_line.rewritten(sys.argv[1:])
+    sys.argv[1:] = arguments.rewritten(sys.argv[1:])
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
     # Optuna deprecates: six FutureWarnings per search that no user can act on
     warnings.filterwarnings("ignore", category=FutureWarning,
                             module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
-    message = command_line.folder_error(sys.argv[1:])
+    message = folder_claim.folder_error(sys.argv[1:])
     if message:
         print(f"neurorun: config error: {message}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
-    named = command_line.folder_interpolations(sys.argv[1:])
-    sys.argv[1:], kept_back = command_line.held_for_resume(sys.argv[1:])
+    named = arguments.folder_interpolations(sys.argv[1:])
+    sys.argv[1:], kept_back = arguments.held_for_resume(sys.argv[1:])
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
     failed_jobs = FailedJobs()  # a sweep's, reported when it ends
@@ -300,7 +300,7 @@ def _main() -> None:
     # run in other processes (submitit), never releasing them here
     try:
         with interrupts_on_signals():
-            if not command_line.asks_for_sweep(sys.argv[1:]):
+            if not arguments.asks_for_sweep(sys.argv[1:]):
                 hold()
             try:
                 app()

@@ -33,7 +33,7 @@ from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
-from neurorun.cli.command_line import job_output_subdir
+from neurorun.cli.folder_claim import job_output_subdir
 from neurorun.envs.names import canonical_env_id, preset_slug
 from neurorun.record.layout import job_dir_name, run_dir_name, sweep_dir_name
 

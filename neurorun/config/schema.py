@@ -174,7 +174,7 @@ class ParallelConfig:
 
 # Mappings whose keys are passed on as they are (to gymnasium.make / envpool.make, the network
 # string, ray's .options(), the center optimizer): any key may be new there (the command line
-# adds it, `cli.command_line.open_mapping_overrides`)
+# adds it, `cli.arguments.open_mapping_overrides`)
 OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
                  "algo.optimizer_config")
 

@@ -135,7 +135,7 @@ def test_a_cmaes_popsize_too_small_is_a_config_error_without_a_resume_hint(tmp_p
 
 
 def test_a_run_folder_that_cannot_be_made_is_refused_before_hydra_makes_it(tmp_path):
-    from neurorun.cli.command_line import folder_error
+    from neurorun.cli.folder_claim import folder_error
 
     (tmp_path / "a_file").write_text("")
     for folder in (tmp_path / "a_file", tmp_path / "a_file" / "sub", "/proc/self/nope"):
@@ -309,7 +309,7 @@ def test_more_ray_actors_than_cpus_share_them_and_say_so_once(tmp_path):
 
 
 def test_network_strings_are_quoted_for_hydra_as_the_shell_hands_them_over():
-    from neurorun.cli.command_line import quote_network_strings
+    from neurorun.cli.arguments import quote_network_strings
 
     spec = "Linear(obs_length, 32) >> Tanh() >> Linear(32, act_length)"
     assert quote_network_strings([f"network.spec={spec}", "algo=pgpe"]) == [
@@ -337,7 +337,7 @@ def test_the_open_mappings_take_new_keys_as_written(tmp_path):
     assert plus.env.env_config == {"sutton_barto_reward": True}
     (tmp_path / ".hydra").mkdir()  # a saved run's config takes them on resume, too
     OmegaConf.save(compose_config([]), tmp_path / ".hydra" / "config.yaml")
-    from neurorun.cli.command_line import open_mapping_overrides
+    from neurorun.cli.arguments import open_mapping_overrides
 
     resumed = load_run_config(tmp_path, open_mapping_overrides(["env.env_config.x=1"]))
     assert resumed.env.env_config == {"x": 1}

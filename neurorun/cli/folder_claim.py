@@ -1,9 +1,7 @@
-"""The command line as given, before Hydra reads it: the overrides that Hydra's grammar or
-struct mode would misread are rewritten (a network string's parentheses, a new key under an
-open mapping), a resume's overrides are held back for the run's own config, and the folders it
-names are checked before Hydra writes into them; then, in Hydra's hook before it writes
-(``FolderClaim``), the run or sweep folder is claimed, and a run's is locked (a sweep's job's
-as Hydra reads ``hydra.output_subdir``: ``job_output_subdir``)."""
+"""The folders a command names, checked before Hydra writes into them (``folder_error``);
+then, in Hydra's hook before it writes (``FolderClaim``), the run or sweep folder is claimed,
+and a run's is locked (a sweep's job's as Hydra reads ``hydra.output_subdir``:
+``job_output_subdir``)."""
 
 from __future__ import annotations
 
@@ -18,9 +16,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from neurorun.cli.arguments import asks_for_sweep, given_values
 from neurorun.common.errors import CONFIG_ERROR_EXIT
 from neurorun.config.resume import require_saved_config
-from neurorun.config.schema import OPEN_MAPPINGS
 from neurorun.record.claims import claiming
 from neurorun.record.layout import output_subdir, taken_name
 from neurorun.record.run_folder import (
@@ -31,110 +29,6 @@ from neurorun.record.run_folder import (
     refuse_unsafe_entries,
     require_creatable,
 )
-
-NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
-# what config.yaml's hydra.run.dir and hydra.sweep.subdir name the run folder after
-FOLDER_KEYS = ("resume", "env", "env.id", "algo", "algo.name", "seed")
-
-
-def rewritten(argv: Sequence[str]) -> list[str]:
-    """``argv`` as Hydra should read it (``quote_network_strings``, ``open_mapping_overrides``)."""
-    return open_mapping_overrides(quote_network_strings(argv))
-
-
-def quote_network_strings(argv: Sequence[str]) -> list[str]:
-    """Quote a network string for Hydra's override grammar as the shell hands it over:
-    `network.spec="Linear(obs_length, 32) >> Tanh()"` arrives without its quotes, and Hydra
-    reads `(`, `>>` and spaces as syntax. A value Hydra already reads as a string or a sweep
-    (`'network.spec="A","B"'`, `network.spec=pkg.mod:Net`) is left as it is."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    parser = OverridesParser.create()
-    quoted = []
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key.lstrip("+~") in NETWORK_STRING_KEYS and value[:1] not in "'\"":
-            try:
-                parser.parse_override(arg)
-            except HydraException:
-                escaped = value.replace("'", "\\'")  # Hydra's escape for a quote
-                arg = f"{key}='{escaped}'"
-        quoted.append(arg)
-    return quoted
-
-
-def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
-    """A key under a free-form mapping (OPEN_MAPPINGS: passed on as it is, so any key may be
-    new) as Hydra's force-add: `env.env_config.backend=spring` -> `++env.env_config.backend=
-    spring`. Hydra's struct mode would refuse a new key without `+`; a key spelt with a
-    `+`, `++` or `~` is left as it is."""
-    opened = []
-    for arg in argv:
-        key, sep, _ = arg.partition("=")
-        if sep and any(key.startswith(path + ".") for path in OPEN_MAPPINGS):
-            arg = f"++{arg}"
-        opened.append(arg)
-    return opened
-
-
-def override_key(override: str) -> str:
-    """`+algo.popsize=6` -> "algo.popsize"."""
-    return override.lstrip("+~").split("=", 1)[0]
-
-
-def asks_for_sweep(argv: Sequence[str]) -> bool:
-    """Whether the command line asks for a sweep (Hydra's multirun)."""
-    return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
-
-
-def held_for_resume(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(what Hydra reads, the overrides held back)``: for a single run's `resume=<folder>`,
-    the run's overrides are held back from Hydra, which would check them against the packaged
-    defaults (an option of the run's algo=cem that algo=pgpe lacks was refused), and apply to
-    the run's own saved config (``resume.load_run_config``). Hydra keeps resume=, the hydra
-    keys, the flags, and what it will say it cannot parse (or is a sweep); elsewhere it gets
-    ``argv`` whole."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    if asks_for_sweep(argv) or given_values(argv).get("resume") in (None, ""):
-        return list(argv), []
-    parser = OverridesParser.create()
-    kept, held = [], []
-    for arg in argv:
-        try:
-            override = None if arg.startswith("-") else parser.parse_override(arg)
-        except HydraException:
-            override = None
-        run_key = override is not None and not override.is_sweep_override() and \
-            override.key_or_group != "resume" and not override.key_or_group.startswith("hydra")
-        (held if run_key else kept).append(arg)
-    return kept, held
-
-
-def folder_interpolations(argv: Sequence[str]) -> list[str]:
-    """The overrides that give a key the run folder is named after (FOLDER_KEYS) an
-    interpolation (``${...}``): Hydra resolves them to name the folder."""
-    return [arg for arg in argv if "${" in arg and override_key(arg) in FOLDER_KEYS]
-
-
-def given_values(argv: Sequence[str]) -> dict[str, Any]:
-    """``key -> value`` of the overrides as Hydra reads them (its quotes and escapes
-    undone); a sweep (`a,b`) and what Hydra cannot parse (it says why) are left out."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    parser = OverridesParser.create()
-    given = {}
-    for arg in argv:
-        try:
-            override = parser.parse_override(arg)
-        except HydraException:
-            continue
-        if not override.is_sweep_override() and not override.is_delete():
-            given[override.key_or_group] = override.value()
-    return given
 
 
 def folder_error(argv: Sequence[str]) -> str | None:
