@@ -23,7 +23,7 @@ neurorun_t1 (target >= 1.7), ``counted_fraction`` = counted / simulated env step
 The training cases: HalfCheetah-v5 and Humanoid-v5 as training runs them (the env's own
 episodes: 1,000 steps for HalfCheetah, early falls for Humanoid; popsize 64, linear policy,
 2 threads): per round, one whole evaluate call, then the raw pool stepped as long; ``ratio`` =
-counted steps/s / raw steps/s per round (targets, issue 52: >= 0.9 and >= 0.85), median and
+counted steps/s / raw steps/s per round (targets >= 0.9 and >= 0.85), median and
 min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
 on uniform random ones; this ratio is what neurorun costs). ``--profile``: where a vector step

@@ -1,4 +1,4 @@
-"""The headline, `neurorun algo=pgpe env=brax::humanoid`, per brax physics backend (issue 38).
+"""The headline, `neurorun algo=pgpe env=brax::humanoid`, per brax physics backend.
 
     python benchmarks/bench_humanoid.py [--backends generalized,positional,spring,mjx,envpool]
         [--seconds 300] [--seeds 0] [--label NAME] [--override KEY=VALUE ...]

@@ -1,4 +1,4 @@
-"""brax humanoid learning in env steps: does the center stand (issue 60)?
+"""brax humanoid learning in env steps: does the center stand?
 
     python benchmarks/bench_humanoid_steps.py run --label noshape --algo pgpe --seeds 0 1 2 \
         [--steps 100000000] [--override KEY=VALUE ...]

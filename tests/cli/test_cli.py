@@ -127,7 +127,7 @@ def test_an_unresolvable_value_or_folder_is_one_config_error(tmp_path, arg, expe
 
 
 def test_a_cmaes_popsize_too_small_is_a_config_error_without_a_resume_hint(tmp_path):
-    """Issue 37 item 7: it was a ZeroDivisionError after the env was built."""
+    """One line and exit 2, before any env is built."""
     result = neurorun("debug=default", "algo=sep_cmaes", "algo.popsize=2", cwd=tmp_path)
     assert result.returncode == 2 and "algo.popsize=2" in result.stderr, result.stderr[-2000:]
     assert "resume=" not in result.stderr and "Traceback" not in result.stderr

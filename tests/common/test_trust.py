@@ -168,7 +168,7 @@ def test_the_saved_config_cannot_trust_itself(tmp_path):
 
 @pytest.mark.parametrize("text", ["no", "false ", "0", "off"])
 def test_trust_code_given_as_text_trusts_nothing(text, tmp_path):
-    """Issue 37 item 5: `trust_code=no` is text, and text is truthy; only true trusts."""
+    """`trust_code=no` is text, and text is truthy; only true trusts."""
     run = _saved_run(tmp_path / "run", **{"network.spec": "nr_trap:net"})
     with pytest.raises(UntrustedCodeError):
         load_run_config(run, [f"trust_code='{text}'"])

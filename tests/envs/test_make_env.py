@@ -147,7 +147,7 @@ def make_widens_on_step(num_envs):
 
 
 def test_a_factory_with_the_wrong_observation_shape_says_which_and_both_shapes():
-    """Issue 37 small item: not just gymnasium's "Output array is the wrong shape"."""
+    """The message names the factory's shape and the space's."""
     with pytest.raises(ValueError, match=rf"env '{__name__}:make_wrong_obs': observations of "
                                          r"shape \(3,\).*observation_space says \(1,\).*Fix:"):
         make_env(f"{__name__}:make_wrong_obs", 2)

@@ -288,7 +288,7 @@ def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
 
 
 def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
-    """Issue 37 small item: resume keeps the run's seed (its random state is saved); a seed
+    """Resume keeps the run's seed (its random state is saved); a seed
     edited into .hydra/config.yaml is refused as seed= on the command line is."""
     from neurorun.config.resume import load_run_config
     from neurorun.record.layout import saved_config_path
@@ -309,7 +309,7 @@ def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
 
 def test_a_config_error_of_the_evaluator_comes_before_the_results_header(tmp_path, capsys,
                                                                           monkeypatch):
-    """Issue 37 small item: parallel=ray refuses some settings only once ray is up (after the
+    """Parallel=ray refuses some settings only once ray is up (after the
     loggers started); the console's config and header come once everything is built."""
     import neurorun.loop.parts
     from neurorun.loggers.console import format_header

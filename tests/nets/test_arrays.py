@@ -94,7 +94,7 @@ def test_array_form_equals_the_torch_module_on_each_row(name, backend):
 
 
 def test_an_apply_dividing_by_zero_gives_non_finite_values_without_numpy_warnings():
-    """Issue 37 small item: inf and nan are reported as non-finite fitness; numpy's
+    """Inf and nan are reported as non-finite fitness; numpy's
     RuntimeWarnings (one per step) must not reach the console."""
     import warnings
 

@@ -160,7 +160,7 @@ def _only_parse_errors(text: str) -> None:
 
 
 def test_a_network_too_large_in_all_is_refused_before_any_layer_is_allocated(monkeypatch):
-    """Issue 37 item 4: 13 layers of 9,000 units (about 1e9 parameters) each pass the per-layer
+    """13 layers of 9,000 units (about 1e9 parameters) each pass the per-layer
     limit; the total is checked before anything is allocated (here with a limit of 1,000)."""
     from neurorun.nets import parser
 
@@ -178,7 +178,7 @@ def test_a_network_too_large_in_all_is_refused_before_any_layer_is_allocated(mon
 
 
 def test_a_flat_chain_of_thousands_of_layers_parses():
-    """Issue 37 small item: a flat `>> Tanh()` chain nests one ast level per layer, past
+    """A flat `>> Tanh()` chain nests one ast level per layer, past
     Python's recursion limit; it is a chain, not a nesting, and parses as one."""
     net = parse_network("Linear(obs_length, 3)" + " >> Tanh()" * 3000, **SIZES)
     assert len(net) == 3001 and type(net[0]) is nn.Linear and type(net[-1]) is nn.Tanh

@@ -122,7 +122,7 @@ def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
 
 
 def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys):
-    """Issue 37 item 12: no --seed/--episodes evaluates as the run evaluated its center (its
+    """No --seed/--episodes evaluates as the run evaluated its center (its
     seed stream, eval_episodes, episode_length) and shows the run's own figure beside it."""
     import csv
 
@@ -148,7 +148,7 @@ def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys)
 
 def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, monkeypatch,
                                                                        capsys):
-    """Issue 37 item 4: the largest count that fits, from the memory available."""
+    """The largest count that fits, from the memory available."""
     from neurorun.problems import Problem
     from neurorun.tools import episodes
 
@@ -162,7 +162,7 @@ def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, 
 
 
 def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
-    """Issue 37 item 4: episodes stream through at most TEST_SLOTS env slots, seeded as one
+    """Episodes stream through at most TEST_SLOTS env slots, seeded as one
     batch would be (gymnasium: episode k seeded seed + k)."""
     from neurorun.problems import host_evaluation, make_problem, problem
 

@@ -107,7 +107,7 @@ def test_html_is_only_for_brax(run_dir, tmp_path, capsys):
 
 def test_a_render_that_cannot_fit_in_memory_is_refused_before_its_episodes(run_dir, tmp_path,
                                                                            monkeypatch, capsys):
-    """Issue 37 item 4: every frame is held for the video; the largest count that fits, from
+    """Every frame is held for the video; the largest count that fits, from
     the memory available, a frame's size and the episodes' step limit."""
     from neurorun.tools import episodes
 
