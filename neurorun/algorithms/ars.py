@@ -42,6 +42,7 @@ class ARSOptions(SearchOptions):
 
 class ARS(SeparableSearch):
     name = "ars"
+    title = "ARS"  # as README names it
     Options = ARSOptions
     SUMS = {"w": ("eps",)}
     STEP_SIZES = ("noise",)  # its exploration, fixed: a small attempt explores less

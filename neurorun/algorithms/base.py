@@ -55,6 +55,7 @@ class SearchAlgorithm:
     """Public ask/tell/state_dict; each subclass file holds its whole update."""
 
     name: ClassVar[str]
+    title: ClassVar[str]  # its name in prose (README's list of algorithms)
     Options: ClassVar[type]  # the dataclass of this algorithm's options
     DEFAULTS: ClassVar[dict[str, Any]] = {}  # algorithm-specific option defaults
     SUMS: ClassVar[dict[str, tuple[str, ...]]] = {}  # weight vector -> sums its update reads

@@ -33,6 +33,7 @@ class CEMOptions(SearchOptions):
 
 class CEM(SeparableSearch):
     name = "cem"
+    title = "CEM"  # as README names it
     Options = CEMOptions
     SUMS = {"w": ("eps", "eps2")}
 

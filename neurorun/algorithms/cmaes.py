@@ -103,6 +103,7 @@ def cma_constants(dim: int, n: int, separable: bool) -> CMAConstants:
 
 class CMAES(SearchAlgorithm):
     name = "cmaes"
+    title = "CMA-ES (active)"  # as README names it
     Options = CMAESOptions
     NEEDS_NORMS = True  # negative weights are scaled by D / |eps_i|^2
     distributable = False  # D x D sums and matrices; sep_cmaes distributes
@@ -221,5 +222,6 @@ class SepCMAES(CMAES):
     """sep-CMA-ES: CMA-ES with a diagonal covariance (`separable=True`)."""
 
     name = "sep_cmaes"
+    title = "sep-CMA-ES"  # as README names it
     DEFAULTS = {"separable": True}
     distributable = True

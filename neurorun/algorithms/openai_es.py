@@ -42,6 +42,7 @@ class OpenAIESOptions(SearchOptions):
 
 class OpenAIES(SeparableSearch):
     name = "openai_es"
+    title = "OpenAI-ES"  # as README names it
     Options = OpenAIESOptions
     SUMS = {"w": ("eps",)}
 

@@ -33,6 +33,7 @@ class PGPEOptions(SearchOptions):
 
 class PGPE(SeparableSearch):
     name = "pgpe"
+    title = "PGPE with ClipUp"  # as README names it
     Options = PGPEOptions
     SUMS = {"w": ("eps", "eps2")}
 

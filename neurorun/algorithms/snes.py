@@ -35,6 +35,7 @@ class SNESOptions(SearchOptions):
 
 class SNES(SeparableSearch):
     name = "snes"
+    title = "SNES"  # as README names it
     Options = SNESOptions
     SUMS = {"w": ("eps", "eps2")}
 

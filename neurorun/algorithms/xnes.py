@@ -42,6 +42,7 @@ class XNES(SeparableSearch):
     """SeparableSearch's setup (center, initial stdev, ranking, optimizer) with a full A."""
 
     name = "xnes"
+    title = "XNES"  # as README names it
     Options = XNESOptions
     SUMS = {"w": ("eps", "outer")}
 

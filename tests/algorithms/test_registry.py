@@ -26,6 +26,16 @@ def test_every_registered_algorithm_is_an_algo_option_of_its_own_name():
     assert all(cls.name == name for name, cls in ALGORITHMS.items())
 
 
+def test_readme_lists_exactly_the_registered_algorithms():
+    """README's first paragraph names the algorithms: one name per row of the table, no
+    other (a new row without its name there, or a name left after its row went, fails)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = " ".join(readme.split("\n\n")[1].split())  # the first paragraph, on one line
+    names = listed.split("evolution strategies — ", 1)[1].split(" — ", 1)[0]
+    head, last = names.rsplit(" and ", 1)
+    assert sorted([*head.split(", "), last]) == sorted(cls.title for cls in ALGORITHMS.values())
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_ask_shape_dtype_and_status(name, build):
     algo = build(name, dtype=torch.float64, popsize=6)
