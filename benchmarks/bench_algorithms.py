@@ -116,5 +116,32 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     return results
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("algorithms.json",
+     "One ask + tell (one CPU thread)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| algorithm | D | popsize | ask ms | tell ms | ask+tell ms |",
+             "|---|---|---|---|---|---|"]
+    for name, r in report["results"].items():
+        lines.append(f"| {name} | {r['dim']:,} | {r['popsize']:,} | {r['ask_ms']} | "
+                     f"{r['tell_ms']} | {r['ask_tell_ms']} |")
+    versus = report.get("pgpe_vs_evotorch")
+    if versus:
+        def shown(figures: dict) -> str:
+            return f"{figures['median']} ({figures['min']}–{figures['max']})"
+
+        lines += ["", f"PGPE step (ask, stand-in fitness, tell) at D = {versus['dim']:,}, popsize "
+                  f"{versus['popsize']:,}, against EvoTorch {versus['evotorch']['evotorch']} in "
+                  f"the same run, {versus['rounds']} alternating rounds, ms median (min–max): "
+                  f"neurorun {shown(versus['neurorun_ms'])}, EvoTorch "
+                  f"{shown(versus['evotorch_ms'])} (with torch's huge pages, which neurorun "
+                  f"turns on: {shown(versus['evotorch_huge_pages_ms'])}); neurorun ÷ EvoTorch "
+                  f"{shown(versus['ratio'])} ({shown(versus['ratio_huge_pages'])})."]
+    return lines
+
+
 if __name__ == "__main__":
     main()

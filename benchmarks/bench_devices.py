@@ -32,7 +32,7 @@ if _flags is not None:
 
 import jax  # noqa: E402
 import torch  # noqa: E402
-from harness import RESULTS, ratios, seconds, spread, write_result  # noqa: E402
+from harness import RESULTS, ratios, seconds, spread, spread_text, write_result  # noqa: E402
 
 from neurorun.problems import make_problem  # noqa: E402
 
@@ -115,6 +115,34 @@ def main(argv: list[str] | None = None) -> dict:
                               host_devices=_said, rounds=args.rounds,
                               episode_length=EPISODE_LENGTH, results=results)
     return report
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("jax_devices.json",
+     "The compiled evaluation on several jax devices (CPU: one host device per core)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    counts = sorted(int(k.split("_")[1]) for k in report["results"][0] if k.startswith("rate_"))
+    lines = [f"{report['host_devices']}; counted steps per second of `Problem.evaluate`, "
+             f"median (min–max) over {report['rounds']} rounds, device counts side by side "
+             "in each round; ÷ 1: the ratio to one device in the same round; fitness "
+             "difference: the median relative difference of the solutions' fitness from one "
+             "device's (a simulator rounds apart at another batch size).", "",
+             "| env | network | popsize → slots | "
+             + " | ".join(f"{k} device(s)" for k in counts) + " | "
+             + " | ".join(f"{k} ÷ 1 | fitness difference {k}" for k in counts[1:])
+             + " | counted ÷ simulated |",
+             "|---|---|---|" + "---|" * (len(counts) + 2 * (len(counts) - 1) + 1)]
+    for r in report["results"]:
+        cells = [f"{r[f'rate_{k}']['median']:,.0f}" for k in counts]
+        cells += [f"{spread_text(r[f'speedup_{k}'])} | {r[f'fitness_rel_diff_{k}']['median']:.3g}"
+                  for k in counts[1:]]
+        lines.append(f"| {r['env']} | {r['network']} | {r['popsize']:,} → {r['slots']:,} | "
+                     + " | ".join(cells)
+                     + f" | {spread_text(r[f'counted_fraction_{counts[-1]}'])} |")
+    return lines
 
 
 if __name__ == "__main__":

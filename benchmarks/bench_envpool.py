@@ -210,5 +210,65 @@ def main() -> None:
                  training=training, **kept)
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("envpool.json",
+     "EnvPool backend and streaming evaluation (steps/s)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    def rate(value: float | None) -> str:
+        return "–" if value is None else f"{value:,.0f}"
+
+    lines = ["| env | policy | popsize | gymnasium raw | EnvPool raw 1 thr | neurorun 1 thr "
+             "(÷ EnvPool raw, × gymnasium raw) | EnvPool raw 2 thr | neurorun 2 thr "
+             "(÷ raw, × 1 thr) | EnvPool raw async 2 thr | neurorun 2 ray actors |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        lines.append(
+            f"| {r['env']} | {r['policy']} | {r['popsize']} | {rate(r['gym_raw'])} | "
+            f"{rate(r['pool_raw_t1'])} | {rate(r['neurorun_t1'])} ({r['vs_pool_t1']:.2f}, "
+            f"{r['vs_gym_t1']:.2f}×) | {rate(r['pool_raw_t2'])} | {rate(r['neurorun_t2'])} "
+            f"({r['vs_pool_t2']:.2f}, {r['threads']:.2f}×) | {rate(r.get('pool_raw_async_t2'))} "
+            f"| {rate(r.get('neurorun_ray2'))} |")
+    lines += ["", f"Env steps/s; episodes cut at {report['episode_length']} steps; "
+              "neurorun figures are counted interactions of whole evaluate calls of random "
+              "policies around zero (early training: episodes of very different lengths)."]
+    training = report.get("training")
+    if training:
+        def figure(value: dict, digits: int = 0) -> str:
+            return (f"{value['median']:,.{digits}f} ({value['min']:,.{digits}f}–"
+                    f"{value['max']:,.{digits}f})")
+
+        cases = training if isinstance(training, list) else [training]  # older files: one
+        lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
+                  "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that |",
+                  "|---|---|---|---|---|---|"]
+        for case in cases:
+            episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
+            replayed = (f"{figure(case['pool_replayed'])} | {figure(case['ratio_replayed'], 2)}"
+                        if "pool_replayed" in case else "– | –")
+            lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}, "
+                         f"linear, {case['threads']} threads | {figure(case['neurorun'])} | "
+                         f"{figure(case['pool_raw'])} | {figure(case['ratio'], 2)} "
+                         f"(≥ {case.get('target', 0.85)}) | {replayed} |")
+        lines += ["", "Measured " + "; ".join(
+            f"{case['env']} {case['date'][:10]}, load average {case['load_average'][0]}"
+            for case in cases) + f". Median (min–max) over {cases[0]['rounds']} rounds; each "
+            "round one whole evaluate call (a new pool, obs normalization, random linear "
+            "policies), then an EnvPool of as many envs stepped raw with random actions for "
+            "as long, then EnvPool alone stepping the call's own actions on pools seeded "
+            "alike (the same trajectories: the simulator's share of the call)."]
+    if report.get("streaming"):
+        lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
+                  "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",
+                  "|---|---|---|---|---|"]
+        for r in report["streaming"]:
+            lines.append(f"| {r['env']} | {r['popsize']} → {r['slots']} | "
+                         f"{r['counted_fraction_on']:.2f} | {r['counted_fraction_off']:.2f} | "
+                         f"{r['steps_per_s_on']:,.0f} / {r['steps_per_s_off']:,.0f} |")
+    return lines
+
+
 if __name__ == "__main__":
     main()

@@ -188,5 +188,30 @@ def main(argv: list[str] | None = None) -> dict:
     return write_result(args.out, numpy=np.__version__, cases=results)
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("eval.json",
+     "Evaluation against the raw simulator (one process, one thread)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| env | network | popsize | raw env steps/s | counted steps/s in evaluation | "
+             "counted ÷ raw | per vector step ÷ raw (*) | 2 ray actors: counted steps/s "
+             "(÷ raw) |", "|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        network = r.get("network", report.get("network", ""))
+        ray = (f"{r['ray2_interactions_per_s']:,} ({r['ray2_ratio']})"
+               if "ray2_interactions_per_s" in r else "–")
+        per_vector_step = r["ratio"] if r.get("steps_finished_envs", True) else "–"
+        lines.append(f"| {r['env']} | `{network}` | {r['popsize']} | "
+                     f"{r['raw_env_steps_per_s']:,} | {r['eval_interactions_per_s']:,} | "
+                     f"{r.get('interaction_ratio', '–')} | {per_vector_step} | {ray} |")
+    return lines + ["", "*raw*: the same vector env stepped alone with uniform random actions "
+                    "(no policy, no bookkeeping). (*) where the whole batch is stepped until its "
+                    "longest episode ends (CartPole's native vector env, brax's step-by-step "
+                    "path); a SyncVectorEnv steps only the envs still running, so there the "
+                    "per-vector-step figure means nothing: '–'."]
+
+
 if __name__ == "__main__":
     main()

@@ -264,5 +264,38 @@ def main(argv: list[str] | None = None) -> dict:
                         torch_threads=args.threads, cases=results)
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("evotorch.json",
+     "Against EvoTorch 0.6.1: the same PGPE runs (× = neurorun steps/s ÷ EvoTorch's)"),
+]
+
+
+def _case(r: dict) -> str:
+    cut = f", {r['episode_length']} steps" if r.get("episode_length") else ""
+    norm = ", obs norm" if r.get("observation_normalization") else ""
+    actors = f", {r['num_actors']} ray actors" if r.get("num_actors") else ""
+    backend = ", EnvPool" if r.get("neurorun_backend") == "envpool" else ""
+    return f"{r['env']}{cut}{norm}{actors}{backend}"
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| env | popsize | neurorun s/gen | neurorun steps/s | EvoTorch GymNE s/gen | "
+             "GymNE steps/s | EvoTorch VecGymNE s/gen | VecGymNE steps/s | "
+             "× GymNE | × VecGymNE |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["cases"]:
+        ours = r["neurorun"]
+        cells = []
+        for mode in ("gymne", "vecgymne"):
+            theirs = r.get(f"evotorch_{mode}")
+            cells += (["–", "–"] if theirs is None else
+                      [f"error: {theirs['error']}", "–"] if "error" in theirs else
+                      [str(theirs["s_per_generation"]), f"{theirs['steps_per_s']:,}"])
+        ratios = [f"**{r[k]}×**" if r.get(k) is not None else "–"
+                  for k in ("ratio_gymne", "ratio_vecgymne")]
+        lines.append(f"| {_case(r)} | {r['popsize']} | {ours['s_per_generation']} | "
+                     f"{ours['steps_per_s']:,} | {' | '.join(cells)} | {' | '.join(ratios)} |")
+    return lines
+
+
 if __name__ == "__main__":
     main()

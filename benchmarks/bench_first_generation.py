@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, write_result
+from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, spread_text, write_result
 
 HERE = Path(__file__).resolve().parent
 NEURORUN = Path(sys.executable).with_name("neurorun")
@@ -129,6 +129,31 @@ def main() -> None:
     results = run_cases(cases, lambda name: measure(name, args.rounds),
                         lambda results: write_result(path, rounds=args.rounds, cases=results))
     print(json.dumps(results, indent=2))
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("first_generation.json",
+     "Time to the first generation of jax runs against a bare jitted program "
+     "(`bench_first_generation.py`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| case (neurorun's overrides) | cache | neurorun s to generation 1 | bare program "
+             "s | neurorun ÷ bare (target) | physics programs neurorun compiled |",
+             "|---|---|---|---|---|---|"]
+    for name, case in report["cases"].items():
+        for warmth, target in (("cold", 2.0), ("warm", 1.2)):
+            r = case[warmth]
+            lines.append(f"| {name} (`{' '.join(case['neurorun_overrides'])}`) | {warmth} | "
+                         f"{spread_text(r['neurorun_s'], 1)} | {spread_text(r['bare_s'], 1)} | "
+                         f"{spread_text(r['ratio'])} (≤ {target}) | "
+                         f"{int(r['programs']['median'])} ({', '.join(r['program_kinds'])}) |")
+    return lines + ["", f"Whole processes, median (min–max) over {report['rounds']} rounds, "
+                    "each cold round with empty compilation caches of its own; the bare "
+                    "program (`benchmarks/first_generation_bare.py`): jax and the simulator "
+                    "alone, one jitted reset + 1,000-step scan of the same envs on the same "
+                    "devices."]
 
 
 if __name__ == "__main__":

@@ -137,5 +137,34 @@ def main(argv: list[str] | None = None) -> dict:
                         evojax_reference={"case": "ant_evojax", "seconds": 505, "score": 5609})
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("gpu.json",
+     "brax and Playground on a GPU (`make bench-gpu`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    ref = report["evojax_reference"]
+    lines = [f"Device: {report['device']}.", "",
+             "| case | popsize | generations | wall s | compile s | s/generation | steps/s | "
+             "GPU GB | score (best) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['case']} | {r['popsize']:,} | {r['generations']} | {r['wall_s']} | "
+                     f"{r['compile_s']} | {r['median_s_per_generation']} | "
+                     f"{r['median_steps_per_s']:,} | {r.get('gpu_peak_gb', '–')} | "
+                     f"{r['score']} ({r.get('best_score', '–')}) |")
+    return lines + ["", f"EvoJAX's published {ref['case']} run: {ref['seconds']} s, score "
+                        f"{ref['score']:,}."]
+
+
+GPU_PENDING = ("**brax and Playground on a GPU**: not yet measured in full: the GPU sessions "
+               "(four of 15 minutes, 2026-11-26: three on an H200, one on an H100) measured "
+               "Playground CheetahRun "
+               "only (the GPU item below the tables). `make bench-gpu` measures brax ant and "
+               "humanoid and Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / "
+               "16,384 against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, "
+               "and 30 minutes of `experiment=brax_humanoid`.")
+
+
 if __name__ == "__main__":
     main()

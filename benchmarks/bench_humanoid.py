@@ -161,5 +161,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return summarize()
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("humanoid.json",
+     "The headline, brax humanoid, per brax backend (`bench_humanoid.py`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["`neurorun algo=pgpe env=brax::humanoid` with `env.env_config.backend=<backend>` "
+             "(`envpool`: `env=Humanoid-v5`, MuJoCo's humanoid), seed 0, each alone; first "
+             "run: 2 generations on an empty jax compilation cache; then training for the "
+             "budget on that cache (`--cold`: on an empty cache, compiles included); "
+             "center_eval: the unshaped return of 5 seeded test episodes.", "",
+             "| setting | backend | first run s | budget s | generations | counted steps/s | "
+             "best center_eval | training episode length, first → last | load average |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["runs"]:
+        lines.append(f"| {r['label']} | {r['backend']} | {r.get('first_two_generations_s', '–')}"
+                     f" | {r['max_time']:g} | {r['generations']} | {r['steps_per_s']:,} | "
+                     f"{r['best_center_eval']:,} | {r['first_episode_length']:.0f} → "
+                     f"{r['last_episode_length']:.0f} | {r['load_average_at_start'][0]} |")
+    return lines
+
+
 if __name__ == "__main__":
     main()

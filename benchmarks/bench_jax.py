@@ -38,7 +38,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import torch
-from harness import RESULTS, ratios, seconds, spread, write_result
+from harness import RESULTS, ratios, seconds, spread, spread_text, write_result
 
 from neurorun.envs import batched_jax_env, parse_spec
 from neurorun.nets.arrays import ArrayPolicy, jax_ops
@@ -174,6 +174,36 @@ def main(argv: list[str] | None = None) -> dict:
                               jax_backend=jax.default_backend(), rounds=args.rounds,
                               episode_length=EPISODE_LENGTH, results=results)
     return report
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("jax_envs.json",
+     "jax envs (brax, MuJoCo Playground) on the CPU against the raw jitted step and EnvPool"),
+    ("jax_envs_gpu.json",
+     "jax envs on a GPU against the raw jitted step (`make bench-gpu`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = [f"Device: {report['device']} (jax {report['jax']} on {report['jax_backend']}), "
+             f"episodes of {report['episode_length']} steps (Playground) or cut there (brax), "
+             "one episode per solution; steps per second, median (min–max) over "
+             f"{report['rounds']} rounds. *bare*: the env stepped by a jitted `lax.scan` with "
+             "fixed random actions; *bare + policy*: the same scan with the same policies' "
+             "actions and one reset per wave of episodes; *neurorun*: counted steps of the "
+             "compiled evaluation.", "",
+             "| env | network | popsize → slots | bare | bare + policy | neurorun | ÷ bare | "
+             "÷ bare + policy | counted ÷ simulated | compile s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(
+            f"| {r['env']} | {r['network']} | {r['popsize']:,} → {r['slots']:,} | "
+            f"{r['bare']['median']:,.0f} | {r['bare_policy_with_resets']['median']:,.0f} | "
+            f"{r['neurorun']['median']:,.0f} | {spread_text(r['vs_bare'])} | "
+            f"{spread_text(r['vs_bare_policy_with_resets'])} | "
+            f"{spread_text(r['counted_fraction'])} | "
+            f"{r['neurorun_compile_s']:.0f} |")
+    return lines
 
 
 if __name__ == "__main__":

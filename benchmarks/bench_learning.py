@@ -229,5 +229,35 @@ def main(argv: list[str] | None = None) -> dict:
                         plots=plots, results=results)
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("learning.json",
+     "Learning: time and interactions to solve, over seeds (center evaluation each generation "
+     "included in the time)"),
+    ("learning_jax.json",
+     "Learning on brax and MuJoCo Playground (the compiled evaluation), and the same task on "
+     "EnvPool, alone on the machine"),
+]
+
+
+def curve_links(report: dict) -> list[str]:
+    """A line linking the report's curve images (none when it has none)."""
+    plots = report.get("plots", [])
+    return ["", "Curves: " + ", ".join(f"[{p}](../benchmarks/results/{p})" for p in plots)] \
+        if plots else []
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| env | algorithm | solved | median s to solve | median interactions | "
+             "median generations | settings |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        seconds = "–" if r["median_s"] is None else r["median_s"]
+        steps = "–" if r["median_interactions"] is None else f"{int(r['median_interactions']):,}"
+        gens = "–" if r["median_generations"] is None else int(r["median_generations"])
+        lines.append(f"| {r['env']} (≥ {r['target']}) | {r['algo']} | "
+                     f"{r['solved']}/{r['runs']} (cap {r['max_time']} s) | {seconds} | {steps} | "
+                     f"{gens} | `{r['settings']}` |")
+    return lines + curve_links(report)
+
+
 if __name__ == "__main__":
     main()

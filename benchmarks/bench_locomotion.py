@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 from bench_evotorch import EvoTorchSide, ensure_venv
-from bench_learning import RESULTS, plot_curves, run_folder
+from bench_learning import RESULTS, curve_links, plot_curves, run_folder
 from harness import write_result
 
 from neurorun.tools.runs import Run
@@ -159,9 +159,9 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
         raise SystemExit(f"--longer: no logged run of {task} {algo} seed {seed} in {LOG}")
     source = RUNS / env / f"{_label(task, algo)}_s{seed}"
     folder = source.with_name(f"{source.name}_to{cap:g}s")
-    table = {"table_cap": before["max_time"], "resumed": source.is_dir()}
+    cap_fields = {"table_cap": before["max_time"], "resumed": source.is_dir()}
     if not source.is_dir():
-        return {**run_task(task, algo, seed, cap / TASKS[task][2], folder=folder), **table}
+        return {**run_task(task, algo, seed, cap / TASKS[task][2], folder=folder), **cap_fields}
     if not folder.is_dir():  # a copy that exists is a longer run under way (resumed again)
         shutil.copytree(source, folder)
     command = [str(Path(sys.executable).with_name("neurorun")), f"resume={folder}",
@@ -176,7 +176,7 @@ def run_longer(task: str, algo: str, seed: int, cap: float) -> dict[str, Any]:
     reached = next((row for row in rows if row["center_eval"] not in ("", "nan")
                     and float(row["center_eval"]) >= threshold), None)
     last = reached or rows[-1]
-    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap, **table,
+    record = {"task": task, "env": env, "algo": algo, "seed": seed, "max_time": cap, **cap_fields,
               "args": " ".join(command[1:]),
               "load_average": [round(x, 2) for x in os.getloadavg()], "wall_s": round(wall, 2),
               "solved": reached is not None, "seconds": round(float(last["elapsed_s"]), 2),
@@ -418,6 +418,98 @@ def main(argv: list[str] | None = None) -> dict:
                     with LOG.open("a") as log:
                         log.write(json.dumps(record) + "\n")
     return report()
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("locomotion.json",
+     "MuJoCo locomotion against the ARS paper (`make bench-learning`): training episodes, env "
+     "steps and wall time to the threshold; medians and worst over the solved runs, each run "
+     "alone on the machine"),
+]
+
+
+def _algorithm(row: dict) -> str:
+    """A locomotion row's algorithm: the experiment preset it ran, or bench_locomotion's name
+    of the settings on the env preset."""
+    if row["algo"] == "env_only":
+        return f"`env={row['env']}` alone"
+    return f"`experiment={row['task']}`" if row["algo"] == "preset" else row["algo"]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| task (threshold) | algorithm | solved (seeds) | median episodes (ARS paper V2-t) | "
+             "worst episodes | median env steps | median / worst wall s | "
+             "median last / best center_eval | neurorun-eval of solved runs |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def cell(value, digits=","):
+        return "–" if value is None else format(value, digits)
+
+    for r in report["results"]:
+        pairs = zip(r["neurorun_eval"], r["best_center_evals"], strict=True)
+        checks = ", ".join(f"{e:,.0f} vs {b:,.0f}" for e, b in pairs if e is not None) or "–"
+        seeds = r.get("seeds") or []
+        shown = (f"{min(seeds)}–{max(seeds)}" if len(seeds) > 2 and seeds == list(
+            range(min(seeds), max(seeds) + 1)) else ", ".join(map(str, seeds))) if seeds else "?"
+        lines.append(
+            f"| {r['env']} (≥ {r['threshold']:,}) | {_algorithm(r)} | {r['solved']}/{r['runs']} "
+            f"(seeds {shown}, cap {r['max_time']:.0f} s) | {cell(r['median_episodes'], ',.0f')} "
+            f"({r['paper_episodes']:,}) | {cell(r.get('worst_episodes'), ',.0f')} | "
+            f"{cell(r['median_interactions'], ',.0f')} | "
+            f"{cell(r['median_s'])} / {cell(r.get('worst_s'), ',.1f')} | "
+            f"{cell(r['median_final'], ',.0f')} / "
+            f"{cell(r['median_best'], ',.0f')} | {checks} |")
+    return (lines + evotorch_locomotion_lines(report.get("evotorch", []))
+            + longer_locomotion_lines(report.get("longer", [])) + curve_links(report))
+
+
+def longer_locomotion_lines(rows: list[dict]) -> list[str]:
+    """Runs continued past the table's cap (`bench_locomotion.py --longer`)."""
+    if not rows:
+        return []
+    lines = ["", "Runs of the table continued past its cap (`bench_locomotion.py --longer`: the "
+             "run's folder copied and resumed, bit for bit the run without that cap, or run "
+             "again from the start with the longer cap where the folder was gone: the same "
+             "seed), each alone; wall s: to the threshold, else the new cap.", "",
+             "| task (threshold) | algorithm | seed | cap s (table's) | how | solved | wall s | "
+             "episodes | env steps | last / best center_eval | load average at the end |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} (≥ {r['threshold']:,}) | {_algorithm(r)} | "
+            f"{r['seed']} | {r['max_time']:.0f} ({r['table_cap']:.0f}) | "
+            f"{'resumed' if r['resumed'] else 'run again'} | "
+            f"{'yes' if r['solved'] else 'no'} | {r['seconds']:,.0f} | {r['episodes']:,} | "
+            f"{r['interactions']:,} | {r['center_eval']:,.0f} / {r['best_center_eval']:,.0f} | "
+            f"{r['load_average'][0]} |")
+    return lines
+
+
+THRESHOLDS = {"swimmer": 325, "hopper": 3120, "halfcheetah": 3430}  # the ARS paper's
+
+
+def evotorch_locomotion_lines(rows: list[dict]) -> list[str]:
+    """`pgpe` against EvoTorch running the same setup: seconds to the same center score, where
+    that score is at least a tenth of the threshold (below it, a side did not learn)."""
+    if not rows:
+        return []
+    lines = ["", "The `pgpe` setup on EvoTorch 0.6.1 (`evotorch_pgpe`: GymNE, one process), "
+             "seed by seed: wall seconds to the lower of the two sides' best center scores "
+             "(the threshold when both solved), compared only where that score is at least "
+             "a tenth of the threshold.", "",
+             "| task | seed | score | neurorun s | EvoTorch s | × faster | best: neurorun / "
+             "EvoTorch |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        learned = r["score"] >= 0.1 * THRESHOLDS.get(r["task"], 0)
+        if not learned:
+            side = "EvoTorch" if r["evotorch_best"] <= r["neurorun_best"] else "neurorun"
+            compared = f"– | – | – ({side} did not learn)"
+        else:
+            speedup = "–" if r["speedup"] is None else f"**{r['speedup']}×**"
+            compared = f"{r['neurorun_s']} | {r['evotorch_s']} | {speedup}"
+        lines.append(f"| {r['task']} | {r['seed']} | {r['score']:,.0f} | {compared} | "
+                     f"{r['neurorun_best']:,.0f} / {r['evotorch_best']:,.0f} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -87,5 +87,20 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("nets.json",
+     "Batched policy forward (CPU)"),
+]
+
+
+def table(r: dict) -> list[str]:
+    return [
+        "| policies | network | batched step ms | loop over modules ms | speedup |",
+        "|---|---|---|---|---|",
+        f"| {r['popsize']:,} | `{r['network']}` ({r['obs_length']} → {r['act_length']}) | "
+        f"{r['batched_step_ms']} | {r['loop_ms']} | {r['speedup']}× |",
+    ]
+
+
 if __name__ == "__main__":
     main()

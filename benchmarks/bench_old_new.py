@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, write_result
+from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, spread_text, write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -91,6 +91,23 @@ def main() -> None:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
                            check=False, capture_output=True)
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("compiled_old_new.json",
+     "The compiled evaluation, old tree against new (`bench_old_new.py`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| env | network | popsize | devices | old counted steps/s | new counted steps/s "
+             "| new ÷ old |", "|---|---|---|---|---|---|---|"]
+    for r in report["results"]:
+        lines.append(f"| {r['env']} | {r['network']} | {r['popsize']:,} | {r['devices']} | "
+                     f"{spread_text(r['old_steps_per_s'], 0, True)} | "
+                     f"{spread_text(r['new_steps_per_s'], 0, True)} | {spread_text(r['ratio'])} |")
+    return lines + ["", f"Old: commit {report['old']}; {report['rounds']} alternating rounds "
+                    f"of {report['calls']} evaluations each, every tree in its own process."]
 
 
 if __name__ == "__main__":

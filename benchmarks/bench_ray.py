@@ -37,7 +37,7 @@ import time
 from typing import Any
 
 import torch
-from harness import RESULTS, ratios, spread, write_result
+from harness import RESULTS, ratios, spread, spread_text, write_result
 
 from neurorun.parallel import worker as worker_module
 from neurorun.problems import EvaluationStats
@@ -249,6 +249,59 @@ def main(argv: list[str] | None = None) -> dict:
             report[case] = rows
             write_result(path, **report)
     return report
+
+
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("ray.json",
+     "Ray actors (2 cores)"),
+]
+
+
+def table(r: dict) -> list[str]:
+    lines = []
+    loads = r.get("case_load_average", {})
+    if loads:
+        lines += ["Load average (1 min) as each case started: " + ", ".join(
+            f"{case} {load[0]}" for case, load in loads.items()) + ".", ""]
+    if r.get("speedup"):
+        lines += ["PGPE, popsize 64, linear policy, EnvPool: counted env steps per second of "
+                  "whole generations (ask, evaluate, tell), median (min–max) over rounds.", "",
+                  "| env | 1 actor | 2 actors | 2 actors distributed | 2 ÷ 1 actor | "
+                  "distributed ÷ plain |", "|---|---|---|---|---|---|"]
+        for row in r["speedup"]:
+            lines.append(
+                f"| {row['env']} | {spread_text(row['steps_per_s_1_actor'], thousands=True)} | "
+                f"{spread_text(row['steps_per_s_2_actors'], thousands=True)} | "
+                f"{spread_text(row['steps_per_s_2_actors_distributed'], thousands=True)} | "
+                f"{spread_text(row['speedup_2_actors'])} | "
+                f"{spread_text(row['distributed_over_plain'])} |")
+    if r.get("noise"):
+        lines += ["", "Seconds to make an actor's share of noise rows (`algo.noise_source`).",
+                  "", "| rows × D | seeds s | table s | seeds ÷ table |", "|---|---|---|---|"]
+        for row in r["noise"]:
+            lines.append(f"| {row['rows']:,} × {row['dim']:,} | "
+                         f"{spread_text(row['seeds_s'], 4)} | {spread_text(row['table_s'], 4)} | "
+                         f"{spread_text(row['seeds_over_table'])} |")
+    if r.get("coordinator"):
+        lines += ["", "The main process per generation when evaluation costs nothing (actors "
+                  "evaluate the sphere): CPU seconds of the main process (`main_cpu_s`) and "
+                  "megabytes sent plus received.", "",
+                  "| algorithm | popsize × D | actors | plain: main CPU s / MB | distributed: "
+                  "main CPU s / MB |", "|---|---|---|---|---|"]
+        cells: dict[tuple, dict] = {}
+        for row in r["coordinator"]:
+            cells.setdefault((row["algo"], row["popsize"], row["dim"], row["actors"]),
+                             {})[row["mode"]] = row
+        for (algo, popsize, dim, actors), modes in cells.items():
+            shown = []
+            for mode in ("plain", "distributed"):
+                row = modes.get(mode, {})
+                shown.append(f"not run: {row['not_run']}" if "not_run" in row else
+                             f"{row['main_cpu_s']['median']:.3f} / {row['megabytes']:,.1f}"
+                             if row else "–")
+            lines.append(f"| {algo} | {popsize:,} × {dim:,} | {actors} | {shown[0]} | "
+                         f"{shown[1]} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -128,5 +128,27 @@ def main() -> None:
                  cases={name: {**summary(rows), "seeds": rows} for name, rows in cases.items()})
 
 
+TABLES = [  # (result file, title): what run.py's summary shows of this benchmark
+    ("restarts.json",
+     "Restart strategies against pycma 4.5.0 (`bench_restarts.py`)"),
+]
+
+
+def table(report: dict) -> list[str]:
+    lines = [f"CMA-ES on {report['function']} from a uniform start in [-5, 5]^D, default popsize "
+             f"{report['popsize']}, popsize factor {report['factor']:g}, target f <= "
+             f"{report['target']:g}, at most {report['budget']:,} evaluations; neurorun's "
+             f"attempts end by its stall rule (restart.patience={report['patience']}), "
+             "pycma's by its own stop criteria.", "",
+             "| restarts | solved | median evaluations to the target | worst |",
+             "|---|---|---|---|"]
+    for name, case in report["cases"].items():
+        median, worst = case["median_evaluations"], case["worst_evaluations"]
+        lines.append(f"| {name} | {case['solved']} | "
+                     f"{'–' if median is None else f'{median:,.0f}'} | "
+                     f"{'–' if worst is None else f'{worst:,}'} |")
+    return lines
+
+
 if __name__ == "__main__":
     main()

@@ -45,6 +45,13 @@ def spread(values: Sequence[float], digits: int = 3) -> dict[str, float]:
             "min": round(min(values), digits), "max": round(max(values), digits)}
 
 
+def spread_text(value: dict, digits: int = 2, thousands: bool = False) -> str:
+    """A ``spread`` as a table shows it: "median (min–max)"."""
+    form = "{:,.0f}" if thousands else f"{{:.{digits}f}}"
+    return (f"{form.format(value['median'])} ({form.format(value['min'])}–"
+            f"{form.format(value['max'])})")
+
+
 def ratios(numerators: Sequence[float], denominators: Sequence[float],
            digits: int = 3) -> dict[str, float]:
     """The spread of per-round ratios (round i's numerator over round i's denominator)."""

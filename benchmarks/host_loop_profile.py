@@ -38,7 +38,7 @@ LINEAR = "Linear(obs_length, act_length)"
 PARTS = {  # name: (owner, attribute) of the function timed
     "pool build + reset (per call)": (envpool_env.EnvPoolVecEnv, "reset_arrays"),
     "env.step_arrays": (envpool_env.EnvPoolVecEnv, "step_arrays"),
-    "normalization + policy": (rollout, "_make_act"),
+    "normalization + policy": (rollout, "make_act"),
     "statistics buffer": (rollout._StatsBuffer, "add"),
     "schedule.observe": (rollout.Schedule, "observe"),
     "schedule.end": (rollout.Schedule, "end"),
@@ -70,13 +70,13 @@ def timed_parts() -> Iterator[dict[str, float]]:
     def make_act(*args: Any) -> Any:  # the function it makes is timed
         return timed("normalization + policy", act(*args))
 
-    build, act = envpool_env._make_pool, rollout._make_act
+    build, act = envpool_env.make_pool, rollout.make_act
     with contextlib.ExitStack() as stack:
         for name, (owner, attribute) in PARTS.items():
-            function = make_act if attribute == "_make_act" else timed(
+            function = make_act if attribute == "make_act" else timed(
                 name, getattr(owner, attribute))
             stack.enter_context(mock.patch.object(owner, attribute, function))
-        stack.enter_context(mock.patch.object(envpool_env, "_make_pool", make_pool))
+        stack.enter_context(mock.patch.object(envpool_env, "make_pool", make_pool))
         yield spent
 
 
@@ -99,8 +99,8 @@ def recorded_steps() -> Iterator[list[tuple[Any, ...]]]:
         pools.append((env_id, list(seeds), threads, dict(config), steps))
         return pool
 
-    build = envpool_env._make_pool
-    with mock.patch.object(envpool_env, "_make_pool", make_pool):
+    build = envpool_env.make_pool
+    with mock.patch.object(envpool_env, "make_pool", make_pool):
         yield pools
 
 
@@ -109,7 +109,7 @@ def replayed_per_s(pools: list[tuple[Any, ...]]) -> float:
     same trajectories: the simulator's work of the evaluation, without neurorun)."""
     steps, seconds = 0, 0.0
     for env_id, seeds, threads, config, recorded in pools:
-        pool = envpool_env._make_pool(env_id, seeds, threads, config)
+        pool = envpool_env.make_pool(env_id, seeds, threads, config)
         pool.reset()
         started = time.perf_counter()
         for actions, ids in recorded:
@@ -160,7 +160,7 @@ def profile(env_id: str, popsize: int = 64, threads: int = 2,
         per_step["loop"] - sum(per_step.get(name, 0.0) for name in inside), 1)
     per_step["env.step_arrays besides pool.step"] = round(
         per_step["env.step_arrays"] - per_step["pool.step"], 1)
-    pool = problem.host.envs.made("eval")._pool
+    pool = problem.host.envs.made("eval").pool
     per_step["EnvPool's Python in pool.step (alone)"] = round(
         envpool_python(pool, popsize) * 1e6, 1)
     problem.close()

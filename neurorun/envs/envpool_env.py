@@ -133,7 +133,7 @@ def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
     return _spaces(envpool_spec(env_id, env_config))
 
 
-def _make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
+def make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
                config: dict[str, Any]) -> Any:
     """A sync-mode pool whose env i is seeded seeds[i] (id and options checked before)."""
     count = len(seeds)
@@ -175,7 +175,7 @@ class EnvPoolVecEnv(TorchVecEnv):
                 episode_length if limit is None else min(int(limit), int(episode_length)))
         base = 0 if seed is None else int(seed)
         self._seeds = [base + i for i in range(self.num_envs)]
-        self._pool: Any = None  # built by reset: every new seed needs a new pool
+        self.pool: Any = None  # built by reset: every new seed needs a new pool
         obs_space, self.env_action_space = _spaces(spec)
         self.single_observation_space = check_observation_space(obs_space, self.spec)
         self.single_action_space = policy_action_space(self.env_action_space, self.spec)
@@ -193,10 +193,10 @@ class EnvPoolVecEnv(TorchVecEnv):
             self._seeds = ([int(seed) + i for i in range(self.num_envs)] if np.isscalar(seed)
                            else [int(s) for s in seed])
         with _quiet_box_casts():  # a new pool, and its first reset, build its spaces
-            if seed is not None or self._pool is None:
+            if seed is not None or self.pool is None:
                 self.close()
-                self._pool = self._new_pool()
-            obs, _ = self._pool.reset()
+                self.pool = self._new_pool()
+            obs, _ = self.pool.reset()
         self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
         return self._obs
 
@@ -205,14 +205,14 @@ class EnvPoolVecEnv(TorchVecEnv):
         without textures (removed under a long run, an EnvPool that reads other files there)
         is built from EnvPool's own models, from then on."""
         try:
-            return _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
+            return make_pool(self.env_id, self._seeds, self.num_threads, self._config)
         except RuntimeError as error:  # a C++ exception (EnvPool could not load the model)
             if "base_path" not in self._config:
                 raise
             logger.warning("EnvPool could not build %s from neurorun's copy of its models "
                            "(%s); using EnvPool's own", self.env_id, error)
             del self._config["base_path"]
-            return _make_pool(self.env_id, self._seeds, self.num_threads, self._config)
+            return make_pool(self.env_id, self._seeds, self.num_threads, self._config)
 
     def step_arrays(
         self, actions: np.ndarray, active: np.ndarray | None = None,
@@ -222,7 +222,7 @@ class EnvPoolVecEnv(TorchVecEnv):
         everyone = active is None or np.count_nonzero(active) == self.num_envs
         if not everyone and not np.count_nonzero(active):
             return self._obs, np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
-        if self._pool is None:
+        if self.pool is None:
             self.reset_arrays()
         # every env stepped (the common case): EnvPool's arrays are used as they come; its
         # sync mode returns the envs in the order of the ids sent
@@ -231,7 +231,7 @@ class EnvPoolVecEnv(TorchVecEnv):
         if self._action_dtype is not None and env_actions.dtype != self._action_dtype:
             env_actions = env_actions.astype(self._action_dtype)
         try:
-            obs, rew, terminated, truncated, _ = self._pool.step(env_actions, ids)
+            obs, rew, terminated, truncated, _ = self.pool.step(env_actions, ids)
         except Exception as error:  # a C++ exception surfaces as RuntimeError
             raise EnvStepError(f"env {self.spec!r}: EnvPool raised {type(error).__name__}: "
                                f"{error}", None) from error
@@ -256,9 +256,9 @@ class EnvPoolVecEnv(TorchVecEnv):
         return tuple(torch.from_numpy(a).to(self.device) for a in arrays)  # type: ignore
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
 
 # The ids tested equal on EnvPool and gymnasium (tests/envs/test_envpool_equivalence.py:

@@ -132,7 +132,7 @@ def _finite_rows(obs: Array) -> tuple[Array, np.ndarray]:
     return torch.where(torch.from_numpy(ok).to(obs.device)[:, None], obs, 0.0), ok
 
 
-def _make_act(
+def make_act(
     policy: BatchedPolicy, params: Tensor, normalizer: RunningNorm | None, stdev: float,
     noise: torch.Generator | None, host: bool,
 ) -> Callable[[Array], Array]:
@@ -197,7 +197,7 @@ def rollout(
     host = env.host_arrays and device.type == "cpu"
     slot_params = params[torch.from_numpy(schedule.solutions(np.arange(num_slots)))]
     policy.set_parameters(slot_params)
-    act = _make_act(policy, params, normalizer, options.action_noise_stdev or 0.0, noise, host)
+    act = make_act(policy, params, normalizer, options.action_noise_stdev or 0.0, noise, host)
     buffer = _StatsBuffer(collect)
     # grad off once for the whole loop, not per policy call (a switch costs microseconds)
     with torch.no_grad():

@@ -203,7 +203,7 @@ def test_a_simulator_exception_names_the_env_and_the_solutions(monkeypatch):
     import neurorun.envs.envpool_env as module
     from neurorun.problems import EvaluationError
 
-    real = module._make_pool
+    real = module.make_pool
 
     class Exploding:  # an EnvPool whose C++ step throws (pybind11 raises RuntimeError)
         def __init__(self, pool):
@@ -215,7 +215,7 @@ def test_a_simulator_exception_names_the_env_and_the_solutions(monkeypatch):
         def step(self, *args):
             raise RuntimeError("simulation unstable")
 
-    monkeypatch.setattr(module, "_make_pool", lambda *a, **k: Exploding(real(*a, **k)))
+    monkeypatch.setattr(module, "make_pool", lambda *a, **k: Exploding(real(*a, **k)))
     problem = make_problem("envpool::Hopper-v5", "Linear(obs_length, act_length)", seed=0)
     with pytest.warns(UserWarning, match="retrying on a fresh env"), \
             pytest.raises(EvaluationError, match=r"'envpool::Hopper-v5' failed twice while "
