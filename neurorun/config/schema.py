@@ -42,7 +42,8 @@ def check_objective(name: Any) -> None:
                          "Fix: objective=best_center_eval.")
 
 
-# ----- the rules the parts own, asked where the config is checked (their modules load then) ---
+# ----- the rules the parts own, imported where asked: the command line reads this module
+# before any torch or env library loads (`cli/arguments.py`: 25 ms with Python's own)
 
 def _vectorization(value: Any) -> None:
     from neurorun.envs.gym_env import check_vectorization

@@ -12,15 +12,22 @@ from typing import TYPE_CHECKING, Any
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from neurorun.algorithms import ALGORITHMS, SearchAlgorithm, make_algorithm
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
 from neurorun.config.checks import algo_error
+from neurorun.envs import backend_of, resolve_backend
+from neurorun.envs.base import UnknownEnvError
+from neurorun.loggers.console import show_library_messages
+from neurorun.nets import NetworkParseError
+from neurorun.nets.network_spec import NetworkFactoryError
+from neurorun.parallel import make_ray_evaluator
+from neurorun.problems import Evaluator, Problem, make_problem
+from neurorun.problems.devices import check_xla_flags, host_device_flags
 
-if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
-    from neurorun.algorithms import SearchAlgorithm
+if TYPE_CHECKING:
     from neurorun.config.schema import RunConfig
     from neurorun.loop.restarts import Attempt
-    from neurorun.problems import Evaluator, Problem
 
 
 def resolve_env_backend(config: RunConfig) -> str | None:
@@ -31,8 +38,6 @@ def resolve_env_backend(config: RunConfig) -> str | None:
         ConfigError: an unknown backend, one that contradicts env.id, or EnvPool asked for
             but not installed.
     """
-    from neurorun.envs import backend_of, resolve_backend
-
     env = config.env
     try:
         spec = resolve_backend(env.id, env.backend)
@@ -62,8 +67,6 @@ def choose_env_backend(cfg: DictConfig,
 
 def problem_kwargs(config: RunConfig) -> dict[str, Any]:
     """The keywords of `make_problem` for this config (also what ray actors rebuild it from)."""
-    from neurorun.envs import resolve_backend
-
     env = config.env
     return {"env": resolve_backend(env.id, env.backend), "network": config.network.spec,
             "num_threads": env.num_threads,
@@ -78,8 +81,6 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
     """The algorithm sized for ``problem``; ``restart`` k > 0: the k-th restart (its own seed
     and, without algo.center_init, its own start drawn from problem.initial_bounds), with the
     popsize and step size factor of its ``start`` (`neurorun.loop.restarts`)."""
-    from neurorun.algorithms import ALGORITHMS, make_algorithm
-
     algo = config.algo
     options = copy.deepcopy(algo.options)
     if options.get("center_init") is None:
@@ -99,11 +100,6 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
 
 def build_parts(config: RunConfig) -> tuple[Problem, SearchAlgorithm]:
     """The problem (no environment is started yet) and the algorithm sized for it."""
-    from neurorun.envs.base import UnknownEnvError
-    from neurorun.nets import NetworkParseError
-    from neurorun.nets.network_spec import NetworkFactoryError
-    from neurorun.problems import make_problem
-
     try:
         problem = make_problem(**problem_kwargs(config))
     except UnknownEnvError as error:
@@ -139,8 +135,6 @@ def make_evaluator(config: RunConfig, problem: Problem) -> Evaluator:
     over a pool of actors; both are `neurorun.problems.Evaluator`s."""
     if config.parallel.name == "local":
         return problem
-    from neurorun.parallel import make_ray_evaluator
-
     try:
         return make_ray_evaluator(config.parallel, problem_kwargs(config), problem=problem)
     except (ValueError, ImportError) as error:
@@ -153,10 +147,6 @@ def use_host_devices(config: RunConfig) -> None:
     XLA_FLAGS force a count; say which count it is. Elsewhere, say that a count or ids given
     are ignored. The run's entry (``loop.runner.Runner``) calls it, so ``run(cfg)`` from Python
     sets the count as the command does, where jax has not started yet in the process."""
-    from neurorun.envs import backend_of
-    from neurorun.loggers.console import show_library_messages
-    from neurorun.problems.devices import check_xla_flags, host_device_flags
-
     log = logging.getLogger("neurorun.devices")
     devices = config.problem.devices  # checked with the config
     try:
