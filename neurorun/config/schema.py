@@ -43,7 +43,7 @@ def check_objective(name: Any) -> None:
 
 
 # ----- the rules the parts own, imported where asked: the command line reads this module
-# before any torch or env library loads (`cli/arguments.py`: 25 ms with Python's own)
+# before any torch or env library loads (`cli/arguments.py`)
 
 def _vectorization(value: Any) -> None:
     from neurorun.envs.gym_env import check_vectorization
