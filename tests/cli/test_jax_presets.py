@@ -44,6 +44,9 @@ PRESETS = {
     # the design's headline, as composed: popsize 256 on 2 devices (a 2-core machine's)
     "algo=pgpe env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
     "algo=ars env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
+    "algo=openai_es env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
+    "algo=snes env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
+    "algo=sep_cmaes env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
     "env=brax::ant": ([BRAX_CUT], False),
     "env=brax::inverted_pendulum": ([BRAX_CUT], False),
     "env=playground::CartpoleBalance": ([DM_CONTROL_CUT], False),
