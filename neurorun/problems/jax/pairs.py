@@ -130,7 +130,7 @@ def padded(params: Tensor) -> np.ndarray:
     return np.concatenate([rows, np.zeros((1, rows.shape[1]), np.float32)])
 
 
-def widened(table: np.ndarray, width: int, fill: Any) -> np.ndarray:
+def padded_to(table: np.ndarray, width: int, fill: Any) -> np.ndarray:
     """``table (devices, T, ...)`` as (devices, width, ...), filled with ``fill`` past T."""
     out = np.full((table.shape[0], width, *table.shape[2:]), fill, table.dtype)
     out[:, :table.shape[1]] = table

@@ -49,10 +49,10 @@ from neurorun.problems.jax.pairs import (
     SharedInputs,
     merge_drained,
     padded,
+    padded_to,
     pair_arrays,
     split_pairs,
     stacked_inputs,
-    widened,
 )
 from neurorun.problems.options import RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
@@ -160,20 +160,20 @@ class JaxRollout:
                         np.float32(options.action_noise_stdev or 0.0))
         tables = split.tables(seed, noise_seed)
         usable = split.slots(slots)
-        totals = _Totals(size)
+        sums = _PhaseSums(size)
         with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
                      max(STALL_SECONDS, 10 * self.last_seconds)):
             if self._drains_whole(split, usable, streaming):
-                out = self._drain_run(padded(params), tables, shared, normalizer, totals)
+                out = self._drain_run(padded(params), tables, shared, normalizer, sums)
             else:
                 out = self._queue_run(padded(params), tables, shared, split, usable,
-                                      normalizer, collect, totals)
+                                      normalizer, collect, sums)
         out = split.gather(out)
         self.last_seconds = time.perf_counter() - started
-        return self._result(n, out, totals, options, collect, center)
+        return self._result(n, out, sums, options, collect, center)
 
     # ----- plans -----
-    def _drain_static(self, normalize: bool) -> Any:
+    def _drain_shape(self, normalize: bool) -> Any:
         """The drain program's shape: the same for every rollout of this env and network."""
         from neurorun.problems.jax.program import ProgramShape
 
@@ -191,9 +191,9 @@ class JaxRollout:
         """Whether the drain program runs this rollout whole: every device's pairs start at
         once on its slots."""
         return (streaming and not self.one_batch and split.pairs <= usable
-                and split.pairs <= self._drain_static(False).slots)
+                and split.pairs <= self._drain_shape(False).slots)
 
-    def _queue_static(self, split: PairSplit, usable: int, normalize: bool,
+    def _queue_shape(self, split: PairSplit, usable: int, normalize: bool,
                       collect: bool, noisy: bool) -> Any:
         from neurorun.problems.jax.program import ProgramShape
 
@@ -206,14 +206,14 @@ class JaxRollout:
     # ----- running the programs -----
     def _queue_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
                    split: PairSplit, usable: int, normalizer: Any, collect: Any,
-                   totals: _Totals) -> dict:
+                   sums: _PhaseSums) -> dict:
         """The queue program until at most the drain's slots are busy and no pair waits (or
         to the end: lock-step, one batch, an accelerator), then the drain program."""
         import jax.numpy as jnp
 
-        static = self._queue_static(split, usable, normalizer is not None,
+        shape = self._queue_shape(split, usable, normalizer is not None,
                                     collect is not None, float(shared.stdev) > 0)
-        drain = self._drain_static(static.normalize)
+        drain = self._drain_shape(shape.normalize)
         drain_program = self._program(ProgramKind.DRAIN, drain)
         if not (self.one_batch or drain_program.ready):  # compiles beside the queue program
             drain_program.compile_ahead(*self._drain_shapes(drain, params))
@@ -221,42 +221,42 @@ class JaxRollout:
         inputs = self._put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
                                            *tables, *(np.broadcast_to(x, (devices, *x.shape))
                                                       for x in shared)))
-        carry = self._program(ProgramKind.FIRST, (static, usable))(inputs)
+        carry = self._program(ProgramKind.FIRST, (shape, usable))(inputs)
         hands_over = (self.cpu and split.streaming and not self.one_batch
-                      and static.slots > drain.slots)
-        carry = self._program(ProgramKind.QUEUE, static)(inputs, carry,
+                      and shape.slots > drain.slots)
+        carry = self._program(ProgramKind.QUEUE, shape)(inputs, carry,
                                                jnp.int32(drain.slots if hands_over else -1))
-        totals.add(carry)
+        sums.add(carry)
         out = pair_arrays(carry)
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
-            hand_over = self._program(ProgramKind.HAND_OVER, (static, drain))
+            hand_over = self._program(ProgramKind.HAND_OVER, (shape, drain))
             drain_inputs, drain_carry, origin = hand_over(inputs, carry)
             drain_carry = self._program(ProgramKind.DRAIN, drain)(drain_inputs, drain_carry,
                                                         jnp.int32(-1))
-            totals.add(drain_carry)
+            sums.add(drain_carry)
             merge_drained(out, pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
         return out
 
     def _drain_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
-                   normalizer: Any, totals: _Totals) -> dict:
+                   normalizer: Any, sums: _PhaseSums) -> dict:
         """A rollout whose pairs all start at once, on the drain program: slot k of a device
         runs its pair k as the drain's own solution k."""
         import jax.numpy as jnp
 
-        static = self._drain_static(normalizer is not None)
+        shape = self._drain_shape(normalizer is not None)
         devices, pairs = tables.pair_solution.shape
         real = tables.pair_solution < params.shape[0] - 1  # (devices, T): not padding
-        own = np.zeros((devices, static.pairs + 1, params.shape[1]), np.float32)
-        own[:, :pairs] = params[tables.pair_solution]
-        solution = np.where(widened(real, static.pairs, False),
-                            np.arange(static.pairs), static.solutions).astype(np.int32)
+        pair_params = np.zeros((devices, shape.pairs + 1, params.shape[1]), np.float32)
+        pair_params[:, :pairs] = params[tables.pair_solution]
+        solution = np.where(padded_to(real, shape.pairs, False),
+                            np.arange(shape.pairs), shape.solutions).astype(np.int32)
         inputs = self._put(stacked_inputs(
-            own, solution, widened(tables.pair_keys, static.pairs, 0),
-            widened(tables.noise_keys, static.pairs, 0),
+            pair_params, solution, padded_to(tables.pair_keys, shape.pairs, 0),
+            padded_to(tables.noise_keys, shape.pairs, 0),
             *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
-        carry = self._program(ProgramKind.FIRST, (static, static.slots))(inputs)
-        carry = self._program(ProgramKind.DRAIN, static)(inputs, carry, jnp.int32(-1))
-        totals.add(carry)
+        carry = self._program(ProgramKind.FIRST, (shape, shape.slots))(inputs)
+        carry = self._program(ProgramKind.DRAIN, shape)(inputs, carry, jnp.int32(-1))
+        sums.add(carry)
         drained = pair_arrays(carry)
         out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
         failed = np.zeros((devices, params.shape[0]), bool)
@@ -310,23 +310,23 @@ class JaxRollout:
 
         return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS)))
 
-    def _program(self, kind: ProgramKind, static: Any) -> Program:
-        """The jitted program ``kind`` of ``static``, each device running its share
+    def _program(self, kind: ProgramKind, shape: Any) -> Program:
+        """The jitted program ``kind`` of ``shape``, each device running its share
         (``shard_map`` over the devices), compiled at its first call; the physics programs
         (queue, drain) say what they compile."""
-        key = (kind, static)
+        key = (kind, shape)
         if key not in self._compiled:
             label = description = None
             if kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
                 import jax
 
                 devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
-                description = (f"the {kind.value} program of {self.spec} for {static.slots} env "
-                               f"slots x {devices} ({static.pairs} pairs each, {static.chunk} "
+                description = (f"the {kind.value} program of {self.spec} for {shape.slots} env "
+                               f"slots x {devices} ({shape.pairs} pairs each, {shape.chunk} "
                                "envs a step call)")
-                label = (f"{self.label} | {kind.value} {static} | {devices} | "
+                label = (f"{self.label} | {kind.value} {shape} | {devices} | "
                          f"jax {jax.__version__}")
-            self._compiled[key] = Program(self._traced(kind, static), label, description or "")
+            self._compiled[key] = Program(self._traced(kind, shape), label, description or "")
         return self._compiled[key]
 
     @property
@@ -334,7 +334,7 @@ class JaxRollout:
         """Spent compiling (or loading from jax's cache) so far."""
         return sum(program.seconds for program in self._compiled.values())
 
-    def _traced(self, kind: ProgramKind, static: Any) -> Any:
+    def _traced(self, kind: ProgramKind, shape: Any) -> Any:
         import jax
         from jax.sharding import PartitionSpec as P
 
@@ -343,22 +343,22 @@ class JaxRollout:
         env, policy = self.env, self.policy
         if kind is ProgramKind.FIRST:
             def body(inputs: Any) -> Any:
-                return _stacked(jax_program.first_carry(env, policy, static[0], _local(inputs),
-                                                        static[1]))
+                return _stacked(jax_program.first_carry(env, policy, shape[0], _local(inputs),
+                                                        shape[1]))
             specs: tuple = (P(AXIS),)
         elif kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
             def body(inputs: Any, carry: Any, limit: Any) -> Any:
-                return _stacked(jax_program.phase(env, policy, static, _local(inputs),
+                return _stacked(jax_program.phase(env, policy, shape, _local(inputs),
                                                   _local(carry), limit))
             specs = (P(AXIS), P(AXIS), P())
         else:
             def body(inputs: Any, carry: Any) -> Any:
-                return _stacked(jax_program.hand_over(_local(inputs), _local(carry), *static))
+                return _stacked(jax_program.hand_over(_local(inputs), _local(carry), *shape))
             specs = (P(AXIS), P(AXIS))
         return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
                                      out_specs=P(AXIS), check_vma=False))
 
-    def _result(self, n: int, out: dict[str, np.ndarray], totals: _Totals,
+    def _result(self, n: int, out: dict[str, np.ndarray], sums: _PhaseSums,
                 options: RolloutOptions, collect: RunningNorm | None,
                 center: np.ndarray) -> RolloutResult:
         device = self.device
@@ -367,12 +367,12 @@ class JaxRollout:
         fitness, nonfinite, kept = pair_results(returns, lengths, out["finished"],
                                                 out["failed"], n, options)
         if collect is not None:
-            collect.update(totals.statistics(center, collect))
+            collect.update(sums.statistics(center, collect))
         return RolloutResult(
             fitness=fitness, nonfinite=nonfinite, episode_returns=returns[kept],
             episode_lengths=lengths[kept], lengths=lengths, interactions=int(out["lengths"].sum()),
-            episodes=int(out["finished"].sum()), vector_steps=totals.steps,
-            simulated_steps=totals.simulated, collected=collect)
+            episodes=int(out["finished"].sum()), vector_steps=sums.steps,
+            simulated_steps=sums.simulated, collected=collect)
 
 
 AXIS = "devices"  # the mesh axis the pairs are split over
@@ -421,7 +421,7 @@ def _inline_chunk(env: Any) -> int | None:
     return max(1, (LAPACK_INLINE_WORK - 1) // max(sizes) ** 3)
 
 
-class _Totals:
+class _PhaseSums:
     """Step counts and observation sums over the phases of one rollout (float64, host)."""
 
     def __init__(self, size: int):
