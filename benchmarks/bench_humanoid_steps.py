@@ -30,6 +30,9 @@ from typing import Any
 
 from harness import RESULTS, write_result
 
+from neurorun.config.saved_yaml import read_config
+from neurorun.record.layout import saved_config_path
+
 HERE = Path(__file__).resolve().parent
 RUNS = HERE.parent / "runs" / "bench_humanoid_steps"
 STAND_SCORE, STAND_LENGTH = 5000.0, 1000.0  # 5 a step for staying up, every step
@@ -60,6 +63,7 @@ def run(label: str, algo: str, seeds: list[int], steps: int, overrides: list[str
 
 
 def summary(folder: Path) -> dict[str, Any]:
+    config = read_config(saved_config_path(folder))
     with open(folder / "metrics.csv", newline="") as file:
         rows = [row for row in csv.DictReader(file) if row["center_eval"]]
     stood = next((row for row in rows if float(row["center_eval"]) >= STAND_SCORE
@@ -67,7 +71,11 @@ def summary(folder: Path) -> dict[str, Any]:
     best = max(rows, key=lambda row: float(row["center_eval"]))
     loads = folder.with_suffix(".load.txt")
     load = [float(x) for x in loads.read_text().split()] if loads.is_file() else []
-    return {"run": folder.name, "generations": int(rows[-1]["generation"]),
+    return {"run": folder.name, "algo": config.algo.name, "seed": int(config.seed),
+            "backend": config.env.env_config.backend,
+            "shaped": bool(config.problem.decrease_rewards_by
+                           or config.problem.alive_bonus_schedule),
+            "generations": int(rows[-1]["generation"]),
             "steps": int(rows[-1]["total_interaction_count"]),
             "wall_s": round(float(rows[-1]["elapsed_s"])),
             "steps_to_stand": None if stood is None else int(stood["total_interaction_count"]),
@@ -121,6 +129,28 @@ def main() -> None:
     plot(results, RESULTS / "humanoid_steps.png")
     for result in results:
         print({k: v for k, v in result.items() if k != "curve"})
+
+
+TABLES = [("humanoid_steps.json",
+           "brax humanoid in env steps: steps to stand per algorithm (`bench_humanoid_steps.py`)")]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| run | algorithm | seed | backend | training fitness | steps to stand (wall s) | "
+             "best center_eval (test-episode length) at steps | steps run | load average, "
+             "median |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in report["runs"]:
+        stood = ("not yet" if r["steps_to_stand"] is None else
+                 f"{r['steps_to_stand'] / 1e6:.2f}M ({r['wall_s_to_stand']:,})")
+        lines.append(
+            f"| {r['run']} | {r['algo']} | {r['seed']} | {r['backend']} | "
+            f"{'shaped' if r['shaped'] else 'own reward'} | {stood} | "
+            f"{r['best_center_eval']:,.1f} ({r['best_center_eval_length']:.0f}) at "
+            f"{r['best_at_steps'] / 1e6:.1f}M | {r['steps'] / 1e6:.1f}M | "
+            f"{r['load_average_median']} |")
+    return lines + ["", f"Stands: center_eval ≥ {STAND_SCORE:,.0f} over test episodes that all "
+                    f"last {STAND_LENGTH:,.0f} steps. Wall s include the time other work ran "
+                    "beside a run (its load)."]
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def summary() -> str:
     learning = _load("learning.json") or {}
     command = "make bench-full" if learning.get("full") else "make bench"
     parts = [f"Measured {date} on {machine} with `{command}`.", ""]
-    tabled = [script for script, _ in SCRIPTS] + ["bench_old_new.py", "bench_gpu.py"]
+    tabled = [script for script, _ in SCRIPTS] + ["bench_old_new.py", "bench_humanoid_steps.py",
+                                                   "bench_gpu.py"]
     for module in (importlib.import_module(Path(script).stem) for script in tabled):
         for name, title in module.TABLES:
             report = _load(name)
