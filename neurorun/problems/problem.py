@@ -20,7 +20,7 @@ evaluated step by step from Python).
 
 Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
 problem's generator). Episode ``e`` of solution ``j`` (0-based, in the order given) is seeded
-``base + j + e * EPISODE_SEED_STRIDE`` on backends that seed every episode (gymnasium's
+by ``schedule.pair_seeds`` from it on backends that seed every episode (gymnasium's
 SyncVectorEnv, brax, Playground), whatever ``max_num_envs``, the devices and the order in which
 episodes end. Elsewhere each env slot is seeded with the seed of its first episode and its
 later episodes continue the slot's generator (EnvPool: a new pool per call; native gymnasium

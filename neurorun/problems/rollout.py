@@ -179,7 +179,7 @@ def rollout(
     loop keeps observations, actions and rewards in numpy and converts once at the end.
 
     Args:
-        seed: pair (j, e) is seeded ``seed + j + e * EPISODE_SEED_STRIDE`` (see Schedule).
+        seed: the rollout's base seed, each pair's by ``schedule.pair_seeds``.
         streaming: a slot whose episode ended takes the next pending pair; False: lock-step,
             slot j runs solution j's episodes (needs ``env.num_envs >= n``).
         slots: use at most this many of the env's envs (None: all); the rest stay idle.

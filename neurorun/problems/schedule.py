@@ -13,8 +13,8 @@ each device (:mod:`neurorun.problems.jax.program`) both run them. A queue's pair
 by a table of their solutions (``pair_solution``), so a device's share of the pairs is a
 queue of its own; solution ``n`` marks a padding pair (no solution: never run).
 
-Seeds: pair ``(j, e)`` is seeded ``seed + j + e * EPISODE_SEED_STRIDE`` where the backend can
-seed each episode (``seed + j`` for first episodes: gymnasium's ``seed + i`` rule). A rollout of
+Seeds (``pair_seeds``), where the backend can seed each episode: first episodes follow
+gymnasium's ``seed + i`` rule, later ones are a stride apart. A rollout of
 solutions ``first..`` of a population is given ``seed = base + first``, so a solution's seeds
 do not depend on how a population is split (ray sub-batches).
 """
