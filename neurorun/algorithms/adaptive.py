@@ -23,7 +23,8 @@ def run_rounds(algorithm: SearchAlgorithm,
     solutions from sample index ``first``, evaluates them and returns ``(samples, env
     steps)``. One round; with adaptive popsize, rounds until the generation made
     ``num_interactions`` env steps or reached ``samples_max`` samples (without popsize_max,
-    ROUNDS_MAX rounds: said once a run), how far it got said every PROGRESS_S meanwhile."""
+    ROUNDS_MAX rounds: said once by each algorithm built), how far it got said every
+    PROGRESS_S meanwhile."""
     asked = steps = 0
     said_at = time.monotonic()
     while True:

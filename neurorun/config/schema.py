@@ -19,8 +19,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import torch
+
+from neurorun.algorithms import ALGORITHMS
+from neurorun.algorithms.options import option_names
 from neurorun.common.errors import ConfigError
 from neurorun.common.settings import load_section, setting, unknown_key
+from neurorun.envs.gym_env import check_vectorization
+from neurorun.loggers import LOGGERS
+from neurorun.loggers.videos import VideoSettings
+from neurorun.parallel.workload import check_workload
+from neurorun.problems.devices import check_devices
+from neurorun.problems.options import AliveBonus, RolloutOptions, parse_initial_bounds
 
 # objective=: the number a run hands back to a Hydra sweeper (loop/objective.py says each)
 OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
@@ -42,18 +52,13 @@ def check_objective(name: Any) -> None:
                          "Fix: objective=best_center_eval.")
 
 
-# ----- the rules the parts own, imported where asked: the command line reads this module
-# before any torch or env library loads (`cli/arguments.py`)
+# ----- the rules the parts own
 
 def _vectorization(value: Any) -> None:
-    from neurorun.envs.gym_env import check_vectorization
-
     check_vectorization(value)
 
 
 def _torch_device(value: Any) -> None:
-    import torch
-
     try:
         if not isinstance(value, str):
             raise TypeError(value)
@@ -64,20 +69,14 @@ def _torch_device(value: Any) -> None:
 
 
 def _devices(value: Any) -> None:
-    from neurorun.problems.devices import check_devices
-
     check_devices(value)
 
 
 def _alive_bonus(value: Any) -> None:
-    from neurorun.problems.options import AliveBonus
-
     AliveBonus.parse(value)
 
 
 def _initial_bounds(value: Any) -> None:
-    from neurorun.problems.options import parse_initial_bounds
-
     parse_initial_bounds(value)
 
 
@@ -88,8 +87,6 @@ def _true_false_auto(value: Any) -> None:
 
 
 def _num_actors(value: Any) -> None:
-    from neurorun.parallel.workload import check_workload
-
     if value is not None:  # parallel=local's: it has no actors
         check_workload(value, None, None)
 
@@ -97,8 +94,6 @@ def _num_actors(value: Any) -> None:
 def _rollout(name: str) -> Callable[[Any], None]:
     """The rule of a rollout option (how rewards become fitness): RolloutOptions' own."""
     def check(value: Any) -> None:
-        from neurorun.problems.options import RolloutOptions
-
         RolloutOptions.parse(**{name: value})
     return check
 
@@ -196,9 +191,6 @@ ALGO_KEYS = tuple(f.name for f in fields(AlgoConfig) if f.name != "options")
 
 def load_algo(raw: Any, path: str = "algo") -> AlgoConfig:
     """``algo.*`` as an AlgoConfig: a name of ALGORITHMS, and only keys its options take."""
-    from neurorun.algorithms import ALGORITHMS
-    from neurorun.algorithms.options import option_names
-
     raw = dict(raw or {})
     name = raw.get("name", AlgoConfig.name)
     if name not in ALGORITHMS:
@@ -216,9 +208,6 @@ def load_algo(raw: Any, path: str = "algo") -> AlgoConfig:
 def logger_section() -> type:
     """``logger.*``'s dataclass: the videos' keys and one section per row of LOGGERS that
     declares ``Settings`` (made per call: a test may add a row)."""
-    from neurorun.loggers import LOGGERS
-    from neurorun.loggers.videos import VideoSettings
-
     rows = [(name, kind.Settings, field(default_factory=kind.Settings))
             for name, kind in LOGGERS.items() if kind.Settings is not None]
     return dataclasses.make_dataclass("LoggerConfig", rows, bases=(VideoSettings,), frozen=True)

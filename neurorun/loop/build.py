@@ -145,7 +145,7 @@ def use_host_devices(config: RunConfig) -> None:
     """On a jax env, give jax's CPU the host devices ``problem.devices`` asks for (XLA reads
     the count once, when jax starts: before the run builds anything), unless the user's
     XLA_FLAGS force a count; say which count it is. Elsewhere, say that a count or ids given
-    are ignored. The run's entry (``loop.runner.Runner``) calls it, so ``run(cfg)`` from Python
+    are ignored. The run's entry (``loop.parts.RunParts``) calls it, so ``run(cfg)`` from Python
     sets the count as the command does, where jax has not started yet in the process."""
     log = logging.getLogger("neurorun.devices")
     devices = config.problem.devices  # checked with the config

@@ -208,7 +208,7 @@ def test_tell_before_ask_is_refused(build):
 def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_so(
         build, caplog, monkeypatch):
     """`algo.num_interactions=1e9` without popsize_max: at most ROUNDS_MAX rounds (said once
-    a run), and a generation still sampling says how far it got."""
+    by the algorithm), and a generation still sampling says how far it got."""
     from neurorun.algorithms import adaptive
 
     algo = build("pgpe", popsize=4, num_interactions=10**9)

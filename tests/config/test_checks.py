@@ -3,7 +3,7 @@ one line naming the key, its value and the fix, before any env, logger or ray ac
 
 import pytest
 
-import neurorun.problems
+import neurorun.loop.build
 from neurorun.common.errors import ConfigError
 from neurorun.loop.runner import Runner, run
 from tests.loop.test_runner import tiny
@@ -14,7 +14,7 @@ def no_problem(monkeypatch):
     """Fail the test if anything tries to build the problem (and so an environment)."""
     def refuse(**kwargs):
         raise AssertionError("the problem was built before the config was checked")
-    monkeypatch.setattr(neurorun.problems, "make_problem", refuse)
+    monkeypatch.setattr(neurorun.loop.build, "make_problem", refuse)
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
