@@ -97,6 +97,8 @@ def no_problem(monkeypatch):
     *[([f"problem.initial_bounds={bounds}"], [f"problem.initial_bounds={shown}", "Fix:"])
       for bounds, shown in (("[-1e308,1e308]", "[-1e+308, 1e+308]"), ("[-inf,1]", "[-inf, 1]"))],
     (["problem.alive_bonus_schedule=[-5,1]"], ["problem.alive_bonus_schedule=[-5, 1]", "Fix:"]),
+    (["problem.alive_bonus_schedule=[400,700,-1]"],
+     ["problem.alive_bonus_schedule=[400, 700, -1]", "a bonus of -1 < 0", "decrease_rewards_by"]),
     (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),
     (["env.num_threads=100000"], ["env.num_threads=100000", "in [1, 1024]", "Fix:"]),
     # threading's wait overflowed past ~292 years (OverflowError); a
