@@ -64,7 +64,7 @@ from neurorun.loop.signals import (
 )
 from neurorun.record import claims
 from neurorun.record.layout import HYDRA_DIR
-from neurorun.record.run_folder import discard_unstarted, let_go
+from neurorun.record.run_folder import discard_unstarted, unlock_unstarted
 
 neurorun.cli.startup.loaded()  # from here main() catches Ctrl-C
 
@@ -135,7 +135,7 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         try:
             cause = _failed(error, cfg, run_dir, exits=not sweep)
         finally:
-            let_go(run_dir)  # where the run never took its folder's lock over
+            unlock_unstarted(run_dir)  # where the run never took its folder's lock over
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
         return None
     print(f"run folder:  {result['run_dir']}")

@@ -22,7 +22,7 @@ from neurorun.config.resume import require_saved_config
 from neurorun.record.claims import claiming
 from neurorun.record.layout import output_subdir, taken_name
 from neurorun.record.run_folder import (
-    hold_for_run,
+    lock_for_run,
     refuse_existing_sweep,
     refuse_lost_state,
     refuse_misplaced,
@@ -125,7 +125,7 @@ def job_output_subdir(resume: Any, *, _root_: DictConfig) -> str | None:
     folder = OmegaConf.select(_root_, "hydra.runtime.output_dir", throw_on_missing=False)
     if folder is not None and OmegaConf.select(_root_, "hydra.mode") == RunMode.MULTIRUN:
         try:
-            hold_for_run(folder, resume=resume not in (None, ""))
+            lock_for_run(folder, resume=resume not in (None, ""))
         except ValueError:
             _close_logs_in(Path(folder))
             return None
@@ -165,7 +165,7 @@ class FolderClaim(Callback):
             resume = OmegaConf.select(config, "resume") not in (None, "")
             _refuse_on_error(lambda: (check_hydra_names(config),
                                       refuse_unsafe_hydra_files(folder, config),
-                                      hold_for_run(folder, resume=resume)))
+                                      lock_for_run(folder, resume=resume)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         folder = _claim(config, "hydra.sweep.dir")

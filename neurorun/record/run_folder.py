@@ -117,7 +117,7 @@ def lock_run(run_dir: str | Path) -> int:
     """Take the run folder's lock (creating the folder); returns the lock's file descriptor,
     held until it is closed (``os.close``) or the process ends, however it ends: the kernel
     releases a ``flock`` with its process, so a killed run leaves no stale lock. A lock the
-    command took for this run (:func:`hold_for_run`) is handed over instead.
+    command took for this run (:func:`lock_for_run`) is handed over instead.
 
     Raises:
         FolderInUseError: another process holds it (the message names its pid and host).
@@ -154,11 +154,12 @@ def lock_run(run_dir: str | Path) -> int:
     return fd
 
 
-def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
+def lock_for_run(run_dir: str | Path, *, resume: bool) -> None:
     """Take ``run_dir``'s lock for the run this process starts next, before anything is
     written there (Hydra's log and saved configs): a second command on the folder is refused
     before it writes, and a new run is refused (under the lock) where one already is. The
-    run's RunFolder takes the lock over; where the run never began, :func:`let_go` closes it.
+    run's RunFolder takes the lock over; where the run never began, :func:`unlock_unstarted`
+    closes it.
 
     Raises: as :func:`lock_run`; ValueError for a new run into a folder that holds one.
     """
@@ -172,8 +173,8 @@ def hold_for_run(run_dir: str | Path, *, resume: bool) -> None:
     _handed[Path(run_dir).resolve()] = fd
 
 
-def let_go(run_dir: str | Path) -> None:
-    """Close the lock :func:`hold_for_run` took for ``run_dir`` where no run took it over (its
+def unlock_unstarted(run_dir: str | Path) -> None:
+    """Close the lock :func:`lock_for_run` took for ``run_dir`` where no run took it over (its
     job failed before the run began): a sweep's process goes on to its next job."""
     fd = _handed.pop(Path(run_dir).resolve(), None)
     if fd is not None:
