@@ -80,7 +80,6 @@ class Problem:
                  initial_bounds: tuple[float, float] = REFERENCE_INITIAL_BOUNDS,
                  seed: int | None = None,
                  jit: bool = True):
-        self.env_options = env
         self.rollout_options = rollout_options
         self.device = torch.device(env.device)
         self.observation_space, self.action_space, self.env_action_space = env_spaces(
@@ -96,6 +95,7 @@ class Problem:
         self.solution_length = parameter_count(self.network)
         self.policy = BatchedPolicy(self.network)
         self._check_widths(env.spec)
+        self.host = HostEvaluation(env, self.policy, self.device)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
         self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
         self._obs_sync = ObsSync(self.obs_stats)
@@ -105,8 +105,16 @@ class Problem:
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
-        self.host = HostEvaluation(env, self.policy, self.device)
         self.jax_rollout = self._compiled_rollout() if jit else None
+
+    @property
+    def env_options(self) -> EnvOptions:
+        """The env's options: one record, which the host loop reads too."""
+        return self.host.envs.options
+
+    @env_options.setter
+    def env_options(self, options: EnvOptions) -> None:
+        self.host.envs.options = options
 
     def _check_widths(self, spec: str) -> None:
         """ValueError unless the network takes an observation and gives an action of the env's
