@@ -161,14 +161,14 @@ def test_several_cpu_devices_step_in_chunks_that_keep_lapack_inline():
     inline (a kernel that splits its batch over the thread pool stalls when every device
     does it at once): MJX's constraint solve (a Cholesky factor) of CartpoleBalance sets a
     limit on two devices, none on one. Chunked or not, the same fitness to rounding."""
-    from neurorun.problems.jax.rollout import LAPACK_INLINE_WORK, _inline_chunk
+    from neurorun.problems.jax.lapack import LAPACK_INLINE_WORK, inline_chunk
 
     problem = make_problem("playground::CartpoleBalance", episode_length=20, devices=2,
                            max_num_envs=12, seed=0)
     rollout = problem.jax_rollout
     assert rollout.largest_chunk is not None
     assert 1 <= rollout.largest_chunk <= LAPACK_INLINE_WORK
-    assert rollout.largest_chunk == _inline_chunk(rollout.env)
+    assert rollout.largest_chunk == inline_chunk(rollout.env)
     assert make_problem("playground::CartpoleBalance", episode_length=20,
                         devices=1).jax_rollout.largest_chunk is None
     params = torch.randn(12, problem.solution_length, generator=torch.Generator().manual_seed(1))

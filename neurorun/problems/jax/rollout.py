@@ -65,7 +65,6 @@ DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): two of its calls 
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
-LAPACK_INLINE_WORK = 200_000  # below this many flops a call, jax's LAPACK kernels run inline
 
 
 class ProgramKind(enum.Enum):
@@ -96,6 +95,7 @@ class JaxRollout:
         from jax.sharding import Mesh
 
         from neurorun.envs.jax_env import use_compilation_cache
+        from neurorun.problems.jax.lapack import inline_chunk
 
         use_compilation_cache()
         self.spec, self.policy, self.device = spec, policy, device
@@ -105,7 +105,7 @@ class JaxRollout:
         self.cpu = self.devices[0].platform == "cpu"
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
         # several CPU devices: chunks small enough that jax's LAPACK kernels run inline
-        self.largest_chunk = (_inline_chunk(self.env) if self.cpu and len(self.devices) > 1
+        self.largest_chunk = (inline_chunk(self.env) if self.cpu and len(self.devices) > 1
                               else None)
         self._size: int | None = None
         self._compiled: dict[tuple[ProgramKind, Any], Program] = {}
@@ -391,34 +391,6 @@ def _stacked(tree: Any) -> Any:
     import jax
 
     return jax.tree_util.tree_map(lambda x: x[None], tree)
-
-
-def _inline_chunk(env: Any) -> int | None:
-    """The most envs a step call may hold so that each LAPACK kernel in ``env``'s reset and
-    step stays below ``LAPACK_INLINE_WORK`` flops (n**3 for an n x n matrix, the most any of
-    the kernels counts); None: no LAPACK kernel.
-
-    jax's CPU LAPACK kernels (the Cholesky factor and triangular solves of brax's generalized
-    backend and of MuJoCo MJX) split a batch whose work passes ``LAPACK_INLINE_WORK`` flops
-    over XLA's intra-op thread pool, one thread per core, and block their own pool thread until
-    the parts are done. When as many devices as pool threads run such a kernel at once, every
-    thread waits and none is left to do the parts: brax ant (generalized) with 128 envs a
-    device on 2 host devices stalled forever in its first reset."""
-    import re
-
-    import jax
-
-    keys = jax.ShapeDtypeStruct((1, 2), np.uint32)
-    state = jax.eval_shape(env.reset, keys)
-    actions = jax.ShapeDtypeStruct((1, env.action_size), np.float32)
-    text = (jax.jit(env.reset).lower(keys).as_text()
-            + jax.jit(env.step).lower(state, actions).as_text())
-    sizes = [max(int(n) for n in dims.split("x")[-3:-1])  # a matrix's rows and columns
-             for call in re.findall(r"@lapack_\w+.*", text)
-             for dims in re.findall(r"tensor<((?:\d+x){3,})f", call)]
-    if not sizes:
-        return None
-    return max(1, (LAPACK_INLINE_WORK - 1) // max(sizes) ** 3)
 
 
 class _PhaseSums:
