@@ -48,7 +48,7 @@ from typing import Any
 import envpool
 import numpy as np
 import torch
-from harness import rate, ratios, spread, write_result
+from harness import rate, ratios, spread, spread_text, write_result
 from host_loop_profile import recorded_steps, replayed_per_s
 from raw_steps import EPISODE_LENGTH, raw_gym, raw_pool
 
@@ -236,21 +236,20 @@ def table(report: dict) -> list[str]:
               "policies around zero (early training: episodes of very different lengths)."]
     training = report.get("training")
     if training:
-        def figure(value: dict, digits: int = 0) -> str:
-            return (f"{value['median']:,.{digits}f} ({value['min']:,.{digits}f}–"
-                    f"{value['max']:,.{digits}f})")
-
         cases = training if isinstance(training, list) else [training]  # older files: one
         lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
                   "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that |",
                   "|---|---|---|---|---|---|"]
         for case in cases:
             episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
-            replayed = (f"{figure(case['pool_replayed'])} | {figure(case['ratio_replayed'], 2)}"
+            replayed = (f"{spread_text(case['pool_replayed'], thousands=True)} | "
+                        f"{spread_text(case['ratio_replayed'])}"
                         if "pool_replayed" in case else "– | –")
             lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}, "
-                         f"linear, {case['threads']} threads | {figure(case['neurorun'])} | "
-                         f"{figure(case['pool_raw'])} | {figure(case['ratio'], 2)} "
+                         f"linear, {case['threads']} threads | "
+                         f"{spread_text(case['neurorun'], thousands=True)} | "
+                         f"{spread_text(case['pool_raw'], thousands=True)} | "
+                         f"{spread_text(case['ratio'])} "
                          f"(≥ {case.get('target', 0.85)}) | {replayed} |")
         lines += ["", "Measured " + "; ".join(
             f"{case['env']} {case['date'][:10]}, load average {case['load_average'][0]}"

@@ -295,7 +295,7 @@ class Problem:
     def to_policy(self, solution: Any, obs_stats: RunningNorm | None = None) -> EnvPolicy:
         """The policy on raw observations: obs normalization (``obs_stats``, default: the
         current statistics) and action clipping inside."""
-        return env_policy(self.network, solution,
+        return env_policy(self.make_net(solution),
                           self.obs_stats if obs_stats is None else obs_stats,
                           self.observation_space, self.env_action_space)
 

@@ -1,5 +1,5 @@
-"""What a run hands out for a solution: its network, the policy on raw observations
-(``EnvPolicy``), and the policy pickle."""
+"""What a run hands out for a solution: the policy on raw observations (``EnvPolicy``) and the
+policy pickle."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import torch
 from gymnasium import spaces
 from torch import Tensor, nn
 
-from neurorun.nets import vector_to_module
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.running_norm import RunningNorm
 
@@ -23,14 +22,14 @@ def cpu_vector(solution: Any) -> Tensor:
     return torch.as_tensor(solution, dtype=torch.float32).detach().reshape(-1).cpu()
 
 
-def env_policy(network: nn.Module, solution: Any, stats: RunningNorm | None,
-               observation_space: spaces.Space, action_space: spaces.Space) -> EnvPolicy:
-    """``network`` with ``solution`` as parameters, between the normalization by ``stats``
-    and the clipping to ``action_space`` (the env's own, not the network's)."""
+def env_policy(net: nn.Module, stats: RunningNorm | None, observation_space: spaces.Space,
+               action_space: spaces.Space) -> EnvPolicy:
+    """``net`` between the normalization by ``stats`` and the clipping to ``action_space``
+    (the env's own, not the network's)."""
     bounded = hasattr(action_space, "low") and bool(
         np.isfinite(action_space.low).any() or np.isfinite(action_space.high).any())
     return EnvPolicy(
-        vector_to_module(network, cpu_vector(solution)),
+        net,
         obs_mean=None if stats is None else stats.mean.float().cpu(),
         obs_stdev=None if stats is None else stats.stdev.float().cpu(),
         act_low=torch.as_tensor(action_space.low, dtype=torch.float32) if bounded else None,
