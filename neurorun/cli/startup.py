@@ -14,15 +14,18 @@ import signal
 import sys
 import threading
 
-from neurorun.loop.signals import answered, said, watch
+from neurorun.loop.signals import answered, exit_now, said, watch
 
 
 def _interrupted(signum: int, frame: object) -> None:
+    """One line, then the process ends at once: a module may be loading inside a C++ call back
+    into Python (torch's), where an exception would abort the process instead. Nothing is
+    written yet, so there is nothing to clean up."""
     answered()
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
     print(f"{program if program.startswith('neurorun') else 'neurorun'}: {said(signum)}",
           file=sys.stderr)
-    sys.exit(128 + signum)
+    exit_now(128 + signum)
 
 
 # only Python's own handlers are replaced: a user's handler, or a signal ignored, stays as it is
