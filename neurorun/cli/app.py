@@ -50,7 +50,7 @@ from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
 from neurorun.common.atomic import is_disk_full
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError, one_line
-from neurorun.config.checks import resolve_config
+from neurorun.config.checks import read_key
 from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import Runner
@@ -97,10 +97,10 @@ def task_overrides(hydra_cfg: DictConfig) -> list[str]:
     return OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
 
 
-def _resumed_config(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+def _resumed_config(run_dir: str, overrides: list[str]) -> DictConfig:
     """A resumed run's saved config with this command line's ``overrides`` applied on top."""
     try:
-        return load_run_config(cfg.resume, overrides)
+        return load_run_config(run_dir, overrides)
     except (FileNotFoundError, ValueError) as error:
         raise ConfigError(str(error)) from error
 
@@ -156,31 +156,31 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
            kept_back: list[str]) -> tuple[RunConfig, dict[str, Any]]:
     """The config that ran, typed (a resumed run's saved one, this command's overrides on
     top), and what its run returned."""
-    resolve_config(cfg)  # before any key is read: OmegaConf's errors are tracebacks
+    resume = read_key(cfg, "resume")  # each key read here alone: the Runner reads them all
     picked = [o.partition("=")[0] for o in task_overrides(hydra_cfg)
               if o.lstrip("+~").partition("=")[0] in ("env_algo", "experiment_algo")]
     if picked:
         raise ConfigError(f"{picked[0]}= is not chosen on the command line: the env (or "
                           "experiment) and the algorithm pick it (env_algo/<env>/<algo>.yaml). "
                           "Fix: leave it out; set the algorithm's keys (algo.<key>=...) instead.")
-    chosen, name = hydra_cfg.runtime.choices.get("algo"), OmegaConf.select(cfg, "algo.name")
-    if not cfg.resume and chosen in ALGORITHMS and name is not None and chosen != name:
+    chosen, name = hydra_cfg.runtime.choices.get("algo"), read_key(cfg, "algo.name")
+    if not resume and chosen in ALGORITHMS and name is not None and chosen != name:
         raise ConfigError(f"algo.name={name} renames the algorithm algo={chosen} chose, whose "
                           f"options come with it. Fix: algo={name} (each algorithm's options: "
                           "`neurorun --help`).")
     hooks = None
     if (any(o.startswith("env=") for o in task_overrides(hydra_cfg)) and not sweep
-            and not cfg.resume
+            and not resume
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
         # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be. A Ctrl-C
         # waits for the end of it: inside Hydra's compose one became a composition error,
         # or was lost and the run went on (`_main` turned signals into interrupts)
         with held():
-            hooks = preset_hint(cfg.env.id, lambda name: compose(
+            hooks = preset_hint(read_key(cfg, "env.id"), lambda name: compose(
                 "config", overrides=[f"experiment={name}"]))
-    if cfg.resume:
+    if resume:
         overrides = [*task_overrides(hydra_cfg), *kept_back]
-        cfg = _resumed_config(cfg, overrides)
+        cfg = _resumed_config(resume, overrides)
         hooks = ResumeRecord(overrides)
     runner = Runner(cfg, run_dir=run_dir, callbacks=hooks)
     return runner.config, runner.run()
@@ -201,12 +201,14 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
     remove a run folder that never started; exit (with 2 for a config error), or, in a sweep
     (``exits`` False), return the cause. Ctrl-C or a signal always exits (the resume hint is
     printed)."""
+    # a resume's folder is the user's: never removed (a `${...}` that failed is no resume)
+    resuming = OmegaConf.select(cfg, "resume", throw_on_resolution_failure=False)
     if isinstance(error, KeyboardInterrupt):
-        if not cfg.resume:
+        if not resuming:
             _discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
         _interrupted(error)
     if isinstance(error, ConfigError):
-        if not cfg.resume and not isinstance(error, FolderInUseError):  # not another's files
+        if not resuming and not isinstance(error, FolderInUseError):  # not another's files
             _discard_unstarted(run_dir)
         if exits:
             print(f"neurorun: config error: {error}", file=sys.stderr)
@@ -219,7 +221,7 @@ def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -
         if exits:
             sys.exit(1)
     logging.getLogger(__name__).exception("the run failed")
-    if not cfg.resume:
+    if not resuming:
         _discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
     log_file = _log_file()  # gone with its folder where the run removed it (Runner)
     cause = f"{one_line(error, with_type=True)}{_where(error)}" + (

@@ -25,6 +25,6 @@ class ResumeRecord(Callbacks):
     def on_run_start(self, runner: Runner) -> None:
         with held():  # a signal now waits for the record's end: never an empty folder
             folder = Path(new_folder(resume_record(runner.run_dir)))
-            for name, config in (("config.yaml", runner.cfg),
+            for name, config in (("config.yaml", OmegaConf.create(runner.composed())),
                                  ("overrides.yaml", OmegaConf.create(self.overrides))):
                 atomic_write(folder / name, lambda path, c=config: OmegaConf.save(c, path))

@@ -66,6 +66,15 @@ def _raw_value(cfg: DictConfig, key: str) -> Any:
     return node
 
 
+def _unresolved(cfg: DictConfig, error: OmegaConfBaseException) -> ConfigError:
+    """One line naming the key a `${...}` (or a `???`) of which does not resolve."""
+    key = str(error.full_key or "")
+    return ConfigError(f"{key}={_raw_value(cfg, key)!r} cannot be resolved "
+                       f"({one_line(error, first_line=True)}). "
+                       f"Fix: give {key} a value (or an interpolation that resolves; "
+                       "`neurorun --cfg job` shows the config).")
+
+
 def resolve_config(cfg: DictConfig) -> dict[str, Any]:
     """The config as plain values, every `${...}` resolved; a `${...}` that does not resolve or
     a `???` is one ConfigError naming the key (OmegaConf would raise its traceback wherever
@@ -73,11 +82,16 @@ def resolve_config(cfg: DictConfig) -> dict[str, Any]:
     try:
         return OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     except OmegaConfBaseException as error:
-        key = str(error.full_key or "")
-        raise ConfigError(f"{key}={_raw_value(cfg, key)!r} cannot be resolved "
-                          f"({one_line(error, first_line=True)}). "
-                          f"Fix: give {key} a value (or an interpolation that resolves; "
-                          "`neurorun --cfg job` shows the config).") from None
+        raise _unresolved(cfg, error) from None
+
+
+def read_key(cfg: DictConfig, key: str) -> Any:
+    """The value of one dotted ``key`` (None where absent), resolved alone: what the command
+    reads before the whole config is (`validate_config`), with resolve_config's one line."""
+    try:
+        return OmegaConf.select(cfg, key, throw_on_missing=True)
+    except OmegaConfBaseException as error:
+        raise _unresolved(cfg, error) from None
 
 
 def distributed_mode(config: RunConfig, algorithm: SearchAlgorithm) -> bool:

@@ -235,8 +235,17 @@ class RunConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
-    logger: Any = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
-                          load_section(logger_section(), raw, path))
+    # the videos' keys, and a section per logger row (`logger_section`, made at load)
+    logger: VideoSettings = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
+                                    load_section(logger_section(), raw, path))
+
+    def as_record(self) -> dict[str, Any]:
+        """Every key as plain values, ``algo``'s options flat beside its own keys, as written in
+        a config (what the console shows and trackers record)."""
+        record = dataclasses.asdict(self)
+        algo = record["algo"]
+        record["algo"] = {**{key: algo[key] for key in ALGO_KEYS}, **algo["options"]}
+        return record
 
 
 def declared(key: str) -> tuple[Any, Mapping[str, Any]]:

@@ -10,7 +10,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neurorun.algorithms import ALGORITHMS, SearchAlgorithm, make_algorithm
 from neurorun.common.errors import ConfigError
@@ -49,19 +48,15 @@ def resolve_env_backend(config: RunConfig) -> str | None:
     return "envpool" if chosen.takes_threads else "gymnasium"  # env.backend's two choices
 
 
-def choose_env_backend(cfg: DictConfig,
-                       config: RunConfig) -> tuple[RunConfig, str | None]:
-    """The config with the backend env.backend=auto picked written into both forms (the
-    composed one is what the run folder saves, so a resumed run keeps it), and that backend
-    (None: nothing picked)."""
+def choose_env_backend(config: RunConfig) -> tuple[RunConfig, str | None]:
+    """The config with the backend env.backend=auto picked, and that backend (None: nothing
+    picked), which the run folder's saved config records, so a resumed run keeps it."""
     chosen = resolve_env_backend(config)
     if chosen is None:
         return config, None
     logging.getLogger(__name__).info(
         "env %s runs on %s (env.backend=auto picked it; set env.backend=gymnasium or envpool "
         "to choose)", config.env.id, chosen)
-    with open_dict(cfg):  # a config given as a dict may lack the env section
-        OmegaConf.update(cfg, "env.backend", chosen, force_add=True)
     return dataclasses.replace(config, env=dataclasses.replace(config.env, backend=chosen)), chosen
 
 

@@ -42,10 +42,11 @@ def _default_run_dir(config: RunConfig) -> Path:
 
 
 class RunParts:
-    """Attributes: cfg (the config as composed, what the run folder saves), config (the typed
-    `RunConfig` every part is built from), backend_chosen (what env.backend=auto picked, or
-    None), folder (the RunFolder it owns), run_dir, problem, algorithm, evaluator, loggers,
-    videos, limits, distributed."""
+    """Attributes: cfg (the config as composed, its `${...}` as written), config (the typed
+    `RunConfig` every part is built from, read once from cfg), backend_chosen (what
+    env.backend=auto picked, or None: the saved config records it, `composed()`), folder (the
+    RunFolder it owns), run_dir, problem, algorithm, evaluator, loggers, videos, limits,
+    distributed."""
 
     def __init__(self, cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None):
         cfg = cfg if isinstance(cfg, DictConfig) else OmegaConf.create(dict(cfg))
@@ -58,7 +59,7 @@ class RunParts:
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)
         self._restore_console = show_library_messages(quiet=config.logger.console.quiet)
         try:
-            self.config, self.backend_chosen = choose_env_backend(cfg, config)
+            self.config, self.backend_chosen = choose_env_backend(config)
             if self.config.env.note:
                 logging.getLogger(__name__).info("%s", self.config.env.note)
             # the folder's owner from here on: nothing in it is read or cleaned before
@@ -85,12 +86,19 @@ class RunParts:
                             at_exit=interrupted and compiles_running())
         self._restore_console()
 
+    def composed(self) -> dict[str, Any]:
+        """The config as composed, its `${...}` as written, with the backend auto chose."""
+        plain = OmegaConf.to_container(self.cfg, resolve=False)
+        if self.backend_chosen:
+            plain["env"] = {**plain.get("env", {}), "backend": self.backend_chosen}
+        return plain
+
     def _save_config(self) -> None:
-        """Write what a later resume=<run dir> starts from: the config as composed, its
-        `${...}` as written, with the backend auto chose (kept where a resumed run's is)."""
+        """Write what a later resume=<run dir> starts from: `composed()` (the backend auto
+        chose kept where a resumed run's is)."""
         saved = saved_config_path(self.run_dir)
         if self.config.resume or self.backend_chosen or not saved.is_file():
-            plain = {**OmegaConf.to_container(self.cfg, resolve=False), "resume": None,
+            plain = {**self.composed(), "resume": None,
                      "trust_code": False}  # a later resume trusts code only when told again
             atomic.atomic_write_text(OmegaConf.to_yaml(plain), saved)
 
@@ -125,8 +133,8 @@ class RunParts:
                     config.logger, self.run_dir, self.limits,
                     offsets=None if state is None else state.loggers)
                 parts.callback(lambda: self.loggers.close(self.summary))
-                # what the console shows and trackers record: the config as composed
-                self.loggers.start(OmegaConf.to_container(self.cfg, resolve=True))
+                # what the console shows and trackers record: the typed config, every key
+                self.loggers.start(config.as_record())
             except (ImportError, ValueError) as error:  # a tracker, damaged metrics
                 raise ConfigError(str(error)) from error
             self.evaluator: Evaluator = make_evaluator(config, self.problem)

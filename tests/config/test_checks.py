@@ -274,3 +274,16 @@ def test_the_run_entry_prepares_before_this_machine_is_asked(monkeypatch):
     monkeypatch.setattr(checks, "check_machine", lambda config: calls.append("machine"))
     checks.validate_config(tiny(), prepare=lambda config: calls.append(("prepare", config.seed)))
     assert calls == [("prepare", 0), "machine"]
+
+
+def test_a_key_read_alone_names_the_key_that_does_not_resolve():
+    """What the command reads before the whole config (resume, env.id, algo.name)."""
+    from omegaconf import OmegaConf
+
+    from neurorun.config.checks import read_key
+
+    cfg = OmegaConf.create({"resume": "${oc.env:NOPE_XYZ}", "env": {"id": "CartPole-v1"}})
+    assert read_key(cfg, "env.id") == "CartPole-v1" and read_key(cfg, "algo.name") is None
+    with pytest.raises(ConfigError, match=r"^resume='\$\{oc.env:NOPE_XYZ\}' cannot be "
+                                          r"resolved .*Fix: give resume a value"):
+        read_key(cfg, "resume")

@@ -60,13 +60,14 @@ def test_tensorboard_events_hold_the_metrics(tmp_path):
 def test_mlflow_holds_metrics_params_and_artifacts_in_the_run_folder(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    rows = tracked_run(tmp_path, "mlflow", "algo.popsize=12")
+    rows = tracked_run(tmp_path, "mlflow", "algo.popsize=12", "algo.center_learning_rate=0.25")
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")  # the default store
     (run,) = client.search_runs([client.get_experiment_by_name("neurorun").experiment_id])
     history = client.get_metric_history(run.info.run_id, "mean_eval")
     assert [(m.step, m.value) for m in history] == [
         (int(r["generation"]), pytest.approx(float(r["mean_eval"]), rel=1e-12)) for r in rows]
     assert run.data.params["algo.popsize"] == "12"
+    assert run.data.params["algo.center_learning_rate"] == "0.25"  # an option: beside popsize
     assert run.data.params["env.id"] == "CartPole-v1"
     local = Path(client.download_artifacts(run.info.run_id, "", str(tmp_path / "download")))
     assert (local / "metrics.csv").read_bytes() == (tmp_path / "metrics.csv").read_bytes()
