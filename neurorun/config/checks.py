@@ -13,18 +13,20 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from neurorun.algorithms import ALGORITHMS, SearchAlgorithm, make_algorithm
+from neurorun.algorithms.options import per_parameter_options
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
+from neurorun.common.values import is_int, is_number
 from neurorun.config.machine import check_machine, check_ray_installed
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
-
-if TYPE_CHECKING:  # heavy modules (torch envs, ray) load when a run builds its parts
-    from neurorun.algorithms import SearchAlgorithm
+from neurorun.parallel.distributed import require_distributable
+from neurorun.parallel.workload import check_workload
 
 _PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
 
@@ -40,10 +42,6 @@ def _probe_options(algo: AlgoConfig) -> dict[str, Any]:
     per-parameter option stands in as its first number, and a noise table shorter than the
     probe's length as one of that length (both are checked against D when the algorithm is
     built for the sized problem: the probe's refusal named its own length as the solution's)."""
-    from neurorun.algorithms import ALGORITHMS
-    from neurorun.algorithms.options import per_parameter_options
-    from neurorun.common.values import is_int, is_number
-
     options = dict(algo.options)
     for key in per_parameter_options(ALGORITHMS[algo.name].Options):
         value = options.get(key)
@@ -110,8 +108,6 @@ def distributed_mode(config: RunConfig, algorithm: SearchAlgorithm) -> bool:
         raise ConfigError("algo.distributed=true: actors sample and return weighted sums, so "
                           "it needs ray. Fix: add parallel=ray (or algo.distributed=false).")
     if value:
-        from neurorun.parallel import require_distributable  # ray stays unloaded
-
         try:
             require_distributable(algorithm)
         except ValueError as error:
@@ -154,8 +150,6 @@ def _check_restart(config: RunConfig) -> None:
 
 def _check_parallel(config: RunConfig) -> None:
     """parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
-    from neurorun.parallel.workload import check_workload
-
     parallel = config.parallel
     if parallel.name == "ray":
         try:
@@ -168,8 +162,6 @@ def _check_parallel(config: RunConfig) -> None:
 def _check_algorithm(config: RunConfig) -> None:
     """The algorithm's own check of its options, on a probe of a small length (instant);
     distributed mode; what a table size with seeded noise means."""
-    from neurorun.algorithms import make_algorithm
-
     algo = config.algo
     try:
         probe = make_algorithm(algo.name, solution_length=_PROBE_LENGTH, popsize=algo.popsize,

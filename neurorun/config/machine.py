@@ -12,11 +12,13 @@ import torch
 
 from neurorun.common.errors import ConfigError
 from neurorun.common.extras import MissingExtraError, require
+from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
 from neurorun.common.values import is_int
+from neurorun.envs import Backend, backend_of, resolve_backend
+from neurorun.parallel.workload import check_local_actors
 
 if TYPE_CHECKING:
     from neurorun.config.schema import RunConfig
-    from neurorun.envs import Backend
 
 
 @contextlib.contextmanager
@@ -32,8 +34,6 @@ def _as_config_error() -> Iterator[None]:
 def _env_backend(config: RunConfig) -> Backend | None:
     """The backend table's row of env.id (None: a malformed id, reported where the env is
     resolved)."""
-    from neurorun.envs import backend_of
-
     try:
         return backend_of(config.env.id)
     except ValueError:
@@ -64,8 +64,6 @@ def _check_device(config: RunConfig, backend: Backend | None) -> None:
 def _check_num_threads(config: RunConfig) -> None:
     """env.num_threads on an env that has no EnvPool threads (the spec env.backend resolves
     to: a bare id may run on EnvPool or gymnasium)."""
-    from neurorun.envs import backend_of, resolve_backend
-
     threads = config.env.num_threads
     if threads is None:
         return  # resolving env.backend=auto may import EnvPool: only when it matters
@@ -78,17 +76,12 @@ def _check_num_threads(config: RunConfig) -> None:
 
 
 def _free_memory() -> int:
-    from neurorun.common.memory import device_free_bytes
-
     return device_free_bytes(torch.device("cpu"))
 
 
 def _check_local_actors(config: RunConfig) -> None:
     """A local ray's actor count (a number, or one per parallel.num_cpus) that this machine's
     memory cannot hold, refused before ray starts."""
-    from neurorun.common.memory import MEMORY_SHARE
-    from neurorun.parallel.workload import check_local_actors
-
     parallel = config.parallel
     if parallel.name != "ray" or parallel.address:  # a joined cluster's nodes hold the actors
         return
