@@ -76,6 +76,8 @@ def summary(folder: Path) -> dict[str, Any]:
     load = [float(x) for x in loads.read_text().split()] if loads.is_file() else []
     return {"run": folder.name, "algo": config.algo.name, "seed": int(config.seed),
             "backend": config.env.env_config.backend,
+            "policy": ("linear" if config.network.spec.count("Linear(") == 1 else
+                       f"MLP {config.network.network_args.get('hidden', '?')} tanh"),
             "shaped": bool(config.problem.decrease_rewards_by
                            or config.problem.alive_bonus_schedule),
             "generations": int(rows[-1]["generation"]),
@@ -140,16 +142,17 @@ TABLES = [("humanoid_steps.json",
 
 
 def table(report: dict) -> list[str]:
-    lines = ["| run | algorithm | seed | backend | training fitness | steps to 1,000-step test "
+    lines = ["| run | algorithm | seed | backend | policy | training fitness | steps to 1,000-step test "
              "episodes | steps to stand (wall s) | best center_eval (test-episode length) at "
              "steps | steps run | load average, median |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:
         stood = ("not yet" if r["steps_to_stand"] is None else
                  f"{r['steps_to_stand'] / 1e6:.2f}M ({r['wall_s_to_stand']:,})")
         up = r.get("steps_to_full_length")
         lines.append(
             f"| {r['run']} | {r['algo']} | {r['seed']} | {r['backend']} | "
+            f"{r.get('policy', 'linear')} | "
             f"{'shaped' if r['shaped'] else 'own reward'} | "
             f"{'not yet' if up is None else f'{up / 1e6:.2f}M'} | {stood} | "
             f"{r['best_center_eval']:,.1f} ({r['best_center_eval_length']:.0f}) at "
