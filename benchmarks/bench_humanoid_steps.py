@@ -142,9 +142,9 @@ TABLES = [("humanoid_steps.json",
 
 
 def table(report: dict) -> list[str]:
-    lines = ["| run | algorithm | seed | backend | policy | training fitness | steps to 1,000-step test "
-             "episodes | steps to stand (wall s) | best center_eval (test-episode length) at "
-             "steps | steps run | load average, median |",
+    lines = ["| run | algorithm | seed | backend | policy | training fitness | steps to "
+             "1,000-step test episodes | steps to stand (wall s) | best center_eval "
+             "(test-episode length) at steps | steps run | load average, median |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["runs"]:
         stood = ("not yet" if r["steps_to_stand"] is None else
