@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,6 +64,11 @@ def run(label: str, algo: str, seeds: list[int], steps: int, overrides: list[str
             sys.exit(f"{' '.join(command)} failed with {finished.returncode}")
 
 
+def _policy(spec: str, constants: dict[str, Any]) -> str:
+    """The network string with its constants written in (`Linear(obs_length, 64) >> ...`)."""
+    return re.sub(r"\b\w+\b", lambda m: str(constants.get(m.group(), m.group())), spec)
+
+
 def summary(folder: Path) -> dict[str, Any]:
     config = read_config(saved_config_path(folder))
     with open(folder / "metrics.csv", newline="") as file:
@@ -76,8 +82,7 @@ def summary(folder: Path) -> dict[str, Any]:
     load = [float(x) for x in loads.read_text().split()] if loads.is_file() else []
     return {"run": folder.name, "algo": config.algo.name, "seed": int(config.seed),
             "backend": config.env.env_config.backend,
-            "policy": ("linear" if config.network.spec.count("Linear(") == 1 else
-                       f"MLP {config.network.network_args.get('hidden', '?')} tanh"),
+            "policy": _policy(config.network.spec, config.network.network_args),
             "shaped": bool(config.problem.decrease_rewards_by
                            or config.problem.alive_bonus_schedule),
             "generations": int(rows[-1]["generation"]),
@@ -152,7 +157,7 @@ def table(report: dict) -> list[str]:
         up = r.get("steps_to_full_length")
         lines.append(
             f"| {r['run']} | {r['algo']} | {r['seed']} | {r['backend']} | "
-            f"{r.get('policy', 'linear')} | "
+            f"`{r['policy']}` | "
             f"{'shaped' if r['shaped'] else 'own reward'} | "
             f"{'not yet' if up is None else f'{up / 1e6:.2f}M'} | {stood} | "
             f"{r['best_center_eval']:,.1f} ({r['best_center_eval_length']:.0f}) at "

@@ -9,6 +9,7 @@ code for longer than the signal's grace, the watcher ends the process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -18,14 +19,18 @@ from neurorun.loop.signals import answered, exit_now, said, watch
 
 
 def _interrupted(signum: int, frame: object) -> None:
-    """One line, then the process ends at once: a module may be loading inside a C++ call back
-    into Python (torch's), where an exception would abort the process instead. Nothing is
-    written yet, so there is nothing to clean up."""
+    """One line and 128 + the signal number. A console script ends at once: a module may be
+    loading inside a C++ call back into Python (torch's), where an exception would abort the
+    process, and nothing is written yet. Python code importing neurorun gets SystemExit (its
+    `finally` blocks run)."""
     answered()
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
-    print(f"{program if program.startswith('neurorun') else 'neurorun'}: {said(signum)}",
-          file=sys.stderr)
-    exit_now(128 + signum)
+    line = f"{program if program.startswith('neurorun') else 'neurorun'}: {said(signum)}\n"
+    with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
+        os.write(2, line.encode())  # no buffer: a signal may come in the middle of a print
+    if program.startswith("neurorun"):
+        exit_now(128 + signum)
+    sys.exit(128 + signum)
 
 
 # only Python's own handlers are replaced: a user's handler, or a signal ignored, stays as it is

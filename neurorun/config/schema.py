@@ -235,9 +235,9 @@ class RunConfig:
     network: NetworkConfig = field(default_factory=NetworkConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
-    # the videos' keys, and a section per logger row (`logger_section`, made at load)
-    logger: VideoSettings = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
-                                    load_section(logger_section(), raw, path))
+    # `logger_section()`'s dataclass, made at load: the videos' keys and a section per row
+    logger: Any = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
+                          load_section(logger_section(), raw, path))
 
     def as_record(self) -> dict[str, Any]:
         """Every key as plain values, ``algo``'s options flat beside its own keys, as written in

@@ -90,7 +90,7 @@ class RunParts:
         """The config as composed, its `${...}` as written, with the backend auto chose."""
         plain = OmegaConf.to_container(self.cfg, resolve=False)
         if self.backend_chosen:
-            plain["env"] = {**plain.get("env", {}), "backend": self.backend_chosen}
+            plain["env"] = {**(plain.get("env") or {}), "backend": self.backend_chosen}
         return plain
 
     def _save_config(self) -> None:
