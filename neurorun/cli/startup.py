@@ -25,10 +25,11 @@ def _interrupted(signum: int, frame: object) -> None:
     `finally` blocks run)."""
     answered()
     program = os.path.basename(sys.argv[0]) if sys.argv else ""
-    line = f"{program if program.startswith('neurorun') else 'neurorun'}: {said(signum)}\n"
+    script = program.startswith("neurorun")  # a console script, not code importing neurorun
+    line = f"{program if script else 'neurorun'}: {said(signum)}\n"
     with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
         os.write(2, line.encode())  # no buffer: a signal may come in the middle of a print
-    if program.startswith("neurorun"):
+    if script:
         exit_now(128 + signum)
     sys.exit(128 + signum)
 
