@@ -240,10 +240,11 @@ TABLES = [  # (result file, title): what run.py's summary shows of this benchmar
 
 
 def curve_links(report: dict) -> list[str]:
-    """A line linking the report's curve images (none when it has none)."""
+    """A line naming the report's curve images, drawn into results/ by the benchmark and not
+    committed (none when it has none)."""
     plots = report.get("plots", [])
-    return ["", "Curves: " + ", ".join(f"[{p}](../benchmarks/results/{p})" for p in plots)] \
-        if plots else []
+    return ["", "Curves (drawn by the benchmark, not committed): "
+            + ", ".join(f"`{p}`" for p in plots)] if plots else []
 
 
 def table(report: dict) -> list[str]:
