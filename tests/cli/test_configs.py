@@ -126,6 +126,19 @@ def test_experiment_presets_hold_the_published_settings(composer, preset, expect
     assert "Source:" in text and "# @package _global_" in text
 
 
+def test_config_yaml_names_every_group_folder():
+    """A group is a folder of conf/: config.yaml's header names it and its defaults list picks
+    it, so a new group is not missed by a reader of either."""
+    folders = sorted(p.name for p in CONF.iterdir() if p.is_dir() and p.name != "__pycache__")
+    text = (CONF / "config.yaml").read_text()
+    header = text[:text.index("defaults:")]
+    picked = {str(entry).removeprefix("optional ") for item in OmegaConf.load(
+        CONF / "config.yaml").defaults if not isinstance(item, str) for entry in item}
+    assert len(folders) >= 10
+    assert [f for f in folders if not re.search(rf"\b{f}\b", header)] == []
+    assert [f for f in folders if f not in picked] == []
+
+
 def test_every_key_has_a_comment():
     """A key line carries a comment, or the line above it is one."""
     key_line = re.compile(r"^\s*(- )?[\w./@-]+( [\w/]+)?:(\s|$)")

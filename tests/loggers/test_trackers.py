@@ -15,6 +15,7 @@ from neurorun.common.errors import ConfigError
 from neurorun.loggers import make_loggers
 from neurorun.loop.runner import Runner
 from neurorun.loop.status import StopLimits
+from neurorun.record.layout import written_names
 
 from .test_make_loggers import typed
 
@@ -26,6 +27,8 @@ def tracked_run(folder: Path, tracker: str, *overrides: str) -> list[dict[str, s
     cfg = compose_config(["debug=default", f"generations={GENERATIONS}",
                           f"logger.{tracker}.enabled=true", *overrides])
     Runner(cfg, run_dir=folder).run()
+    # what the tracker wrote is named in record/layout.py (a link there is refused, not followed)
+    assert {path.name for path in folder.iterdir()} <= set(written_names())
     with open(folder / "metrics.csv", newline="") as file:
         return list(csv.DictReader(file))
 
