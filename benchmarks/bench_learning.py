@@ -239,7 +239,7 @@ TABLES = [  # (result file, title): what run.py's summary shows of this benchmar
 ]
 
 
-def curve_links(report: dict) -> list[str]:
+def curve_names(report: dict) -> list[str]:
     """A line naming the report's curve images, drawn into results/ by the benchmark and not
     committed (none when it has none)."""
     plots = report.get("plots", [])
@@ -257,7 +257,7 @@ def table(report: dict) -> list[str]:
         lines.append(f"| {r['env']} (≥ {r['target']}) | {r['algo']} | "
                      f"{r['solved']}/{r['runs']} (cap {r['max_time']} s) | {seconds} | {steps} | "
                      f"{gens} | `{r['settings']}` |")
-    return lines + curve_links(report)
+    return lines + curve_names(report)
 
 
 if __name__ == "__main__":

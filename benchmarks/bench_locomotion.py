@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 from bench_evotorch import EvoTorchSide, ensure_venv
-from bench_learning import RESULTS, curve_links, plot_curves, run_folder
+from bench_learning import RESULTS, curve_names, plot_curves, run_folder
 from harness import write_result
 
 from neurorun.tools.runs import Run
@@ -460,7 +460,7 @@ def table(report: dict) -> list[str]:
             f"{cell(r['median_final'], ',.0f')} / "
             f"{cell(r['median_best'], ',.0f')} | {checks} |")
     return (lines + evotorch_locomotion_lines(report.get("evotorch", []))
-            + longer_locomotion_lines(report.get("longer", [])) + curve_links(report))
+            + longer_locomotion_lines(report.get("longer", [])) + curve_names(report))
 
 
 def longer_locomotion_lines(rows: list[dict]) -> list[str]:
