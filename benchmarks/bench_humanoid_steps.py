@@ -2,25 +2,27 @@
 
     python benchmarks/bench_humanoid_steps.py run --label noshape --algo pgpe --seeds 0 1 2 \
         [--steps 100000000] [--override KEY=VALUE ...]
-    python benchmarks/bench_humanoid_steps.py summary RUN_FOLDER [RUN_FOLDER ...]
+    python benchmarks/bench_humanoid_steps.py summary RUN_FOLDER [RUN_FOLDER ...] [--plot FILE]
 
 ``run``: `neurorun algo=<algo> env=brax::humanoid max_time=null max_interactions=<steps>
 seed=<seed> <overrides>` per seed, each in its own process, one after the other, into
 runs/bench_humanoid_steps/<label>_s<seed> (its metrics.csv is the curve, written as it goes),
 the load average sampled every minute beside it (load.txt). Run it alone on the machine.
 
-``summary``: per run folder, the steps to the first center evaluation whose test episodes all
+``summary``: per run folder (its row of results/humanoid_steps.json replaced, the other rows
+kept), the steps to the first center evaluation whose test episodes all
 last ``STAND_LENGTH`` steps, and (with wall seconds) to the first of those that also scores >=
 ``STAND_SCORE`` (the humanoid stands), the best center_eval and its test-episode length, the
 steps done, the median load;
-written to results/humanoid_steps.json, with the curves (env steps on x: center_eval and
-center_eval_length) as results/humanoid_steps.png.
+written to results/humanoid_steps.json, with the given runs' curves (env steps on x:
+center_eval and center_eval_length) as results/humanoid_steps.png (``--plot`` names another).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import statistics
@@ -130,14 +132,18 @@ def main() -> None:
     running.add_argument("--override", action="append", default=[])
     summarizing = commands.add_parser("summary")
     summarizing.add_argument("folders", type=Path, nargs="+")
+    summarizing.add_argument("--plot", default="humanoid_steps.png",
+                             help="the curves' file in results/ (the given folders' runs)")
     args = parser.parse_args()
     if args.command == "run":
         run(args.label, args.algo, args.seeds, args.steps, args.override)
         return
     results = [summary(folder) for folder in args.folders if folder.is_dir()]  # not load.txt
-    write_result(RESULTS / "humanoid_steps.json",
-                 runs=[{k: v for k, v in r.items() if k != "curve"} for r in results])
-    plot(results, RESULTS / "humanoid_steps.png")
+    path = RESULTS / "humanoid_steps.json"
+    runs = {r["run"]: r for r in (json.loads(path.read_text())["runs"] if path.is_file() else [])}
+    runs.update({r["run"]: {k: v for k, v in r.items() if k != "curve"} for r in results})
+    write_result(path, runs=list(runs.values()))
+    plot(results, RESULTS / args.plot)
     for result in results:
         print({k: v for k, v in result.items() if k != "curve"})
 
