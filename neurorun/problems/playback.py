@@ -63,6 +63,12 @@ def is_mujoco_env(name: str) -> bool:
     return "mujoco" in str(entry_point)
 
 
+def body_camera(model: Any) -> int:
+    """The camera a brax or Playground model is drawn from: its first (brax's humanoid and
+    ant, CheetahRun: one that follows the body), else MuJoCo's free camera (-1)."""
+    return 0 if model.ncam else -1
+
+
 class MujocoDrawing:
     """MuJoCo's renderer of one model, FRAME_WIDTH x FRAME_HEIGHT, without multisampling,
     shadows, reflections and skybox, reading no depth: each of them multiplies the time of a
@@ -164,8 +170,8 @@ class GymPlayer(Player):
 
 class JaxPlayer(Player):
     """A brax or Playground env: one env of the run's batched env, its reset and step jitted
-    once for the player, each state's positions drawn by MuJoCo's renderer (the model's first
-    camera: brax ant's and CheetahRun's follow the body)."""
+    once for the player, each state's positions drawn by MuJoCo's renderer from
+    ``body_camera``."""
 
     def __init__(self, spec: str, env_config: dict[str, Any], episode_length: int | None):
         import jax
@@ -181,7 +187,7 @@ class JaxPlayer(Player):
         if model is None:
             model = env.sys.mj_model
         self.model, self.data = model, mujoco.MjData(model)
-        self.drawing = MujocoDrawing(model, 0 if model.ncam else -1)
+        self.drawing = MujocoDrawing(model, body_camera(model))
 
     def frames(self, policy: Any, seed: int, episode: Episode) -> Iterator[np.ndarray]:
         import jax.numpy as jnp

@@ -121,3 +121,44 @@ def test_a_render_that_cannot_fit_in_memory_is_refused_before_its_episodes(run_d
     fits = int(0.8 * 50_000_000 // (frame * (5 + 1) * episodes.FRAME_COPIES))
     assert f"--episodes {fits:,} or fewer" in err and "100,000" in err
     assert not out.exists()
+
+
+# brax humanoid drawn at its start and 4 m further along x, from `camera`: how far the body's
+# pixels (neither the floor's black nor its white) move between the two frames
+BODY_SHIFT = """
+import sys
+from types import SimpleNamespace
+import numpy as np
+from brax import envs
+from neurorun.problems.playback import body_camera
+from neurorun.tools.brax_render import _frames
+
+model = envs.get_environment("humanoid", backend="spring").sys.mj_model
+moved = model.qpos0.copy()
+moved[0] += 4.0
+camera = body_camera(model) if sys.argv[1] == "body" else int(sys.argv[1])
+centers = []
+for q in (model.qpos0, moved):
+    (frame,) = _frames(model, [SimpleNamespace(q=q)], camera)
+    pixels = frame.astype(int)
+    body = (pixels.max(-1) - pixels.min(-1) > 40) & (pixels.max(-1) < 200)
+    centers.append(np.argwhere(body).mean(0) if body.sum() > 20 else np.array([1e9, 1e9]))
+print(float(np.abs(centers[1] - centers[0]).max()))
+"""
+
+
+@pytest.mark.extras("jax")
+def test_brax_frames_follow_the_body_as_a_runs_videos_do():
+    """neurorun-render's brax frames come from the camera a run's videos use (the model's
+    first, which follows the humanoid): the body stays in place where MuJoCo's free camera
+    (-1) loses it."""
+    def shift(camera: str) -> float:
+        done = subprocess.run([sys.executable, "-c", BODY_SHIFT, camera], capture_output=True,
+                              text=True, timeout=300,
+                              env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL",
+                                                                              "egl")})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return float(done.stdout.split()[-1])
+
+    assert shift("body") < 3
+    assert shift("-1") > 20
