@@ -123,27 +123,39 @@ def test_a_render_that_cannot_fit_in_memory_is_refused_before_its_episodes(run_d
     assert not out.exists()
 
 
-# brax humanoid drawn at its start and 4 m further along x, from `camera`: how far the body's
-# pixels (neither the floor's black nor its white) move between the two frames
+# brax humanoid drawn at its start and 4 m further along x, by neurorun-render's writer (argv[1]
+# "tool": a GIF) or from a camera (an index): how far the body's pixels (neither the floor's
+# black nor its white) move between the two frames, and the fewest body pixels in a frame
 BODY_SHIFT = """
-import sys
+import sys, tempfile
+from pathlib import Path
 from types import SimpleNamespace
 import numpy as np
+from PIL import Image
 from brax import envs
-from neurorun.problems.playback import body_camera
-from neurorun.tools.brax_render import _frames
+from neurorun.tools.brax_render import _frames, _write
 
 model = envs.get_environment("humanoid", backend="spring").sys.mj_model
 moved = model.qpos0.copy()
 moved[0] += 4.0
-camera = body_camera(model) if sys.argv[1] == "body" else int(sys.argv[1])
-centers = []
-for q in (model.qpos0, moved):
-    (frame,) = _frames(model, [SimpleNamespace(q=q)], camera)
+states = [SimpleNamespace(q=model.qpos0), SimpleNamespace(q=moved)]
+if sys.argv[1] == "tool":
+    out = Path(tempfile.mkdtemp()) / "moved.gif"
+    _write(SimpleNamespace(mj_model=model), states, out, 10.0)
+    with Image.open(out) as gif:
+        frames = []
+        for index in range(2):
+            gif.seek(index)
+            frames.append(np.asarray(gif.convert("RGB")))
+else:
+    frames = _frames(model, states, int(sys.argv[1]))
+centers, counts = [], []
+for frame in frames:
     pixels = frame.astype(int)
     body = (pixels.max(-1) - pixels.min(-1) > 40) & (pixels.max(-1) < 200)
+    counts.append(int(body.sum()))
     centers.append(np.argwhere(body).mean(0) if body.sum() > 20 else np.array([1e9, 1e9]))
-print(float(np.abs(centers[1] - centers[0]).max()))
+print(float(np.abs(centers[1] - centers[0]).max()), min(counts))
 """
 
 
@@ -152,13 +164,15 @@ def test_brax_frames_follow_the_body_as_a_runs_videos_do():
     """neurorun-render's brax frames come from the camera a run's videos use (the model's
     first, which follows the humanoid): the body stays in place where MuJoCo's free camera
     (-1) loses it."""
-    def shift(camera: str) -> float:
-        done = subprocess.run([sys.executable, "-c", BODY_SHIFT, camera], capture_output=True,
+    def shift(how: str) -> tuple[float, int]:
+        done = subprocess.run([sys.executable, "-c", BODY_SHIFT, how], capture_output=True,
                               text=True, timeout=300,
                               env={**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL",
                                                                               "egl")})
         assert done.returncode == 0, done.stderr[-2000:]
-        return float(done.stdout.split()[-1])
+        moved, fewest = done.stdout.split()[-2:]
+        return float(moved), int(fewest)
 
-    assert shift("body") < 3
-    assert shift("-1") > 20
+    moved, fewest = shift("tool")
+    assert fewest > 100 and moved < 3  # seen in both frames, in the same place
+    assert shift("-1")[0] > 20
