@@ -11,6 +11,7 @@ not skipped: a skip would read as a check that ran.
 import ast
 import os
 import shutil
+import signal
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
@@ -18,6 +19,11 @@ from pathlib import Path
 import pytest
 
 from neurorun.common.extras import EXTRAS
+
+# The signal tests start from the default dispositions: `nohup make test` would start the suite
+# with SIGHUP ignored, and every run it starts would inherit that (and keep it, as a run started
+# under nohup does: tests/cli/test_signals.py ignores it in the child where it means to).
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 # jax makes its CPU host devices once, when it starts: 4 of them let the tests run the compiled
 # evaluation on 1, 2 or 4 devices (tests/problems/test_devices.py); what the user's XLA_FLAGS
