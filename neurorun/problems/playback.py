@@ -63,12 +63,6 @@ def is_mujoco_env(name: str) -> bool:
     return "mujoco" in str(entry_point)
 
 
-def body_camera(model: Any) -> int:
-    """The camera a brax or Playground model is drawn from: its first (brax's humanoid and
-    ant, CheetahRun: one that follows the body), else MuJoCo's free camera (-1)."""
-    return 0 if model.ncam else -1
-
-
 class MujocoDrawing:
     """MuJoCo's renderer of one model, FRAME_WIDTH x FRAME_HEIGHT, without multisampling,
     shadows, reflections and skybox, reading no depth: each of them multiplies the time of a
@@ -94,6 +88,33 @@ class MujocoDrawing:
 
     def close(self) -> None:
         self.renderer.close()
+
+
+class PositionsDrawing:
+    """A brax or Playground model drawn at given positions, from its first camera (brax's
+    humanoid and ant, CheetahRun: one that follows the body), else MuJoCo's free camera, or
+    from ``camera``."""
+
+    def __init__(self, model: Any, camera: int | None = None):
+        import mujoco
+
+        self.model, self.data = model, mujoco.MjData(model)
+        self.drawing = MujocoDrawing(model, (0 if model.ncam else -1) if camera is None
+                                     else camera)
+
+    def __call__(self, qpos: Any, mocap: tuple[Any, Any] | None = None) -> np.ndarray:
+        """The frame of joint positions ``qpos`` (and the mocap bodies' positions and
+        orientations, where the model has them)."""
+        import mujoco
+
+        self.data.qpos[:] = np.asarray(qpos)
+        if mocap is not None:
+            self.data.mocap_pos[:], self.data.mocap_quat[:] = map(np.asarray, mocap)
+        mujoco.mj_forward(self.model, self.data)
+        return self.drawing(self.data)
+
+    def close(self) -> None:
+        self.drawing.close()
 
 
 def offscreen_pygame() -> None:
@@ -170,12 +191,10 @@ class GymPlayer(Player):
 
 class JaxPlayer(Player):
     """A brax or Playground env: one env of the run's batched env, its reset and step jitted
-    once for the player, each state's positions drawn by MuJoCo's renderer from
-    ``body_camera``."""
+    once for the player, each state's positions drawn by ``PositionsDrawing``."""
 
     def __init__(self, spec: str, env_config: dict[str, Any], episode_length: int | None):
         import jax
-        import mujoco
 
         from neurorun.envs import batched_jax_env
         from neurorun.envs.jax_env import use_compilation_cache
@@ -186,8 +205,7 @@ class JaxPlayer(Player):
         model = getattr(env, "mj_model", None)  # Playground's; brax's is its system's
         if model is None:
             model = env.sys.mj_model
-        self.model, self.data = model, mujoco.MjData(model)
-        self.drawing = MujocoDrawing(model, body_camera(model))
+        self.drawing = PositionsDrawing(model)
 
     def frames(self, policy: Any, seed: int, episode: Episode) -> Iterator[np.ndarray]:
         import jax.numpy as jnp
@@ -207,17 +225,12 @@ class JaxPlayer(Player):
                 return
 
     def _draw(self, state: Any) -> np.ndarray:
-        import mujoco
-
         data = getattr(state, "data", None)  # Playground's mjx.Data; brax's pipeline state
         if data is None:
             data = state.pipeline_state
-        self.data.qpos[:] = np.asarray(data.qpos[0] if hasattr(data, "qpos") else data.q[0])
-        if self.model.nmocap:
-            self.data.mocap_pos[:] = np.asarray(data.mocap_pos[0])
-            self.data.mocap_quat[:] = np.asarray(data.mocap_quat[0])
-        mujoco.mj_forward(self.model, self.data)
-        return self.drawing(self.data)
+        mocap = ((data.mocap_pos[0], data.mocap_quat[0]) if self.drawing.model.nmocap
+                 else None)
+        return self.drawing(data.qpos[0] if hasattr(data, "qpos") else data.q[0], mocap)
 
     def close(self) -> None:
         self.drawing.close()

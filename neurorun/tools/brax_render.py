@@ -1,5 +1,5 @@
 """brax policies to an HTML viewer (brax.io.html) or to frames, drawn as a run's videos are
-(``playback.MujocoDrawing`` from the model's ``body_camera``)."""
+(``playback.PositionsDrawing``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from neurorun.problems.playback import (
-    FRAME_HEIGHT,
-    FRAME_WIDTH,
-    Episode,
-    MujocoDrawing,
-    body_camera,
-)
+from neurorun.problems.playback import FRAME_HEIGHT, FRAME_WIDTH, Episode, PositionsDrawing
 from neurorun.tools.common import ToolError, write_output
 from neurorun.tools.episodes import FRAME_COPIES, check_memory
 from neurorun.tools.loading import LoadedPolicy
@@ -71,24 +65,13 @@ def _write(system: Any, states: list[Any], out: Path, fps: float) -> None:
                                                      encoding="utf-8"), "brax HTML viewer")
         return
     try:
-        frames = _frames(system.mj_model, states, body_camera(system.mj_model))
+        drawing = PositionsDrawing(system.mj_model)
+        try:
+            frames = [drawing(state.q) for state in states]
+        finally:
+            drawing.close()
     except Exception as error:
         raise ToolError(f"{no_renderer_error(error)}; or write brax's HTML viewer: "
                         "--out policy.html") from error
     write_video(frames, out, fps)
 
-
-def _frames(model: Any, states: list[Any], camera: int) -> list[np.ndarray]:
-    """Each pipeline state's positions drawn from ``camera``."""
-    import mujoco
-
-    drawing, data = MujocoDrawing(model, camera), mujoco.MjData(model)
-    try:
-        frames = []
-        for state in states:
-            data.qpos[:] = np.asarray(state.q)
-            mujoco.mj_forward(model, data)
-            frames.append(drawing(data))
-        return frames
-    finally:
-        drawing.close()

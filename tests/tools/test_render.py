@@ -133,7 +133,8 @@ from types import SimpleNamespace
 import numpy as np
 from PIL import Image
 from brax import envs
-from neurorun.tools.brax_render import _frames, _write
+from neurorun.problems.playback import PositionsDrawing
+from neurorun.tools.brax_render import _write
 
 model = envs.get_environment("humanoid", backend="spring").sys.mj_model
 moved = model.qpos0.copy()
@@ -148,7 +149,8 @@ if sys.argv[1] == "tool":
             gif.seek(index)
             frames.append(np.asarray(gif.convert("RGB")))
 else:
-    frames = _frames(model, states, int(sys.argv[1]))
+    drawing = PositionsDrawing(model, int(sys.argv[1]))
+    frames = [drawing(state.q) for state in states]
 centers, counts = [], []
 for frame in frames:
     pixels = frame.astype(int)
