@@ -3,7 +3,10 @@ are registered the way the recipes say (their row put in the table, their YAML w
 finds it) and a 2-generation run uses each. Without its row, each is refused or never called."""
 
 import csv
+import inspect
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +23,17 @@ from neurorun.envs import backends
 from neurorun.envs.base import TorchVecEnv
 from neurorun.loggers import LOGGERS, Logger
 from neurorun.loop.runner import Callbacks, run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the files a new part touches, in docs/architecture.md's recipes too (<name>: the part's)
+RECIPE_FILES = {
+    "algorithm": ("neurorun/algorithms/<name>.py", "neurorun/algorithms/__init__.py",
+                  "neurorun/conf/algo/<name>.yaml", "README.md"),
+    "env backend": ("neurorun/envs/<prefix>_env.py", "neurorun/envs/backends.py"),
+    "logger": ("neurorun/loggers/<name>.py", "neurorun/loggers/__init__.py",
+               "neurorun/conf/logger/default.yaml"),
+}
 
 # ----- the recipe's algorithm: one file (here, this module) -------------------------------
 
@@ -264,3 +278,26 @@ def test_a_logger_key_its_settings_do_not_declare_is_refused(tmp_path, conf_dir,
         run(compose(conf_dir, "logger=recipe", "+logger.tiny.evry=2"), run_dir=tmp_path / "run")
     with pytest.raises(ConfigError, match=r"logger\.tiny\.every=0: expected an integer >= 1"):
         run(compose(conf_dir, "logger=recipe", "logger.tiny.every=0"), run_dir=tmp_path / "run")
+
+
+# ----- the files each recipe touches ----------------------------------------------------------
+
+
+def test_architecture_counts_the_files_each_recipe_touches():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    counted = {kind: (int(count), tuple(re.findall(r"`([^`]+)`", files)))
+               for kind, count, files in re.findall(
+                   r"\*\*An? ([a-z ]+)\*\* \(`[^`]+`\) touches (\d+) files: (.*?)(?: \(|\.\n)",
+                   text, re.S)}
+    assert counted == {kind: (len(files), files) for kind, files in RECIPE_FILES.items()}
+
+
+def test_every_row_lives_where_its_recipe_puts_it():
+    for name, kind in ALGORITHMS.items():
+        assert Path(inspect.getsourcefile(kind)).parent == ROOT / "neurorun" / "algorithms"
+        assert (ROOT / "neurorun" / "conf" / "algo" / f"{name}.yaml").is_file()
+    for prefix in backends.BACKENDS:
+        if prefix != "factory":  # `env=module:function`, not a prefix
+            assert (ROOT / "neurorun" / "envs" / f"{prefix}_env.py").is_file()
+    for kind in LOGGERS.values():
+        assert Path(inspect.getsourcefile(kind)).parent == ROOT / "neurorun" / "loggers"
