@@ -98,9 +98,10 @@ class PositionsDrawing:
     def __init__(self, model: Any, camera: int | None = None):
         import mujoco
 
+        if camera is None:
+            camera = 0 if model.ncam else -1
         self.model, self.data = model, mujoco.MjData(model)
-        self.drawing = MujocoDrawing(model, (0 if model.ncam else -1) if camera is None
-                                     else camera)
+        self.drawing = MujocoDrawing(model, camera)
 
     def __call__(self, qpos: Any, mocap: tuple[Any, Any] | None = None) -> np.ndarray:
         """The frame of joint positions ``qpos`` (and the mocap bodies' positions and
