@@ -25,7 +25,9 @@ from neurorun.algorithms.base import Sums, Weights
 from neurorun.algorithms.gaussian import SeparableSearch
 from neurorun.algorithms.options import (
     SearchOptions,
+    as_numbers,
     as_vector,
+    check_center,
     require_count,
     require_positive,
     require_stdev,
@@ -48,10 +50,14 @@ class ARS(SeparableSearch):
     STEP_SIZES = ("noise",)  # its exploration, fixed: a small attempt explores less
 
     def __init__(self, solution_length: int, **kwargs: Any):
-        options = kwargs
-        directions = options.get("num_directions")
-        require_count("num_directions", directions)  # before popsize follows it (-1: popsize -2)
-        popsize = options.get("popsize")
+        super().__init__(solution_length, **kwargs)
+        self.mirrored = True
+        self.num_directions = self.popsize // 2
+
+    @classmethod
+    def check(cls, options: Any, popsize: int | None) -> None:
+        directions, top = options.num_directions, options.top_directions
+        require_count("num_directions", directions)
         if directions is not None and popsize is not None and popsize != 2 * directions:
             raise ValueError(
                 f"popsize={popsize} with num_directions={directions}; ARS evaluates each "
@@ -61,36 +67,38 @@ class ARS(SeparableSearch):
             raise ValueError(
                 f"popsize={popsize}: ARS evaluates each direction both ways, so popsize is "
                 "even (2 x num_directions). Fix: set num_directions (popsize then follows).")
-        super().__init__(solution_length, **kwargs)
-        self.mirrored = True
-        self.num_directions = self.popsize // 2
-        top = self.options.top_directions
-        if top is not None and top > self.num_directions:
+        super().check(options, popsize)
+        require_count("top_directions", top)
+        require_positive("step_size", options.step_size)
+        known = directions if popsize is None else popsize // 2
+        if top is not None and known is not None and top > known:
             raise ValueError(
-                f"top_directions={top} > num_directions={self.num_directions}; expected "
+                f"top_directions={top} > num_directions={known}; expected "
                 "b <= N (the best b of the N directions are kept). Fix: lower top_directions, "
                 "raise num_directions, or top_directions=null for all of them.")
 
-    def default_popsize(self, solution_length: int) -> int:
-        directions = self.options.num_directions
-        if directions is None:
-            return super().default_popsize(solution_length)
-        return 2 * directions
-
-    def _initial_stdev(self) -> torch.Tensor:
-        options = self.options
-        require_count("top_directions", options.top_directions)
-        require_positive("step_size", options.step_size)
-        require_positive("noise", options.noise)
+    @classmethod
+    def check_exploration(cls, options: Any) -> None:
+        check_center(options.start)
         start = options.start
         if start.stdev_init is not None or start.radius_init is not None:
             raise ValueError(
                 f"stdev_init={start.stdev_init!r}, radius_init={start.radius_init!r}: ARS "
                 "explores with its fixed `noise`. Fix: set noise instead (and null those).")
-        noise = as_vector(float(options.noise), "noise", self.solution_length, self.device,
-                          self.dtype)
-        require_stdev("noise", options.noise, noise)
-        return noise
+        require_positive("noise", options.noise)
+        require_stdev("noise", options.noise, as_numbers(options.noise, "noise"))
+
+    @classmethod
+    def default_popsize(cls, options: ARSOptions, solution_length: int | None) -> int | None:
+        directions = options.num_directions
+        if directions is None:
+            return super().default_popsize(options, solution_length)
+        require_count("num_directions", directions)  # -1 is no popsize of -2
+        return 2 * directions
+
+    def _initial_stdev(self) -> torch.Tensor:
+        return as_vector(float(self.options.noise), "noise", self.solution_length, self.device,
+                         self.dtype)
 
     def _learning_rates(self) -> tuple[float, float]:
         return 1.0, 0.0  # the step size is in the weights; the noise stays fixed

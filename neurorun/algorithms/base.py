@@ -30,7 +30,7 @@ import torch
 from neurorun.algorithms.adaptive import ROUNDS_MAX, run_rounds
 from neurorun.algorithms.divergence import require_finite
 from neurorun.algorithms.fitness import check_fitness, population_stats
-from neurorun.algorithms.noise import make_noise, sample_noise, weighted_sums
+from neurorun.algorithms.noise import check_noise, make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
 from neurorun.common.sense import check_sense, maximized
 
@@ -77,15 +77,11 @@ class SearchAlgorithm:
         self.objective_sense = check_sense(objective_sense)
         self.device = torch.device(device)
         self.dtype = dtype
-        self.options = options_from_flat(self.Options, {**self.DEFAULTS, **options})
-        self.popsize = self.default_popsize(solution_length) if popsize is None else popsize
-        require_count("popsize", self.popsize, allow_none=False)
-        require_count("num_interactions", self.num_interactions)
-        require_count("popsize_max", self.popsize_max)
-        if self.popsize_max is not None and self.popsize_max < self.popsize:
-            raise ValueError(f"popsize_max={self.popsize_max} is below popsize={self.popsize}, "
-                             "which a generation takes at least. Fix: popsize_max="
-                             f"{self.popsize} or more, or null")
+        self.options = self.checked_options(popsize, options)
+        self.popsize = popsize
+        if popsize is None:  # the default may follow D: its rules are checked now
+            self.popsize = self.default_popsize(self.options, solution_length)
+            self.check(self.options, self.popsize)
         self.generator = torch.Generator()
         if seed is None:
             self.generator.seed()
@@ -101,10 +97,43 @@ class SearchAlgorithm:
         self.said_capped = False  # that adaptive generations end at samples_max (said once)
         self._last: dict[str, float] = {}
 
+    # -- the options' check: all of it that needs no solution length ----------------------
+    @classmethod
+    def checked_options(cls, popsize: int | None, options: Mapping[str, Any]) -> Any:
+        """The flat keyword ``options`` as this algorithm's ``Options``, checked: names, types,
+        and every rule on them and ``popsize`` (None: it follows D, checked once known) that
+        needs no solution length. A run checks ``algo.*`` by it before any env exists; what is
+        left to the constructor needs D (a per-parameter list's length, a noise table's size).
+
+        Raises:
+            ValueError: naming the option, its value and the fix.
+        """
+        checked = options_from_flat(cls.Options, {**cls.DEFAULTS, **options})
+        cls.check(checked, cls.default_popsize(checked, None) if popsize is None else popsize)
+        return checked
+
+    @classmethod
+    def check(cls, options: Any, popsize: int | None) -> None:
+        """Raise a ValueError for ``options`` (or a ``popsize``) this algorithm refuses;
+        subclasses add their own rules to these."""
+        require_count("popsize", popsize)
+        adaptive = options.adaptive
+        require_count("num_interactions", adaptive.num_interactions)
+        require_count("popsize_max", adaptive.popsize_max)
+        if popsize is not None and adaptive.popsize_max is not None \
+                and adaptive.popsize_max < popsize:
+            raise ValueError(f"popsize_max={adaptive.popsize_max} is below popsize={popsize}, "
+                             "which a generation takes at least. Fix: popsize_max="
+                             f"{popsize} or more, or null")
+        check_noise(options.sampling.noise_source, options.sampling.noise_table_size)
+
     # -- what subclasses provide ------------------------------------------------------
-    def default_popsize(self, solution_length: int) -> int:
+    @classmethod
+    def default_popsize(cls, options: Any, solution_length: int | None) -> int | None:
+        """The popsize a ``popsize=None`` means (None: it follows a solution length not known
+        yet); by default there is none."""
         raise ValueError(
-            f"popsize=None for {self.name}; expected an integer >= 1 ({self.name} has no default "
+            f"popsize=None for {cls.name}; expected an integer >= 1 ({cls.name} has no default "
             "population size). Fix: set popsize."
         )
 

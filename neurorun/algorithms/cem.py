@@ -37,17 +37,18 @@ class CEM(SeparableSearch):
     Options = CEMOptions
     SUMS = {"w": ("eps", "eps2")}
 
-    def __init__(self, solution_length: int, **kwargs):
-        super().__init__(solution_length, **kwargs)
-        ratio = self.options.parenthood_ratio
+    @classmethod
+    def check(cls, options: CEMOptions, popsize: int | None) -> None:
+        super().check(options, popsize)
+        ratio = options.parenthood_ratio
         if ratio is None or not 0 < float(ratio) < 1:
             raise ValueError(
                 f"parenthood_ratio={ratio!r}; expected a number in (0, 1), the share of the "
                 "population kept as parents. Fix: e.g. parenthood_ratio=0.1."
             )
-        if math.floor(self.popsize * float(ratio)) < 2:
+        if popsize is not None and math.floor(popsize * float(ratio)) < 2:
             raise ValueError(
-                f"parenthood_ratio={ratio!r} with popsize={self.popsize} selects fewer than 2 "
+                f"parenthood_ratio={ratio!r} with popsize={popsize} selects fewer than 2 "
                 "parents; expected at least 2 (their stdev is the new stdev). Fix: raise popsize "
                 "or parenthood_ratio."
             )

@@ -34,6 +34,8 @@ from neurorun.algorithms.covariance_memory import check_full_covariance
 from neurorun.algorithms.gaussian import nes_popsize
 from neurorun.algorithms.options import (
     SearchOptions,
+    check_center,
+    check_initial_stdev,
     initial_center,
     initial_stdev,
 )
@@ -114,11 +116,6 @@ class CMAES(SearchAlgorithm):
             check_full_covariance("cmaes", solution_length, kwargs.get("dtype"),
                                   alternative="sep_cmaes")
         super().__init__(solution_length, **kwargs)
-        if self.popsize < MIN_POPSIZE:  # fewer: mu_eff = 1, c_mu = 0 and the weights divide by 0
-            raise ValueError(
-                f"popsize={self.popsize}: {self.name} needs popsize >= {MIN_POPSIZE} (at least "
-                "two positive recombination weights). Fix: popsize=null (4 + 3 ln D) or "
-                f"popsize >= {MIN_POPSIZE}.")
         self.separable = bool(self.options.separable)
         self.SUMS = {"mean": ("eps",), "cov": ("eps2",) if self.separable else ("outer",)}
         kind = {"device": self.device, "dtype": self.dtype}
@@ -135,8 +132,21 @@ class CMAES(SearchAlgorithm):
         self.d = scale.sqrt()
         self.eigen_generation = 0
 
-    def default_popsize(self, solution_length: int) -> int:
-        return nes_popsize(solution_length)
+    @classmethod
+    def check(cls, options: CMAESOptions, popsize: int | None) -> None:
+        super().check(options, popsize)
+        check_center(options.start)
+        check_initial_stdev(options.start)
+        # fewer: mu_eff = 1, c_mu = 0 and the weights divide by 0
+        if popsize is not None and popsize < MIN_POPSIZE:
+            raise ValueError(
+                f"popsize={popsize}: {cls.name} needs popsize >= {MIN_POPSIZE} (at least "
+                "two positive recombination weights). Fix: popsize=null (4 + 3 ln D) or "
+                f"popsize >= {MIN_POPSIZE}.")
+
+    @classmethod
+    def default_popsize(cls, options: Any, solution_length: int | None) -> int | None:
+        return None if solution_length is None else nes_popsize(solution_length)
 
     @property
     def center(self) -> torch.Tensor:

@@ -13,10 +13,14 @@ from typing import Any
 import torch
 
 from neurorun.algorithms.base import SearchAlgorithm
-from neurorun.algorithms.optimizers import make_optimizer
+from neurorun.algorithms.optimizers import make_optimizer, optimizer_settings
 from neurorun.algorithms.options import (
+    StdevLimits,
     StepOptions,
+    as_numbers,
     as_vector,
+    check_center,
+    check_initial_stdev,
     initial_center,
     initial_stdev,
     require_positive,
@@ -36,35 +40,62 @@ class SeparableSearch(SearchAlgorithm):
     def __init__(self, solution_length: int, **kwargs: Any):
         super().__init__(solution_length, **kwargs)
         kind = {"device": self.device, "dtype": self.dtype}
-        start = self.options.start
-        self.mu = initial_center(start, solution_length, **kind)
+        self.mu = initial_center(self.options.start, solution_length, **kind)
         self.sigma = self._initial_stdev()
         self.mirrored = bool(getattr(self.options, "symmetric", False))
-        if self.mirrored:
-            require_even_popsize(self.popsize, "symmetric")
         step = getattr(self.options, "step", None)
         self.ranking = check_ranking(step.ranking_method if step else None)
         self.center_lr, self.stdev_lr = self._learning_rates()
-        require_positive("center_learning_rate", self.center_lr)
-        if step is not None and self.popsize < 2 and self.ranking != "raw":
-            raise ValueError(
-                f"popsize={self.popsize} with ranking_method={self.ranking!r}: a single sample "
-                "ranks to 0, so the center would never move. Fix: popsize >= 2 (or "
-                "ranking_method=raw).")
         self.optimizer = make_optimizer(
             step.optimizer if step else None, step.optimizer_config if step else None,
             lr=self.center_lr, length=solution_length, **kind)
-        self._stdev_bounds = self._resolve_stdev_limits()
+        self._stdev_bounds = self._stdev_limits()
+
+    @classmethod
+    def check(cls, options: Any, popsize: int | None) -> None:
+        super().check(options, popsize)
+        cls.check_exploration(options)
+        if popsize is not None and getattr(options, "symmetric", False):
+            require_even_popsize(popsize, "symmetric")
+        step = getattr(options, "step", None)
+        if step is None:
+            return
+        ranking = check_ranking(step.ranking_method)
+        cls.check_learning_rates(step)
+        if popsize is not None and popsize < 2 and ranking != "raw":
+            raise ValueError(
+                f"popsize={popsize} with ranking_method={ranking!r}: a single sample ranks to "
+                "0, so the center would never move. Fix: popsize >= 2 (or ranking_method=raw).")
+        if step.optimizer is not None:
+            optimizer_settings(step.optimizer, step.optimizer_config,
+                               lr=1.0 if step.center_learning_rate is None
+                               else step.center_learning_rate)
+        limits = getattr(options, "limits", None)
+        if limits is not None:
+            check_stdev_limits(limits)
+
+    @classmethod
+    def check_exploration(cls, options: Any) -> None:
+        """Raise a ValueError for a start it cannot search from (ARS: its own noise)."""
+        check_center(options.start)
+        check_initial_stdev(options.start)
+
+    @classmethod
+    def check_learning_rates(cls, step: Any) -> None:
+        """Raise a ValueError for learning rates it refuses: each > 0, and required unless
+        the NES rules give it a default (SNES, XNES)."""
+        optional = isinstance(step, NESStepOptions)
+        for name in ("center_learning_rate", "stdev_learning_rate"):
+            if not (optional and getattr(step, name) is None):
+                require_positive(name, getattr(step, name))
 
     def _initial_stdev(self) -> torch.Tensor:
         return initial_stdev(self.options.start, self.solution_length, device=self.device,
                              dtype=self.dtype)
 
     def _learning_rates(self) -> tuple[float, float]:
-        """(center, stdev) learning rates; by default both are required options (each > 0)."""
+        """(center, stdev) learning rates: by default both as given."""
         step = self.options.step
-        for name in ("center_learning_rate", "stdev_learning_rate"):
-            require_positive(name, getattr(step, name))
         return float(step.center_learning_rate), float(step.stdev_learning_rate)
 
     # -- sampling ---------------------------------------------------------------------------
@@ -111,28 +142,15 @@ class SeparableSearch(SearchAlgorithm):
                 new = torch.minimum(new, bounds["stdev_max"])
         self.sigma = new
 
-    def _resolve_stdev_limits(self) -> dict[str, torch.Tensor] | None:
+    def _stdev_limits(self) -> dict[str, torch.Tensor] | None:
+        """The given stdev limits as (D,) vectors (None: no limits)."""
         limits = getattr(self.options, "limits", None)
         if limits is None:
             return None
-        bounds = {}
-        for name in ("stdev_min", "stdev_max", "stdev_max_change"):
-            value = getattr(limits, name)
-            if value is not None:
-                bounds[name] = as_vector(value, name, self.solution_length, self.device,
-                                         self.dtype)
-                if name != "stdev_max_change":  # a bound on the stdev is itself a stdev
-                    require_stdev(name, value, bounds[name])
-        change = bounds.get("stdev_max_change")
-        if change is not None and not bool(torch.all((change > 0) & (change < 1))):
-            raise ValueError(
-                f"stdev_max_change={limits.stdev_max_change!r}; expected values in (0, 1) "
-                "(the largest relative change per generation). Fix: e.g. 0.2, or null for none.")
-        if "stdev_min" in bounds and "stdev_max" in bounds and bool(
-                torch.any(bounds["stdev_min"] > bounds["stdev_max"])):
-            raise ValueError(
-                f"stdev_min={limits.stdev_min!r} exceeds stdev_max={limits.stdev_max!r}. "
-                "Fix: make stdev_min <= stdev_max.")
+        bounds = {name: as_vector(getattr(limits, name), name, self.solution_length,
+                                  self.device, self.dtype)
+                  for name in ("stdev_min", "stdev_max", "stdev_max_change")
+                  if getattr(limits, name) is not None}
         return bounds or None
 
     # -- checkpoints ------------------------------------------------------------------------
@@ -145,6 +163,29 @@ class SeparableSearch(SearchAlgorithm):
         self.sigma = state["sigma"].to(self.device, self.dtype).clone()
         if self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])
+
+
+def check_stdev_limits(limits: StdevLimits) -> None:
+    """Raise a ValueError for stdev limits no search can keep: a bound that is not a stdev, a
+    largest change outside (0, 1), or stdev_min above stdev_max."""
+    given = {name: as_numbers(getattr(limits, name), name)
+             for name in ("stdev_min", "stdev_max", "stdev_max_change")
+             if getattr(limits, name) is not None}
+    for name in ("stdev_min", "stdev_max"):  # a bound on the stdev is itself a stdev
+        if name in given:
+            require_stdev(name, getattr(limits, name), given[name])
+    change = given.get("stdev_max_change")
+    if change is not None and not bool(torch.all((change > 0) & (change < 1))):
+        raise ValueError(
+            f"stdev_max_change={limits.stdev_max_change!r}; expected values in (0, 1) "
+            "(the largest relative change per generation). Fix: e.g. 0.2, or null for none.")
+    low, high = given.get("stdev_min"), given.get("stdev_max")
+    if low is not None and high is not None and (low.ndim == 0 or high.ndim == 0
+                                                 or low.shape == high.shape) \
+            and bool(torch.any(low > high)):
+        raise ValueError(
+            f"stdev_min={limits.stdev_min!r} exceeds stdev_max={limits.stdev_max!r}. "
+            "Fix: make stdev_min <= stdev_max.")
 
 
 def require_even_popsize(popsize: int, key: str) -> None:
@@ -174,6 +215,5 @@ def nes_learning_rates(step: NESStepOptions, default_stdev_lr: float) -> tuple[f
     center = 1.0 if step.center_learning_rate is None else float(step.center_learning_rate)
     if step.stdev_learning_rate is None:
         return center, default_stdev_lr
-    require_positive("stdev_learning_rate", step.stdev_learning_rate)
     factor = default_stdev_lr if step.scale_learning_rate else 1.0
     return center, float(step.stdev_learning_rate) * factor

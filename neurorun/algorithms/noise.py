@@ -29,7 +29,6 @@ import torch
 
 from neurorun.algorithms.options import require_count
 from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
-from neurorun.common.values import is_int
 
 NOISE_SOURCES = ("seeds", "table")
 SUM_KINDS = ("eps", "eps2", "outer")  # sum_i w_i eps_i, sum_i w_i eps_i^2, sum_i w_i eps_i eps_i^T
@@ -94,21 +93,29 @@ class NoiseTable:
         self.__dict__.update(state)
 
 
+def check_noise(source: str, table_size: int | None) -> None:
+    """Raise a ValueError for a noise source or table size no solution length can take."""
+    require_count("noise_table_size", table_size)  # no table has < 1 number, whatever the source
+    if source not in NOISE_SOURCES:
+        raise ValueError(f"noise_source={source!r}; expected one of {list(NOISE_SOURCES)}")
+    if source == "table" and table_size is not None:
+        _check_table_memory(table_size)
+
+
 def make_noise(source: str, *, seed: int, table_size: int | None,
                dim: int) -> SeededNoise | NoiseTable:
     """The noise source ``algo.noise_source`` names; a table of ``table_size`` numbers
     (None: max(2^24, 64 D))."""
-    require_count("noise_table_size", table_size)  # no table has < 1 number, whatever the source
+    check_noise(source, table_size)
     if source == "seeds":
         return SeededNoise()
-    if source == "table":
-        size = max(1 << 24, 64 * dim) if table_size is None else table_size
-        if not is_int(size) or size < dim:
-            raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
-                             f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
+    size = max(1 << 24, 64 * dim) if table_size is None else table_size
+    if size < dim:
+        raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
+                         f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
+    if table_size is None:  # a given size was checked above
         _check_table_memory(size)
-        return NoiseTable(seed, size)
-    raise ValueError(f"noise_source={source!r}; expected one of {list(NOISE_SOURCES)}")
+    return NoiseTable(seed, size)
 
 
 def _check_table_memory(size: int) -> None:

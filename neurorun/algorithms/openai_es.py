@@ -20,7 +20,7 @@ import torch
 
 from neurorun.algorithms.base import Sums, Weights
 from neurorun.algorithms.gaussian import SeparableSearch
-from neurorun.algorithms.options import SearchOptions, group
+from neurorun.algorithms.options import SearchOptions, group, require_positive
 
 
 @dataclass(frozen=True)
@@ -46,12 +46,16 @@ class OpenAIES(SeparableSearch):
     Options = OpenAIESOptions
     SUMS = {"w": ("eps",)}
 
-    def __init__(self, solution_length: int, **kwargs: Any):
-        super().__init__(solution_length, **kwargs)
-        l2coeff = self.options.l2coeff
-        if not 0 <= float(l2coeff) < float("inf"):
-            raise ValueError(f"l2coeff={l2coeff!r}; expected a finite number >= 0. "
+    @classmethod
+    def check(cls, options: OpenAIESOptions, popsize: int | None) -> None:
+        super().check(options, popsize)
+        if not 0 <= float(options.l2coeff) < float("inf"):
+            raise ValueError(f"l2coeff={options.l2coeff!r}; expected a finite number >= 0. "
                              "Fix: e.g. l2coeff=0.005, or 0 for no weight decay.")
+
+    @classmethod
+    def check_learning_rates(cls, step: FixedStdevStepOptions) -> None:
+        require_positive("center_learning_rate", step.center_learning_rate)
 
     def _learning_rates(self) -> tuple[float, float]:
         return self.options.step.center_learning_rate, 0.0

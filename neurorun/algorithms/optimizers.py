@@ -31,6 +31,11 @@ class Optimizer:
     def __init__(self, length: int, device: torch.device, dtype: torch.dtype):
         self._zeros = lambda: torch.zeros(length, device=device, dtype=dtype)
 
+    @staticmethod
+    def check(**settings: Any) -> None:
+        """Raise a ValueError for settings (every keyword of the constructor but the first
+        three, defaults filled in) this optimizer refuses."""
+
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
@@ -54,19 +59,24 @@ class ClipUp(Optimizer):
                  momentum: float = 0.9, speed_decay: float = 1.0, min_speed: float = 0.0):
         super().__init__(length, device, dtype)
         self.lr = float(lr)
-        self.max_speed = 2.0 * self.lr if max_speed is None else float(max_speed)
+        self.max_speed = _max_speed(lr, max_speed)
         self.momentum = float(momentum)
         self.speed_decay, self.min_speed = float(speed_decay), float(min_speed)
-        require_positive("max_speed", self.max_speed)
-        _check_fraction("momentum", self.momentum)
-        if not 0 < self.speed_decay <= 1:
-            raise ValueError(f"speed_decay={speed_decay!r}; expected a factor in (0, 1]. "
-                             "Fix: 0 < speed_decay <= 1 (1: no decay).")
-        if not 0 <= self.min_speed <= self.max_speed:
-            raise ValueError(f"min_speed={min_speed!r}; expected 0 <= min_speed <= max_speed "
-                             f"({self.max_speed}). Fix: a floor below the speed it decays from.")
         self.velocity = self._zeros()
         self.steps = 0  # steps taken (by this attempt: a restart starts anew): the exponent
+
+    @staticmethod
+    def check(*, lr: float, max_speed: float | None, momentum: float, speed_decay: float,
+              min_speed: float) -> None:
+        max_speed = _max_speed(lr, max_speed)
+        require_positive("max_speed", max_speed)
+        _check_fraction("momentum", momentum)
+        if not 0 < speed_decay <= 1:
+            raise ValueError(f"speed_decay={speed_decay!r}; expected a factor in (0, 1]. "
+                             "Fix: 0 < speed_decay <= 1 (1: no decay).")
+        if not 0 <= min_speed <= max_speed:
+            raise ValueError(f"min_speed={min_speed!r}; expected 0 <= min_speed <= max_speed "
+                             f"({max_speed}). Fix: a floor below the speed it decays from.")
 
     def scale(self) -> float:
         """This step's factor on lr and max_speed: speed_decay ** steps, floored at
@@ -95,9 +105,12 @@ class Adam(Optimizer):
                  beta2: float = 0.999, epsilon: float = 1e-8):
         super().__init__(length, device, dtype)
         self.lr, self.beta1, self.beta2, self.epsilon = float(lr), beta1, beta2, epsilon
+        self.m, self.v, self.t = self._zeros(), self._zeros(), 0
+
+    @staticmethod
+    def check(*, lr: float, beta1: float, beta2: float, epsilon: float) -> None:
         _check_fraction("beta1", beta1)
         _check_fraction("beta2", beta2)
-        self.m, self.v, self.t = self._zeros(), self._zeros(), 0
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         self.t += 1
@@ -115,8 +128,11 @@ class SGD(Optimizer):
     def __init__(self, length, device, dtype, *, lr: float, momentum: float = 0.9):
         super().__init__(length, device, dtype)
         self.lr, self.momentum = float(lr), float(momentum)
-        _check_fraction("momentum", self.momentum)
         self.velocity = self._zeros()
+
+    @staticmethod
+    def check(*, lr: float, momentum: float) -> None:
+        _check_fraction("momentum", momentum)
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         self.velocity = self.momentum * self.velocity + gradient
@@ -126,30 +142,53 @@ class SGD(Optimizer):
 OPTIMIZERS: dict[str, type[Optimizer]] = {"clipup": ClipUp, "adam": Adam, "sgd": SGD}
 
 
-def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: float,
-                   length: int, device: torch.device, dtype: torch.dtype) -> Optimizer | None:
-    """The named optimizer for a (length,) center, or None for plain `lr * gradient` steps."""
-    if name is None:
-        return None
+def optimizer_settings(name: str, config: Mapping[str, Any] | None, *,
+                       lr: float) -> tuple[type[Optimizer], dict[str, Any]]:
+    """The optimizer class ``name`` names and its checked settings (``config`` with ``lr`` and
+    the defaults of the rest), for a center of any length.
+
+    Raises:
+        ValueError: an unknown optimizer, or a setting it does not take or refuses.
+    """
     if name not in OPTIMIZERS:
         raise ValueError(
             f"optimizer={name!r}; expected one of {sorted(OPTIMIZERS)} or null. "
             "Fix: pick one of those (null means plain steps of center_learning_rate)."
         )
-    settings = inspect.signature(OPTIMIZERS[name]).parameters
+    signature = inspect.signature(OPTIMIZERS[name])
     for key, value in dict(config or {}).items():  # a number (or null where that is a default)
-        if key not in settings or (value is None and settings[key].default is None):
+        setting = signature.parameters.get(key)
+        if setting is None or (value is None and setting.default is None):
             continue  # another optimizer's setting is said below
         if not is_number(value):
             raise ValueError(f"optimizer_config.{key}={value!r}; expected a number. Fix: "
                              f"algo.optimizer_config.{key}=<a number>, or leave it out.")
     try:
-        return OPTIMIZERS[name](length, device, dtype, lr=lr, **dict(config or {}))
+        bound = signature.bind(0, None, None, lr=lr, **dict(config or {}))
     except TypeError as error:
         raise ValueError(
             f"optimizer_config={dict(config or {})!r} does not fit optimizer {name!r}: {error}. "
             "Fix: use only that optimizer's settings."
         ) from None
+    bound.apply_defaults()
+    settings = {key: value for key, value in bound.arguments.items()
+                if key not in ("length", "device", "dtype")}
+    OPTIMIZERS[name].check(**settings)
+    return OPTIMIZERS[name], settings
+
+
+def make_optimizer(name: str | None, config: Mapping[str, Any] | None, *, lr: float,
+                   length: int, device: torch.device, dtype: torch.dtype) -> Optimizer | None:
+    """The named optimizer for a (length,) center, or None for plain `lr * gradient` steps."""
+    if name is None:
+        return None
+    optimizer, settings = optimizer_settings(name, config, lr=lr)
+    return optimizer(length, device, dtype, **settings)
+
+
+def _max_speed(lr: float, max_speed: float | None) -> float:
+    """ClipUp's speed limit: as given, or 2 x lr (the ClipUp paper's rule)."""
+    return 2.0 * float(lr) if max_speed is None else float(max_speed)
 
 
 def _check_fraction(name: str, value: float) -> None:

@@ -132,13 +132,6 @@ def option_names(options_cls: type) -> list[str]:
     return names
 
 
-def per_parameter_options(options_cls: type) -> list[str]:
-    """The flat options of `options_cls` that take one value per parameter (a list: `Vector`)."""
-    hints = _flat_hints(options_cls)
-    return [name for name in option_names(options_cls)
-            if any(typing.get_origin(arg) is list for arg in typing.get_args(hints[name]))]
-
-
 def _unknown_options_message(options_cls: type, unknown: Mapping[str, Any]) -> str:
     known = option_names(options_cls)
     parts = []
@@ -152,22 +145,30 @@ def _unknown_options_message(options_cls: type, unknown: Mapping[str, Any]) -> s
     )
 
 
+def as_numbers(value: Vector, name: str, dtype: torch.dtype = torch.float32,
+               device: torch.device | str = "cpu") -> torch.Tensor:
+    """A number or a list of numbers as a tensor (0-d or 1-d), whatever its length."""
+    try:
+        tensor = torch.as_tensor(value, dtype=dtype, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        tensor = None
+    if tensor is None or tensor.ndim > 1:
+        raise ValueError(f"{name}={value!r}: expected a number or a list of numbers. Fix: "
+                         f"e.g. {name}=0.5 or {name}=[0.5, 0.1, ...] (one per parameter).")
+    return tensor
+
+
 def as_vector(
     value: Vector, name: str, length: int, device: torch.device, dtype: torch.dtype
 ) -> torch.Tensor:
     """A scalar or length-`length` sequence of numbers as a (length,) tensor."""
-    try:
-        tensor = torch.as_tensor(value, dtype=dtype, device=device)
-    except (TypeError, ValueError, RuntimeError):
-        raise ValueError(f"{name}={value!r}: expected a number or a list of numbers. Fix: "
-                         f"e.g. {name}=0.5 or {name}=[0.5, 0.1, ...] (one per parameter)."
-                         ) from None
+    tensor = as_numbers(value, name, dtype, device)
     if tensor.ndim == 0:
         return tensor.expand(length).clone()
     if tensor.shape != (length,):
         raise ValueError(
-            f"{name} has shape {tuple(tensor.shape)}; expected a scalar or shape ({length},) "
-            f"(the solution length). Fix: give one value or one per parameter."
+            f"{name}=<{len(tensor)} values>: expected one value, or {length} (one per "
+            f"parameter: the solution length). Fix: give one value or {length}."
         )
     return tensor.clone()
 
@@ -178,20 +179,19 @@ def as_vector(
 MAX_CENTER = 1e18
 
 
-def initial_center(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
-    """The (D,) initial center from `center_init` (None: the origin)."""
-    if start.center_init is None:
-        return torch.zeros(length, device=device, dtype=dtype)
-    center = as_vector(start.center_init, "center_init", length, device, dtype)
-    if not bool(torch.all(center.abs() <= MAX_CENTER)):  # nan and inf too
-        raise ValueError(f"center_init={start.center_init!r}; expected finite numbers within "
-                         f"+-{MAX_CENTER:.0e}. Fix: e.g. center_init=0.0, or null for the origin "
-                         "(a run: problem.initial_bounds).")
-    return center
+def check_center(start: StartOptions) -> None:
+    """Raise a ValueError unless `center_init` is null or finite numbers within MAX_CENTER."""
+    if start.center_init is not None:
+        center = as_numbers(start.center_init, "center_init")
+        if not bool(torch.all(center.abs() <= MAX_CENTER)):  # nan and inf too
+            raise ValueError(f"center_init={start.center_init!r}; expected finite numbers "
+                             f"within +-{MAX_CENTER:.0e}. Fix: e.g. center_init=0.0, or null "
+                             "for the origin (a run: problem.initial_bounds).")
 
 
-def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
-    """The (D,) initial standard deviation from `stdev_init` xor `radius_init`."""
+def check_initial_stdev(start: StartOptions) -> None:
+    """Raise a ValueError unless exactly one of `stdev_init` and `radius_init` is given and it
+    is a usable standard deviation."""
     if (start.stdev_init is None) == (start.radius_init is None):
         raise ValueError(
             f"got stdev_init={start.stdev_init!r} and radius_init={start.radius_init!r}; "
@@ -199,14 +199,27 @@ def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tens
             "radius_init (stdev = radius / sqrt(D)), not both and not neither."
         )
     if start.radius_init is not None:
-        radius = float(start.radius_init)
-        require_positive("radius_init", radius)
-        stdev = as_vector(radius / math.sqrt(length), "radius_init", length, device, dtype)
-        require_stdev("radius_init", start.radius_init, stdev)
+        require_positive("radius_init", start.radius_init)
+        require_stdev("radius_init", start.radius_init, as_numbers(start.radius_init,
+                                                                    "radius_init"))
     else:
-        stdev = as_vector(start.stdev_init, "stdev_init", length, device, dtype)
-        require_stdev("stdev_init", start.stdev_init, stdev)
-    return stdev
+        require_stdev("stdev_init", start.stdev_init, as_numbers(start.stdev_init,
+                                                                  "stdev_init"))
+
+
+def initial_center(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
+    """The (D,) initial center from a checked `center_init` (None: the origin)."""
+    if start.center_init is None:
+        return torch.zeros(length, device=device, dtype=dtype)
+    return as_vector(start.center_init, "center_init", length, device, dtype)
+
+
+def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
+    """The (D,) initial standard deviation from a checked `stdev_init` or `radius_init`."""
+    if start.radius_init is not None:
+        return as_vector(float(start.radius_init) / math.sqrt(length), "radius_init", length,
+                         device, dtype)
+    return as_vector(start.stdev_init, "stdev_init", length, device, dtype)
 
 
 # The largest stdev (initial, or a bound): its square times a sample's squared noise (< 400)

@@ -39,8 +39,9 @@ class SNES(SeparableSearch):
     Options = SNESOptions
     SUMS = {"w": ("eps", "eps2")}
 
-    def default_popsize(self, solution_length: int) -> int:
-        return nes_popsize(solution_length)
+    @classmethod
+    def default_popsize(cls, options: SNESOptions, solution_length: int | None) -> int | None:
+        return None if solution_length is None else nes_popsize(solution_length)
 
     def _learning_rates(self) -> tuple[float, float]:
         dim = self.solution_length

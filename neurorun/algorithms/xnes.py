@@ -52,8 +52,9 @@ class XNES(SeparableSearch):
         self.A = torch.diag(self.sigma)  # (D, D), cov = A A^T
         self.A_inv = torch.diag(1.0 / self.sigma)  # kept alongside: no inverse per generation
 
-    def default_popsize(self, solution_length: int) -> int:
-        return nes_popsize(solution_length)
+    @classmethod
+    def default_popsize(cls, options: Any, solution_length: int | None) -> int | None:
+        return None if solution_length is None else nes_popsize(solution_length)
 
     def _learning_rates(self) -> tuple[float, float]:
         dim = self.solution_length

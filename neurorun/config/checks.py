@@ -4,7 +4,8 @@ into the typed `RunConfig` (neurorun/config/schema.py), once, at the run's entry
 Everything here runs before any environment steps, so a bad config stops the run with one
 `ConfigError` that names the key, the value and the fix. Each key is checked alone by its
 declaration in the schema; here are the rules between keys, the algorithm's own check of its
-options (a dry run on a small probe), and what depends on this machine (`config/machine.py`).
+options (`SearchAlgorithm.checked_options`) and what depends on this machine
+(`config/machine.py`).
 `neurorun/loop/build.py` builds the parts of a config that passed.
 """
 
@@ -18,39 +19,19 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun.algorithms import ALGORITHMS, SearchAlgorithm, make_algorithm
-from neurorun.algorithms.options import per_parameter_options
+from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
-from neurorun.common.values import is_int, is_number
 from neurorun.config.machine import check_machine, check_ray_installed
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
-
-_PROBE_LENGTH = 16  # solution length of the dry-run algorithm that checks algo.* before any env
 
 
 def algo_error(algo: AlgoConfig, error: Exception) -> ConfigError:
     """The algorithm's message, with its option names written as config keys (algo.x)."""
     return ConfigError(f"algo={algo.name}: "
                        f"{as_keys(str(error), (*algo.options, 'popsize'), 'algo')}")
-
-
-def _probe_options(algo: AlgoConfig) -> dict[str, Any]:
-    """`algo.*` for the probe algorithm, which does not know D yet: a list of numbers for a
-    per-parameter option stands in as its first number, and a noise table shorter than the
-    probe's length as one of that length (both are checked against D when the algorithm is
-    built for the sized problem: the probe's refusal named its own length as the solution's)."""
-    options = dict(algo.options)
-    for key in per_parameter_options(ALGORITHMS[algo.name].Options):
-        value = options.get(key)
-        if isinstance(value, list) and value and all(is_number(v) for v in value):
-            options[key] = value[0]
-    size = options.get("noise_table_size")
-    if is_int(size) and 0 < size < _PROBE_LENGTH:
-        options["noise_table_size"] = _PROBE_LENGTH
-    return options
 
 
 def _raw_value(cfg: DictConfig, key: str) -> Any:
@@ -92,7 +73,8 @@ def read_key(cfg: DictConfig, key: str) -> Any:
         raise _unresolved(cfg, error) from None
 
 
-def distributed_mode(config: RunConfig, algorithm: SearchAlgorithm) -> bool:
+def distributed_mode(config: RunConfig,
+                     algorithm: SearchAlgorithm | type[SearchAlgorithm]) -> bool:
     """Whether this run uses distributed mode: ``algo.distributed`` true or false, or ``auto``
     (the default): on ray when the algorithm distributes (all but full CMA-ES), since its
     update equals the local one and it was never slower (docs/ray.md).
@@ -160,15 +142,15 @@ def _check_parallel(config: RunConfig) -> None:
 
 
 def _check_algorithm(config: RunConfig) -> None:
-    """The algorithm's own check of its options, on a probe of a small length (instant);
+    """The algorithm's own check of its options (all of it that needs no solution length);
     distributed mode; what a table size with seeded noise means."""
     algo = config.algo
+    algorithm = ALGORITHMS[algo.name]
     try:
-        probe = make_algorithm(algo.name, solution_length=_PROBE_LENGTH, popsize=algo.popsize,
-                               seed=0, **_probe_options(algo))
+        algorithm.checked_options(algo.popsize, algo.options)
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
-    distributed_mode(config, probe)
+    distributed_mode(config, algorithm)
     options = algo.options
     if options.get("noise_source") == "seeds" and options.get("noise_table_size") is not None:
         logging.getLogger("neurorun").warning(

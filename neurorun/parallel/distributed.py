@@ -53,7 +53,7 @@ class Share:
         return self.first + self.size
 
 
-def require_distributable(algo: SearchAlgorithm) -> None:
+def require_distributable(algo: SearchAlgorithm | type[SearchAlgorithm]) -> None:
     """Raise ValueError when ``algo`` cannot run in distributed mode (full CMA-ES)."""
     if not algo.distributable:
         raise ValueError(

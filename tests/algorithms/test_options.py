@@ -30,7 +30,7 @@ def test_bad_popsize_and_stdev(name, build):
         build(name, popsize=0)
     with pytest.raises(ValueError, match=r"stdev_init=-1.0.*Fix"):
         build(name, stdev_init=-1.0)
-    with pytest.raises(ValueError, match=r"center_init has shape \(3,\).*Fix"):
+    with pytest.raises(ValueError, match=r"center_init=<3 values>: expected one value, or \d+ "):
         build(name, center_init=[1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match=r"objective_sense='maximize'.*Fix"):
         build(name, objective_sense="maximize")
@@ -129,12 +129,3 @@ def test_a_center_init_out_of_range_is_refused(name, value, shown, build):
 def test_a_noise_table_size_below_one_is_refused_with_seeded_noise(size, build):
     with pytest.raises(ValueError, match=rf"noise_table_size={size}; expected an integer >= 1"):
         build("pgpe", noise_source="seeds", noise_table_size=size)
-
-
-def test_the_options_taking_one_value_per_parameter_are_those_typed_as_a_list():
-    from neurorun.algorithms import ALGORITHMS
-    from neurorun.algorithms.options import per_parameter_options
-
-    assert per_parameter_options(ALGORITHMS["pgpe"].Options) == [
-        "center_init", "stdev_init", "stdev_min", "stdev_max", "stdev_max_change"]
-    assert per_parameter_options(ALGORITHMS["ars"].Options) == ["center_init", "stdev_init"]

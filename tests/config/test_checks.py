@@ -38,6 +38,9 @@ def no_problem(monkeypatch):
     (["problem.alive_bonus_schedule=[1,2,3,4]"], ["problem.alive_bonus_schedule=", "Fix:"]),
     (["algo.popsize=abc"], ["algo.popsize='abc'", "integer >= 1", "Fix:"]),
     (["algo.popsize=11"], ["algo.popsize=11", "even", "Fix:"]),
+    (["algo.popsize=null"], ["algo.popsize=None", "no default population size", "Fix:"]),
+    (["algo=ars", "algo.num_directions=3", "algo.top_directions=4", "algo.popsize=null"],
+     ["algo.top_directions=4 > algo.num_directions=3", "Fix:"]),
     (["algo.stdev_init=0.1"], ["algo.stdev_init=0.1", "algo.radius_init=2.25", "Fix:"]),
     (["algo.center_learning_rate=-1"], ["algo.center_learning_rate=-1", "Fix:"]),
     (["generations=0"], ["generations=0", "integer >= 1", "Fix:"]),
@@ -126,6 +129,22 @@ def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_pat
     for text in expected:
         assert text in str(caught.value)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", ["pgpe", "cem", "snes", "xnes", "cmaes", "sep_cmaes", "ars",
+                                  "openai_es"])
+def test_the_config_check_builds_no_algorithm(monkeypatch, name):
+    """The algorithm is built once, for the sized problem: the check before any env reads its
+    options by the algorithm's class alone."""
+    from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
+    from neurorun.config.checks import validate_config
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("an algorithm was built by the config check")
+    monkeypatch.setattr(SearchAlgorithm, "__init__", refuse)
+    assert sorted(ALGORITHMS) == sorted(("pgpe", "cem", "snes", "xnes", "cmaes", "sep_cmaes",
+                                         "ars", "openai_es"))
+    assert validate_config(tiny(f"algo={name}")).algo.name == name
 
 
 def test_bad_network_string_names_the_key(tmp_path):
@@ -232,14 +251,25 @@ def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, ca
     assert not [r for r in caplog.records if "noise_table_size" in r.getMessage()]
 
 
-def test_a_list_for_each_parameter_passes_the_check_before_the_problem_is_sized(no_problem):
-    """The check's probe has 16 parameters: each option that takes a list (its Options' type
-    says so) stands in as its first number there, and is checked against D once sized."""
+def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(
+        no_problem):
+    """The check needs no solution length: a list passes it whatever its length, and a bad
+    entry anywhere in it is refused before any env."""
     from neurorun.config.checks import validate_config
 
     tens = "[" + ",".join(["0.1"] * 10) + "]"  # CartPole's linear policy: D = 10
     for key in ("center_init", "stdev_max_change", "stdev_min"):
         validate_config(tiny(f"algo.{key}={tens}"))
+    for key, bad in (("stdev_min", "[0.1,0.1,-1]"), ("stdev_max_change", "[0.2,1.5]"),
+                     ("center_init", "[0,inf]")):
+        with pytest.raises(ConfigError, match=rf"^algo=pgpe: algo.{key}=\[.*Fix:"):
+            validate_config(tiny(f"algo.{key}={bad}"))
+
+
+def test_a_list_of_the_wrong_length_is_refused_once_the_problem_is_sized(tmp_path):
+    with pytest.raises(ConfigError, match=r"^algo=pgpe: algo.stdev_min=<3 values>: expected one "
+                                          r"value, or 10 .*Fix: give one value or 10\.$"):
+        Runner(tiny("algo.stdev_min=[0.1,0.1,0.1]"), run_dir=tmp_path / "run")
 
 
 def test_a_null_that_means_the_default_is_taken(tmp_path):
