@@ -21,13 +21,9 @@ from __future__ import annotations
 import neurorun.cli.startup  # first: Ctrl-C while the modules below load: one line, no traceback
 # isort: on
 
-import contextlib
-import logging
 import math
 import os
 import sys
-import sysconfig
-import traceback
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,26 +41,23 @@ from omegaconf.errors import OmegaConfBaseException
 from neurorun.algorithms import ALGORITHMS
 from neurorun.cli import arguments, folder_claim, hydra_errors
 from neurorun.cli.env_source import register_hydra_extensions
+from neurorun.cli.failures import say_failure, say_interrupted
 from neurorun.cli.hints import preset_hint
 from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
-from neurorun.common.atomic import is_disk_full
-from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, FolderInUseError, one_line
+from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
 from neurorun.config.checks import read_key
 from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import Runner
 from neurorun.loop.signals import (
-    exit_now,
-    exit_status,
     held,
     hold,
     interrupts_on_signals,
     release,
 )
 from neurorun.record import claims
-from neurorun.record.layout import HYDRA_DIR
-from neurorun.record.run_folder import discard_unstarted, unlock_unstarted
+from neurorun.record.run_folder import unlock_unstarted
 
 neurorun.cli.startup.loaded()  # from here main() catches Ctrl-C
 
@@ -105,22 +98,6 @@ def _resumed_config(run_dir: str, overrides: list[str]) -> DictConfig:
         raise ConfigError(str(error)) from error
 
 
-def _where(error: BaseException) -> str:
-    """``, in <function> (<file>:<line>)``: the innermost frame of the error (or of the errors
-    that caused it) in the user's own code, not in neurorun, Python or an installed package."""
-    library = [str(Path(__file__).parents[1]), *{sysconfig.get_path(name) for name in
-                                             ("stdlib", "platstdlib", "purelib", "platlib")}]
-    frames, seen = [], set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        frames = traceback.extract_tb(error.__traceback__) + frames
-        error = error.__cause__ or error.__context__
-    library = [os.path.join(p, "") for p in library if p]  # whole folders: not neurorun_ext/
-    own = [f for f in frames if not f.filename.startswith("<")  # generated code, frozen modules
-           and not any(f.filename.startswith(p) for p in library)]
-    return f", in {own[-1].name} ({own[-1].filename}:{own[-1].lineno})" if own else ""
-
-
 def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> float | None:
     """One run; returns its objective (None: the job failed, kept in ``failed_jobs``, or has
     no objective, which Optuna's sweeper records as a failed trial). ``kept_back``: the resume's
@@ -133,7 +110,7 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         config, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
     except (Exception, KeyboardInterrupt) as error:
         try:
-            cause = _failed(error, cfg, run_dir, exits=not sweep)
+            cause = say_failure(error, cfg, run_dir, exits=not sweep)
         finally:
             unlock_unstarted(run_dir)  # where the run never took its folder's lock over
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), cause)  # the sweep goes on
@@ -186,60 +163,6 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
     return runner.config, runner.run()
 
 
-def _discard_unstarted(run_dir: Path) -> None:
-    """Remove the run's folder where its run never began (Hydra's files by this job's names)."""
-    hydra_cfg = HydraConfig.get()
-    # not resolved again: neurorun's resolver (a sweep's job folder is locked in it) gives the
-    # default; a value the command line set is plain
-    subdir = (HYDRA_DIR if OmegaConf.is_interpolation(hydra_cfg, "output_subdir")
-              else hydra_cfg.output_subdir)
-    discard_unstarted(run_dir, hydra_cfg.job.name, subdir)
-
-
-def _failed(error: BaseException, cfg: DictConfig, run_dir: Path, exits: bool) -> str:
-    """Say why the run failed in one line (the traceback goes to the run's neurorun.log) and
-    remove a run folder that never started; exit (with 2 for a config error), or, in a sweep
-    (``exits`` False), return the cause. Ctrl-C or a signal always exits (the resume hint is
-    printed)."""
-    # a resume's folder is the user's: never removed (a `${...}` that failed is no resume)
-    resuming = OmegaConf.select(cfg, "resume", throw_on_resolution_failure=False)
-    if isinstance(error, KeyboardInterrupt):
-        if not resuming:
-            _discard_unstarted(run_dir)  # stopped before generation 1 (e.g. while ray starts)
-        _interrupted(error)
-    if isinstance(error, ConfigError):
-        if not resuming and not isinstance(error, FolderInUseError):  # not another's files
-            _discard_unstarted(run_dir)
-        if exits:
-            print(f"neurorun: config error: {error}", file=sys.stderr)
-            sys.exit(CONFIG_ERROR_EXIT)
-        return f"config error: {error}"
-    if is_disk_full(error):
-        print(f"neurorun: no space left on the device of {error.filename or run_dir} "
-              f"({error.strerror}). Fix: free some space, then continue with the resume "
-              "command above.", file=sys.stderr)
-        if exits:
-            sys.exit(1)
-    logging.getLogger(__name__).exception("the run failed")
-    if not resuming:
-        _discard_unstarted(run_dir)  # a run that never started: no folder (nor log)
-    log_file = _log_file()  # gone with its folder where the run removed it (Runner)
-    cause = f"{one_line(error, with_type=True)}{_where(error)}" + (
-        f" (traceback: {log_file})" if log_file is not None and log_file.is_file() else "")
-    if exits:
-        print(f"neurorun: the run failed: {cause}", file=sys.stderr)
-        sys.exit(1)
-    return cause
-
-
-def _log_file() -> Path | None:
-    """The file Hydra's job logging writes the run's log to (``<hydra.job.name>.log`` in the
-    run folder, unless its config names another), or None."""
-    handlers = logging.getLogger().handlers
-    files = [Path(h.baseFilename) for h in handlers if isinstance(h, logging.FileHandler)]
-    return files[0] if files else None
-
-
 def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
     """`center_eval <score>` of the best policy, or why the run has none."""
     score = result.get("best_center_eval")
@@ -253,19 +176,6 @@ def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
     return f"no best score: {why}; it holds the last center"
 
 
-def _interrupted(error: KeyboardInterrupt) -> None:
-    """One line and 128 + the signal number, however early the signal came. Where jax ran, the
-    process ends at once (XLA's compiler cannot be stopped): the run's state and files are
-    written and closed by then."""
-    with contextlib.suppress(OSError):  # a terminal that hung up (SIGHUP): the status says why
-        print(f"neurorun: {str(error) or 'interrupted (Ctrl-C)'}", file=sys.stderr)
-    if "jax" in sys.modules:  # its threads may still run in C++ (`exit_now`)
-        claims.remove_unused()
-        logging.shutdown()
-        exit_now(exit_status(error))
-    sys.exit(exit_status(error))
-
-
 def main() -> None:
     """Console-script entry point (Ctrl-C before the run starts, while Hydra composes the
     config, ends the same way as later: one line, exit status 130; while this module's imports
@@ -273,7 +183,7 @@ def main() -> None:
     try:
         _main()
     except KeyboardInterrupt as error:
-        _interrupted(error)
+        say_interrupted(error)
 
 
 def _main() -> None:
