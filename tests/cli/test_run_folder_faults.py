@@ -65,7 +65,7 @@ def test_a_fifo_in_a_new_runs_folder_is_refused_instead_of_blocking(tmp_path, na
     assert [p.name for p in run_dir.iterdir()] == [name]  # nothing written
 
 
-# re-probe F3: Hydra's log of a custom hydra.job.name, and its saved configs in a custom
+# Hydra's log of a custom hydra.job.name, and its saved configs in a custom
 # hydra.output_subdir, were not checked: a FIFO there blocked the run for good in open()
 @pytest.mark.parametrize(("override", "name", "expected"), [
     ("hydra.job.name=foo", "foo.log", "a regular file"),

@@ -220,7 +220,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
      "algo.center_learning_rate=interval(0.1,inf) has a bound that is not a finite number"),
     (["-m", "hydra/sweeper=optuna", "algo.center_learning_rate=tag(log,interval(nan,0.2))"],
      "interval(nan,0.2)) has a bound that is not a finite number"),
-    # re-probe F14: Optuna's and SQLAlchemy's tracebacks once the search started
+    # Optuna's and SQLAlchemy's tracebacks once the search started
     (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.direction=up"],
      "hydra.sweeper.direction='up'; expected maximize or minimize. Fix:"),
     (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.storage=bogus://x"],

@@ -555,7 +555,7 @@ def test_compare_does_not_print_an_environment_variable_a_config_names(tmp_path,
 @pytest.mark.parametrize("text", ['"\\e]0;title\\a"', '"CartPole-v1\\e[2J"', '"a\\x9bb"',
                                   '"\\r"'])
 def test_a_saved_config_holding_terminal_control_characters_is_refused(text, tmp_path):
-    """re-probe F11: YAML's escapes (\\e is ESC) put terminal escape sequences into a saved
+    """YAML's escapes (\\e is ESC) put terminal escape sequences into a saved
     config's values, which resume's messages then printed as they were."""
     from neurorun.config.saved_yaml import SavedFileError
 

@@ -223,7 +223,7 @@ def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
 
 
 def test_a_popsize_max_below_popsize_is_refused(tmp_path):
-    """re-probe F21: `algo.popsize=10 algo.popsize_max=4` ran, taking 10 a generation."""
+    """`algo.popsize=10 algo.popsize_max=4` ran, taking 10 a generation."""
     with pytest.raises(ConfigError, match=r"^algo=pgpe: algo.popsize_max=4 is below "
                                           r"algo.popsize=10, which a generation takes at least\. "
                                           r"Fix: algo.popsize_max=10 or more, or null$"):
@@ -233,7 +233,7 @@ def test_a_popsize_max_below_popsize_is_refused(tmp_path):
 
 
 def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, caplog):
-    """re-probe F21: noise_table_size went unused without a word with noise_source=seeds (a
+    """noise_table_size went unused without a word with noise_source=seeds (a
     sweep over both sources keeps one size: a warning, not a refusal)."""
     import logging
 

@@ -96,7 +96,7 @@ def test_a_tracker_that_stalls_or_fails_later_is_dropped_with_one_line(release, 
         "generation). Fix: check the server, or set logger.mlflow.enabled=false"]
 
 
-# re-probe F12: 1e10 passed and overflowed threading's wait (OverflowError)
+# 1e10 passed and overflowed threading's wait (OverflowError)
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "abc", True, None, 1e10,
                                  86400.5])
 def test_a_time_bound_is_a_number_of_seconds_above_zero_and_at_most_a_day(bad):

@@ -136,7 +136,7 @@ def test_wandb_offline_holds_metrics_config_and_artifacts(tmp_path):
     # nothing listens on port 9 of this machine: refused at once, not after MLflow's retries
     pytest.param(["logger.mlflow.enabled=true", "logger.mlflow.tracking_uri=http://127.0.0.1:9"],
                  "no tracking server answers at 127.0.0.1:9", marks=pytest.mark.extras("mlflow")),
-    # re-probe F22: W&B's refusal of the name came with a fix about logging in
+    # W&B's refusal of the name came with a fix about logging in
     pytest.param(["logger.wandb.enabled=true", "logger.wandb.project='a/b#c'"],
                  r"logger.wandb could not start \(UsageError: Invalid project name 'a/b#c': .*"
                  r"Fix: logger.wandb.project=<a name of at most 128 characters without / \\ # "

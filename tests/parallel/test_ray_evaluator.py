@@ -166,7 +166,7 @@ def test_distributed_step_refuses_full_cmaes(toy):
 @pytest.mark.parametrize(("key", "value"), [("num_cpus", "abc"), ("num_cpus", -1),
                                             ("num_gpus", True), ("num_gpus", float("inf"))])
 def test_actor_resources_that_are_not_counts_are_refused_naming_the_key(toy, key, value):
-    """re-probe F13: `parallel.actor_config.num_cpus=abc` was "could not convert string to
+    """`parallel.actor_config.num_cpus=abc` was "could not convert string to
     float: 'abc'", naming neither the key nor the fix."""
     with pytest.raises(ValueError, match=rf"^parallel\.actor_config\.{key}={value!r}; "
                                          r"expected a number >= 0 .*Fix: e\.g\. "):

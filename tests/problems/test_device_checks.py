@@ -104,7 +104,7 @@ def test_devices_on_a_gymnasium_env_are_said_to_be_ignored(tmp_path):
 
 
 def test_jax_own_host_count_setting_is_checked_and_wins(three_cores):
-    """JAX_NUM_CPU_DEVICES overrides XLA_FLAGS' count in jax (re-probe F6: a million of them
+    """JAX_NUM_CPU_DEVICES overrides XLA_FLAGS' count in jax (a million of them
     passed the check, which read XLA_FLAGS only)."""
     with pytest.raises(ValueError, match="JAX_NUM_CPU_DEVICES=1000000 is more devices than this"
                                          r" machine can hold: at most 8 per usable core \(3 "
