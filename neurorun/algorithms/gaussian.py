@@ -57,6 +57,9 @@ class SeparableSearch(SearchAlgorithm):
         cls.check_exploration(options)
         if popsize is not None and getattr(options, "symmetric", False):
             require_even_popsize(popsize, "symmetric")
+        limits = getattr(options, "limits", None)
+        if limits is not None:
+            check_stdev_limits(limits)
         step = getattr(options, "step", None)
         if step is None:
             return
@@ -70,9 +73,6 @@ class SeparableSearch(SearchAlgorithm):
             optimizer_settings(step.optimizer, step.optimizer_config,
                                lr=1.0 if step.center_learning_rate is None
                                else step.center_learning_rate)
-        limits = getattr(options, "limits", None)
-        if limits is not None:
-            check_stdev_limits(limits)
 
     @classmethod
     def check_exploration(cls, options: Any) -> None:

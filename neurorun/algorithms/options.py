@@ -152,7 +152,7 @@ def as_numbers(value: Vector, name: str, dtype: torch.dtype = torch.float32,
         tensor = torch.as_tensor(value, dtype=dtype, device=device)
     except (TypeError, ValueError, RuntimeError):
         tensor = None
-    if tensor is None or tensor.ndim > 1:
+    if tensor is None or tensor.ndim > 1 or tensor.numel() == 0:
         raise ValueError(f"{name}={value!r}: expected a number or a list of numbers. Fix: "
                          f"e.g. {name}=0.5 or {name}=[0.5, 0.1, ...] (one per parameter).")
     return tensor
@@ -216,10 +216,12 @@ def initial_center(start: StartOptions, length: int, device, dtype) -> torch.Ten
 
 def initial_stdev(start: StartOptions, length: int, device, dtype) -> torch.Tensor:
     """The (D,) initial standard deviation from a checked `stdev_init` or `radius_init`."""
-    if start.radius_init is not None:
-        return as_vector(float(start.radius_init) / math.sqrt(length), "radius_init", length,
-                         device, dtype)
-    return as_vector(start.stdev_init, "stdev_init", length, device, dtype)
+    if start.radius_init is None:
+        return as_vector(start.stdev_init, "stdev_init", length, device, dtype)
+    stdev = as_vector(float(start.radius_init) / math.sqrt(length), "radius_init", length,
+                      device, dtype)
+    require_stdev("radius_init", start.radius_init, stdev)  # radius / sqrt(D) may round to 0
+    return stdev
 
 
 # The largest stdev (initial, or a bound): its square times a sample's squared noise (< 400)

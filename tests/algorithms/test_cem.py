@@ -1,7 +1,10 @@
 """CEM: elite statistics and the stdev_min remedy for premature convergence."""
 
 import numpy as np
+import pytest
 import torch
+
+from neurorun.algorithms import CEM
 
 from .conftest import sphere
 
@@ -31,3 +34,17 @@ def test_stdev_min_keeps_cem_improving(build):
     assert stalled[-1] == stalled[150] and stalled[-1] > 1.0  # the stdev collapsed
     improving = _cem_error(build, stdev_min=0.05)
     assert improving[-1] < improving[50] and improving[-1] < stalled[-1] / 100
+
+
+@pytest.mark.parametrize(("limits", "said"), [
+    ({"stdev_min": 0.5, "stdev_max": 0.1}, r"stdev_min=0.5 exceeds stdev_max=0.1"),
+    ({"stdev_max": float("nan")}, r"stdev_max=nan; expected a finite number > 0"),
+    ({"stdev_min": [0.1, 0.1, 0.1, 0.1, -1.0]}, r"stdev_min=\[0.1, .*finite number > 0"),
+    ({"stdev_max_change": 2.0}, r"stdev_max_change=2.0; expected values in \(0, 1\)"),
+])
+def test_cem_refuses_stdev_limits_no_search_keeps(build, limits, said):
+    """CEM has stdev limits but no step options: its limits are checked all the same."""
+    with pytest.raises(ValueError, match=said):
+        build("cem", popsize=20, parenthood_ratio=0.5, **limits)
+    with pytest.raises(ValueError, match=said):  # the config's check, before any D
+        CEM.checked_options(20, {"parenthood_ratio": 0.5, "stdev_init": 1.0, **limits})

@@ -129,3 +129,15 @@ def test_a_center_init_out_of_range_is_refused(name, value, shown, build):
 def test_a_noise_table_size_below_one_is_refused_with_seeded_noise(size, build):
     with pytest.raises(ValueError, match=rf"noise_table_size={size}; expected an integer >= 1"):
         build("pgpe", noise_source="seeds", noise_table_size=size)
+
+
+@pytest.mark.parametrize("key", ["center_init", "stdev_init"])
+def test_an_empty_list_is_no_value_for_each_parameter(build, key):
+    with pytest.raises(ValueError, match=rf"{key}=\[\]: expected a number or a list of numbers"):
+        build("pgpe", center_learning_rate=0.1, stdev_learning_rate=0.1, **{key: []})
+
+
+def test_a_radius_whose_stdev_rounds_to_zero_is_refused(build):
+    """radius / sqrt(D) is the stdev: 2e-45 / sqrt(16) is 0 in float32."""
+    with pytest.raises(ValueError, match=r"radius_init=2e-45; expected a finite number > 0"):
+        build("snes", solution_length=16, stdev_init=None, radius_init=2e-45)
