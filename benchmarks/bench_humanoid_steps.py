@@ -1,7 +1,7 @@
 """brax humanoid learning in env steps: does the center stand?
 
     python benchmarks/bench_humanoid_steps.py run --label noshape --algo pgpe --seeds 0 1 2 \
-        [--steps 100000000] [--override KEY=VALUE ...]
+        [--steps 100000000] [--override KEY=VALUE] [--override KEY=VALUE] ...
     python benchmarks/bench_humanoid_steps.py summary RUN_FOLDER [RUN_FOLDER ...] [--plot FILE]
 
 ``run``: `neurorun algo=<algo> env=brax::humanoid max_time=null max_interactions=<steps>
