@@ -93,8 +93,7 @@ class ARS(SeparableSearch):
         directions = options.num_directions
         if directions is None:
             return super().default_popsize(options, solution_length)
-        require_count("num_directions", directions)  # -1 is no popsize of -2
-        return 2 * directions
+        return 2 * directions  # check() refuses a count below 1 before its popsize
 
     def _initial_stdev(self) -> torch.Tensor:
         return as_vector(float(self.options.noise), "noise", self.solution_length, self.device,
