@@ -168,7 +168,8 @@ def _backend(case: Case) -> str:
 def run_neurorun(case: Case) -> dict[str, Any]:
     """The same PGPE run through neurorun's runner; times between generation ends."""
     from neurorun.cli.app import compose_config
-    from neurorun.loop.runner import Callbacks, run
+    from neurorun.loop.callbacks import Callbacks
+    from neurorun.loop.runner import run
 
     class Timer(Callbacks):
         def __init__(self) -> None:

@@ -44,7 +44,8 @@ def measure(env: str, generations: int, videos: int) -> dict:
     from neurorun.cli.app import compose_config
     from neurorun.loggers.base import Logger
     from neurorun.loggers.videos import RunVideos
-    from neurorun.loop.runner import Callbacks, run
+    from neurorun.loop.callbacks import Callbacks
+    from neurorun.loop.runner import run
 
     elapsed: list[float] = []
     filmed: list[dict] = []

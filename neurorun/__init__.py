@@ -19,7 +19,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 
 # the public names, imported when first used: `import neurorun` stays light (no torch)
-_LAZY = {"run": "neurorun.loop.runner", "Callbacks": "neurorun.loop.runner",
+_LAZY = {"run": "neurorun.loop.runner", "Callbacks": "neurorun.loop.callbacks",
          "compose_config": "neurorun.cli.app"}
 __all__ = ["Callbacks", "__version__", "compose_config", "run"]
 

@@ -55,7 +55,7 @@ def test_the_public_names_load_when_used_and_import_neurorun_loads_no_torch():
             "neurorun.compose_config.__module__)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.split("\n")
-    assert shown[:2] == ["[]", "neurorun.loop.runner neurorun.loop.runner neurorun.cli.app"]
+    assert shown[:2] == ["[]", "neurorun.loop.runner neurorun.loop.callbacks neurorun.cli.app"]
 
 
 def test_every_console_script_names_a_function():

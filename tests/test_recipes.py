@@ -22,7 +22,8 @@ from neurorun.common.settings import setting
 from neurorun.envs import backends
 from neurorun.envs.base import TorchVecEnv
 from neurorun.loggers import LOGGERS, Logger
-from neurorun.loop.runner import Callbacks, run
+from neurorun.loop.callbacks import Callbacks
+from neurorun.loop.runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Adaptive popsize: a generation samples rounds of ``popsize`` until it made
 ``algo.num_interactions`` env steps or reached ``samples_max`` samples (the local runner and
-distributed mode both sample through ``run_rounds``)."""
+distributed mode both sample through ``run_rounds``); ``algo.popsize_max`` caps it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ PROGRESS_S = 120.0  # an adaptive generation still sampling says how far it got 
 log = logging.getLogger(__name__)
 
 
+def samples_max(algorithm: SearchAlgorithm) -> int:
+    """The most samples an adaptive generation takes: popsize_max, else ROUNDS_MAX rounds."""
+    return algorithm.options.adaptive.popsize_max or ROUNDS_MAX * algorithm.popsize
+
+
 def run_rounds(algorithm: SearchAlgorithm,
                evaluate_round: Callable[[int], tuple[int, int]]) -> None:
     """Sample one generation in rounds: ``evaluate_round(first)`` samples ``popsize``
@@ -25,16 +30,16 @@ def run_rounds(algorithm: SearchAlgorithm,
     ``num_interactions`` env steps or reached ``samples_max`` samples (without popsize_max,
     ROUNDS_MAX rounds: said once by each algorithm built), how far it got said every
     PROGRESS_S meanwhile."""
+    wanted, cap = algorithm.options.adaptive.num_interactions, samples_max(algorithm)
     asked = steps = 0
     said_at = time.monotonic()
     while True:
         count, taken = evaluate_round(asked)
         asked, steps = asked + count, steps + taken
-        wanted = algorithm.num_interactions
         if wanted is None or steps >= wanted:
             return
-        if asked >= algorithm.samples_max:
-            if algorithm.popsize_max is None and not algorithm.said_capped:
+        if asked >= cap:
+            if algorithm.options.adaptive.popsize_max is None and not algorithm.said_capped:
                 algorithm.said_capped = True
                 log.warning("generation %d ends after %d rounds of popsize %d (%s samples) "
                             "with %s of algo.num_interactions=%s interactions, as every "
@@ -50,4 +55,4 @@ def run_rounds(algorithm: SearchAlgorithm,
             log.info("generation %d, adaptive popsize: %s samples so far, %s of "
                      "algo.num_interactions=%s interactions (at most %s samples)",
                      algorithm.generation + 1, f"{asked:,}", f"{steps:,}", f"{wanted:,}",
-                     f"{algorithm.samples_max:,}")
+                     f"{cap:,}")

@@ -22,12 +22,11 @@ Subclasses set ``SUMS`` (which sums each weight vector needs) and implement ``sa
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypedDict
 
 import torch
 
-from neurorun.algorithms.adaptive import ROUNDS_MAX, run_rounds
 from neurorun.algorithms.divergence import require_finite
 from neurorun.algorithms.fitness import check_fitness, population_stats
 from neurorun.algorithms.noise import check_noise, make_noise, sample_noise, weighted_sums
@@ -171,24 +170,6 @@ class SearchAlgorithm:
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         raise NotImplementedError
-
-    # -- adaptive popsize ---------------------------------------------------------------
-    @property
-    def num_interactions(self) -> int | None:
-        return self.options.adaptive.num_interactions
-
-    @property
-    def popsize_max(self) -> int | None:
-        return self.options.adaptive.popsize_max
-
-    @property
-    def samples_max(self) -> int:
-        """The most samples an adaptive generation takes: popsize_max, else ROUNDS_MAX rounds."""
-        return self.popsize_max or ROUNDS_MAX * self.popsize
-
-    def run_rounds(self, evaluate_round: Callable[[int], tuple[int, int]]) -> None:
-        """One generation's samples in rounds (``adaptive.run_rounds``)."""
-        run_rounds(self, evaluate_round)
 
     # -- ask / tell ---------------------------------------------------------------------
     @property

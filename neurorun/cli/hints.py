@@ -13,7 +13,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from neurorun.envs.names import preset_slug
-from neurorun.loop.runner import Callbacks, Runner
+from neurorun.loop.callbacks import Callbacks
+from neurorun.loop.runner import Runner
 
 
 def _packaged(*parts: str) -> Any:

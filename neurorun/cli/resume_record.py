@@ -8,7 +8,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from neurorun.common.atomic import atomic_write
-from neurorun.loop.runner import Callbacks, Runner
+from neurorun.loop.callbacks import Callbacks
+from neurorun.loop.runner import Runner
 from neurorun.loop.signals import held
 from neurorun.record.claims import new_folder
 from neurorun.record.layout import resume_record

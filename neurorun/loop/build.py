@@ -121,7 +121,7 @@ def check_generation_fits(config: RunConfig, problem: Problem,
     """ValueError or RuntimeError, before anything runs, when a generation of the algorithm
     (its popsize_max when adaptive) and the center evaluation after it would not fit the
     device's memory (``Problem.check_capacity``)."""
-    problem.check_capacity(max(algorithm.popsize, algorithm.popsize_max or 0),
+    problem.check_capacity(max(algorithm.popsize, algorithm.options.adaptive.popsize_max or 0),
                            config.eval_episodes if config.eval_every else 0)
 
 

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from neurorun.algorithms.adaptive import run_rounds
+
 if TYPE_CHECKING:
     from neurorun.algorithms import SearchAlgorithm
     from neurorun.parallel import RayEvaluator
@@ -28,7 +30,7 @@ def search_step(algorithm: SearchAlgorithm, evaluator: Evaluator,
         stats.append(evaluator.last_stats)
         return len(fitness[-1]), evaluator.interaction_count - count_before
 
-    algorithm.run_rounds(evaluate_round)
+    run_rounds(algorithm, evaluate_round)
     samples_fitness = torch.cat(fitness)
     algorithm.tell(samples_fitness)
     return samples_fitness, stats

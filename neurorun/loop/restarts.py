@@ -100,6 +100,15 @@ class RestartSchedule:
     attempt: Attempt | None = None
     stall: StallWatch = field(default_factory=lambda: StallWatch(None))
 
+    @classmethod
+    def of_run(cls, config: RunConfig, algorithm: SearchAlgorithm) -> RestartSchedule:
+        """The schedule ``restart.*`` sets for a run whose first attempt is ``algorithm``."""
+        settings = config.restart
+        return cls(settings.strategy, algorithm.popsize, settings.popsize_factor,
+                   mirrored=algorithm.mirrored, seed=config.seed,
+                   stall=StallWatch(settings.patience, settings.min_improvement,
+                                    algorithm.objective_sense))
+
     def __post_init__(self) -> None:
         # a config's is checked with it, by the same rule
         check_value("strategy", self.strategy, str, {"choices": RESTART_STRATEGIES})
@@ -149,6 +158,15 @@ class RestartSchedule:
     def state_dict(self) -> RestartRecord:
         return RestartRecord(small_restarts=self.small_restarts,
                              evaluations=dict(self.evaluations), attempt=asdict(self.attempt))
+
+    def restore(self, restarts: int, record: RestartRecord | None,
+                stall_history: list[float | None]) -> None:
+        """Continue from a resumed state.pt's ``restarts``, ``restart`` (None: a format-1
+        state, from before restarts: the schedule as built) and ``stall_history``."""
+        self.restarts = restarts
+        if record is not None:
+            self.load_state_dict(record)
+        self.stall.history = list(stall_history)
 
     def load_state_dict(self, state: RestartRecord) -> None:
         self.small_restarts = int(state["small_restarts"])

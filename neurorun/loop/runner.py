@@ -29,10 +29,11 @@ from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed, rng_state, set_rng_state
 from neurorun.common.sense import improves
 from neurorun.loop.build import build_algorithm
+from neurorun.loop.callbacks import Callbacks
 from neurorun.loop.generation import search_step
 from neurorun.loop.objective import objective_value
 from neurorun.loop.parts import RunParts
-from neurorun.loop.restarts import RestartSchedule, StallWatch, restart
+from neurorun.loop.restarts import RestartSchedule, restart
 from neurorun.loop.signals import held, interrupts_on_signals
 from neurorun.record import checkpoint
 from neurorun.record.best import BestCenter
@@ -49,19 +50,6 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from neurorun.config.schema import RunConfig
-
-
-class Callbacks:
-    """Hooks for Python users (like RLlib's callbacks): subclass and override what you need."""
-
-    def on_run_start(self, runner: Runner) -> None:
-        """After everything is built (and restored, when resuming), before generation 1."""
-
-    def on_generation_end(self, runner: Runner, generation: int, status: dict[str, Any]) -> None:
-        """After each generation is logged; `status` is what the loggers received."""
-
-    def on_run_end(self, runner: Runner, result: dict[str, Any]) -> None:
-        """After the final checkpoint; `result` is what `run` returns."""
 
 
 def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = None,
@@ -94,19 +82,13 @@ class Runner(RunParts):
         self.best_sample_eval: float | None = None
         self.status: GenerationStatus | None = None
         self.restart_due = False
-        self.schedule = RestartSchedule(
-            config.restart.strategy, self.algorithm.popsize, config.restart.popsize_factor,
-            mirrored=self.algorithm.mirrored, seed=config.seed,
-            stall=StallWatch(config.restart.patience, config.restart.min_improvement,
-                             self.algorithm.objective_sense))
+        self.schedule = RestartSchedule.of_run(config, self.algorithm)
         if state is not None:
             self._restore(state)
 
     # ----- state -----
     def _restore(self, state: RunState) -> None:
-        self.schedule.restarts = state.restarts
-        if state.restart is not None:  # None: a format-1 state, before restarts: the same popsize
-            self.schedule.load_state_dict(state.restart)
+        self.schedule.restore(state.restarts, state.restart, state.stall_history)
         if self.schedule.restarts:  # the attempt's own algorithm (e.g. its noise table)
             self.algorithm = build_algorithm(self.config, self.problem, self.schedule.restarts,
                                              self.schedule.attempt)
@@ -119,7 +101,6 @@ class Runner(RunParts):
         self.best_sample_eval = state.best_sample_eval
         self.status = GenerationStatus.from_dict(state.status) if state.status else None
         self.restart_due = state.restart_due
-        self.schedule.stall.history = list(state.stall_history)
 
     def _state(self, elapsed: float) -> RunState:
         return RunState(

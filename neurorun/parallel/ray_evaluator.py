@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurorun.algorithms.adaptive import run_rounds
 from neurorun.common.values import is_number
 from neurorun.envs import backend_of
 from neurorun.parallel import cluster
@@ -283,7 +284,7 @@ class RayEvaluator:
             return (sum(share.size for share in round_shares),
                     sum(r["stats"].num_interactions for r in round_results))
 
-        algo.run_rounds(evaluate_round)  # adaptive popsize: rounds until enough interactions
+        run_rounds(algo, evaluate_round)  # adaptive popsize: rounds until enough interactions
         sent += sum(t["bytes_sent"] for t in transfers) + SHARE_BYTES * len(shares)
         received = sum(t["bytes_received"] for t in transfers)
         fitness = torch.from_numpy(np.concatenate([r["fitness"] for r in results])).to(algo.dtype)

@@ -9,6 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from neurorun.algorithms import ALGORITHMS, make_algorithm
+from neurorun.algorithms.adaptive import run_rounds
 from neurorun.algorithms.noise import weighted_sums
 
 from .conftest import sphere
@@ -51,7 +52,8 @@ def test_ask_shape_dtype_and_status(name, build):
 @pytest.mark.parametrize("name", NAMES)
 def test_adaptive_popsize_takes_fitness_of_all_pending(name, build):
     algo = build(name, popsize=4, num_interactions=100, popsize_max=12)
-    assert (algo.num_interactions, algo.popsize_max) == (100, 12)
+    adaptive = algo.options.adaptive
+    assert (adaptive.num_interactions, adaptive.popsize_max) == (100, 12)
     batches = [algo.ask(), algo.ask(), algo.ask(4)]
     fitness = sphere(torch.cat(batches))
     with pytest.raises(ValueError, match="fitness has 8 values; expected 12"):
@@ -76,7 +78,7 @@ def test_rounds_go_on_until_enough_steps_or_popsize_max(adaptive, expected_first
         firsts.append(first)
         return 4, next(steps)
 
-    algo.run_rounds(evaluate_round)
+    run_rounds(algo, evaluate_round)
     assert firsts == expected_firsts
 
 
@@ -221,8 +223,8 @@ def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_
         return 4, 10  # 4 samples, 10 steps: 10**9 steps are never made
 
     with caplog.at_level("INFO", logger="neurorun"):
-        algo.run_rounds(evaluate_round)
-        algo.run_rounds(evaluate_round)  # capped again, unsaid
+        adaptive.run_rounds(algo, evaluate_round)
+        adaptive.run_rounds(algo, evaluate_round)  # capped again, unsaid
     assert rounds == [4 * k for k in range(adaptive.ROUNDS_MAX)] * 2
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert said == ["generation 1 ends after 1000 rounds of popsize 4 (4,000 samples) with "

@@ -13,7 +13,8 @@ from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
 from neurorun.config.checks import validate_config
 from neurorun.loop.build import build_parts
-from neurorun.loop.runner import Callbacks, Runner, run
+from neurorun.loop.callbacks import Callbacks
+from neurorun.loop.runner import Runner, run
 
 DESIGN_KEYS = ("generation", "mean_eval", "median_eval", "pop_best_eval", "best_sample_eval",
                "center_eval", "popsize", "total_interaction_count", "total_episode_count",

@@ -187,7 +187,7 @@ def test_a_signal_as_a_generation_is_logged_saves_that_generation(tmp_path, monk
     loggers write generation 3 (it waits for the row and the snapshot) or after (in a
     callback), the state after generation 3 is saved, and the run resumes exactly."""
     from neurorun.loggers.base import LoggerGroup
-    from neurorun.loop.runner import Callbacks
+    from neurorun.loop.callbacks import Callbacks
     from neurorun.loop.signals import RunInterrupted
 
     def terminate(generation):
