@@ -30,7 +30,8 @@ def run_rounds(algorithm: SearchAlgorithm,
     ``num_interactions`` env steps or reached ``samples_max`` samples (without popsize_max,
     ROUNDS_MAX rounds: said once by each algorithm built), how far it got said every
     PROGRESS_S meanwhile."""
-    wanted, cap = algorithm.options.adaptive.num_interactions, samples_max(algorithm)
+    adaptive = algorithm.options.adaptive
+    wanted, cap = adaptive.num_interactions, samples_max(algorithm)
     asked = steps = 0
     said_at = time.monotonic()
     while True:
@@ -39,7 +40,7 @@ def run_rounds(algorithm: SearchAlgorithm,
         if wanted is None or steps >= wanted:
             return
         if asked >= cap:
-            if algorithm.options.adaptive.popsize_max is None and not algorithm.said_capped:
+            if adaptive.popsize_max is None and not algorithm.said_capped:
                 algorithm.said_capped = True
                 log.warning("generation %d ends after %d rounds of popsize %d (%s samples) "
                             "with %s of algo.num_interactions=%s interactions, as every "
