@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar
 
 import torch
 
@@ -31,27 +31,15 @@ from neurorun.algorithms.divergence import require_finite
 from neurorun.algorithms.fitness import check_fitness, population_stats
 from neurorun.algorithms.noise import check_noise, make_noise, sample_noise, weighted_sums
 from neurorun.algorithms.options import options_from_flat, require_count
+from neurorun.algorithms.record import Recorded
 from neurorun.common.sense import check_sense, maximized
 
 Weights = dict[str, torch.Tensor]  # name -> (P,) weights of the generation's samples
 Sums = dict[str, torch.Tensor]  # "name.kind" -> sum (see noise.weighted_sums)
 
 
-class AlgorithmRecord(TypedDict):
-    """An algorithm's record (``state_dict``): state.pt's ``algorithm``."""
-
-    algorithm: str  # its name in ALGORITHMS
-    solution_length: int
-    generation: int  # since its last start (a restart starts it again)
-    rng: torch.Tensor  # the torch generator's state: the noise
-    draw: int  # the noise draws so far (a seeds source's next row)
-    pending: list[torch.Tensor]  # samples asked and not told: [] between generations
-    last: dict[str, Any]  # the last generation's figures (the metrics' algorithm columns)
-    search: dict[str, Any]  # the distribution and its optimizer: each algorithm's `_state`
-
-
-class SearchAlgorithm:
-    """Public ask/tell/state_dict; each subclass file holds its whole update."""
+class SearchAlgorithm(Recorded):
+    """Public ask/tell/state_dict (`Recorded`); each subclass file holds its whole update."""
 
     name: ClassVar[str]
     title: ClassVar[str]  # its name in prose (README's list of algorithms)
@@ -165,12 +153,6 @@ class SearchAlgorithm:
         for key, value in state.items():
             setattr(self, key, value.to(self.device))
 
-    def _state(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _load_state(self, state: Mapping[str, Any]) -> None:
-        raise NotImplementedError
-
     # -- ask / tell ---------------------------------------------------------------------
     @property
     def asked(self) -> int:
@@ -248,31 +230,3 @@ class SearchAlgorithm:
         replica.optimizer = None
         replica._pending = []
         return replica
-
-    # -- checkpoints ----------------------------------------------------------------------
-    def state_dict(self) -> AlgorithmRecord:
-        """Everything needed to continue bit-identically, including the RNG state."""
-        return AlgorithmRecord(
-            algorithm=self.name,
-            solution_length=self.solution_length,
-            generation=self.generation,
-            rng=self.generator.get_state(),
-            draw=self._draw,
-            pending=[p.clone() for p in self._pending],
-            last=dict(self._last),
-            search=self._state(),
-        )
-
-    def load_state_dict(self, state: AlgorithmRecord) -> None:
-        if state["algorithm"] != self.name or state["solution_length"] != self.solution_length:
-            raise ValueError(
-                f"state of {state['algorithm']} with D={state['solution_length']} cannot load "
-                f"into {self.name} with D={self.solution_length}. Fix: build the algorithm with "
-                "the same name and solution_length as the run that saved it."
-            )
-        self.generation = int(state["generation"])
-        self.generator.set_state(state["rng"].cpu())
-        self._draw = int(state["draw"])
-        self._pending = [p.to(self.device, self.dtype).clone() for p in state["pending"]]
-        self._last = dict(state["last"])
-        self._load_state(state["search"])

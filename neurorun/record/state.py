@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from neurorun.algorithms import ALGORITHMS
-from neurorun.algorithms.base import AlgorithmRecord
+from neurorun.algorithms.record import AlgorithmRecord
 from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import GeneratorsRecord, NumpyRecord, numpy_state, python_state

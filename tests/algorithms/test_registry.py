@@ -107,7 +107,7 @@ def test_state_dict_round_trip_continues_bit_for_bit(name, build):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_state_holds_the_record_the_algorithms_declare(name, build):
-    from neurorun.algorithms.base import AlgorithmRecord
+    from neurorun.algorithms.record import AlgorithmRecord
 
     assert set(build(name, popsize=6).state_dict()) == set(AlgorithmRecord.__annotations__)
 
