@@ -145,18 +145,16 @@ def _check_algorithm(config: RunConfig) -> None:
     """The algorithm's own check of its options (all of it that needs no solution length);
     distributed mode; what a table size with seeded noise means."""
     algo = config.algo
-    algorithm = ALGORITHMS[algo.name]
     try:
-        algorithm.checked_options(algo.popsize, algo.options)
+        sampling = algo.typed_options.sampling
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
-    distributed_mode(config, algorithm)
-    options = algo.options
-    if options.get("noise_source") == "seeds" and options.get("noise_table_size") is not None:
+    distributed_mode(config, ALGORITHMS[algo.name])
+    if sampling.noise_source == "seeds" and sampling.noise_table_size is not None:
         logging.getLogger("neurorun").warning(
             "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each sample "
             "from a seed of its own, with no table. Fix: algo.noise_source=table to use a "
-            "table, or algo.noise_table_size=null", options["noise_table_size"])
+            "table, or algo.noise_table_size=null", sampling.noise_table_size)
 
 
 def validate_config(cfg: DictConfig, *,

@@ -177,12 +177,19 @@ OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_confi
 @dataclass(frozen=True)
 class AlgoConfig:
     """``algo.*``: the algorithm's name, popsize, distributed mode and its own options (the
-    flat keys its ``Options`` dataclass takes, checked when the algorithm is made)."""
+    flat keys its ``Options`` dataclass takes, as the config and the constructors write them;
+    ``typed_options`` reads them as that dataclass)."""
 
     name: str = "pgpe"
     popsize: int | None = setting(None, ge=1)
     distributed: Any = setting("auto", rule=_true_false_auto)
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def typed_options(self) -> Any:
+        """``options`` as the algorithm's ``Options`` dataclass, its defaults filled in and
+        checked (`SearchAlgorithm.checked_options`: a ValueError names the option)."""
+        return ALGORITHMS[self.name].checked_options(self.popsize, self.options)
 
 
 # algo.* that are the run's, not options of the algorithm

@@ -78,7 +78,7 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
     popsize and step size factor of its ``start`` (`neurorun.loop.restarts`)."""
     algo = config.algo
     options = copy.deepcopy(algo.options)
-    if options.get("center_init") is None:
+    if algo.typed_options.start.center_init is None:
         generator = torch.Generator().manual_seed(derive_seed(config.seed, "center_init",
                                                               restart))
         options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
