@@ -7,21 +7,23 @@ from typing import TYPE_CHECKING, cast
 import torch
 
 from neurorun.algorithms.adaptive import run_rounds
+from neurorun.problems.evaluator import EvaluationStats
 
 if TYPE_CHECKING:
     from neurorun.algorithms import SearchAlgorithm
     from neurorun.parallel import RayEvaluator
-    from neurorun.problems import EvaluationStats, Evaluator
+    from neurorun.problems import Evaluator
 
 
 def search_step(algorithm: SearchAlgorithm, evaluator: Evaluator,
-                distributed: bool) -> tuple[torch.Tensor, list[EvaluationStats]]:
+                distributed: bool) -> tuple[torch.Tensor, EvaluationStats]:
     """Ask, evaluate and tell; the fitness of the generation's samples (all of them, in
-    order) and each evaluation's stats. Here: in rounds while the adaptive popsize asks for
+    order) and its evaluations' stats, merged. Here: in rounds while the adaptive popsize asks for
     more; distributed (parallel=ray): the actors sample their shares and update there too."""
     if distributed:  # checked with the config to be ray's evaluator
         ray_evaluator = cast("RayEvaluator", evaluator)
-        return ray_evaluator.distributed_step(algorithm), [ray_evaluator.last_stats]
+        samples_fitness = ray_evaluator.distributed_step(algorithm)
+        return samples_fitness, EvaluationStats.merge([ray_evaluator.last_stats])
     fitness, stats = [], []
 
     def evaluate_round(first: int) -> tuple[int, int]:
@@ -33,4 +35,4 @@ def search_step(algorithm: SearchAlgorithm, evaluator: Evaluator,
     run_rounds(algorithm, evaluate_round)
     samples_fitness = torch.cat(fitness)
     algorithm.tell(samples_fitness)
-    return samples_fitness, stats
+    return samples_fitness, EvaluationStats.merge(stats)

@@ -147,8 +147,6 @@ class Runner(RunParts):
 
     def step(self, started: float) -> GenerationStatus:
         """Run one generation; returns its status."""
-        from neurorun.problems import EvaluationStats  # loaded with the problem by now
-
         self.generation += 1
         tick = time.perf_counter()
         count_before = self.evaluator.interaction_count
@@ -168,7 +166,6 @@ class Runner(RunParts):
         self.best.offer(sense, center_eval, self.generation, self.algorithm.center,
                         self.problem.obs_stats)  # the statistics the center was evaluated with
         interactions = self.evaluator.interaction_count - count_before
-        episodes = EvaluationStats.merge(stats).episode_figures()
         self.status = GenerationStatus(
             generation=self.generation,
             **population,  # popsize, mean_eval, median_eval, pop_best_eval
@@ -181,7 +178,7 @@ class Runner(RunParts):
             total_interaction_count=int(self.evaluator.interaction_count),
             total_episode_count=int(self.evaluator.episode_count),
             stdev_mean=float(self.algorithm.status["stdev_mean"]),
-            **episodes,
+            **stats.episode_figures(),
             interactions=int(interactions),
             elapsed_s=self.elapsed_before + time.perf_counter() - started,
             steps_per_s=interactions / max(seconds, 1e-9),
