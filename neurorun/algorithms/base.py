@@ -16,7 +16,8 @@ generation and sends each actor its slice; the actors send back their sums; the 
 adds them and updates: the local run's update, to float summation order.
 
 Subclasses set ``SUMS`` (which sums each weight vector needs) and implement ``samples``,
-``weights``, ``update``, ``center``, ``stdev``, ``sampling_state`` and ``_state``.
+``weights``, ``update``, ``center``, ``stdev``, ``sampling_state``, and `Recorded`'s
+``_state`` and ``_load_state`` (record.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypedDict
 
 import torch
 
@@ -25,7 +25,7 @@ class Recorded:
     """``state_dict``/``load_state_dict`` of a `SearchAlgorithm`: its ask/tell progress and its
     generator here, its distribution through the subclass's ``_state``/``_load_state``."""
 
-    name: str
+    name: ClassVar[str]
     solution_length: int
     generation: int
     generator: torch.Generator

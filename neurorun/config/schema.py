@@ -177,7 +177,7 @@ OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_confi
 @dataclass(frozen=True)
 class AlgoConfig:
     """``algo.*``: the algorithm's name, popsize, distributed mode and its own options (the
-    flat keys its ``Options`` dataclass takes, as the config and the constructors write them;
+    flat keys its ``Options`` dataclass takes, as the config holds and the constructors take them;
     ``typed_options`` reads them as that dataclass)."""
 
     name: str = "pgpe"

@@ -78,13 +78,13 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
     popsize and step size factor of its ``start`` (`neurorun.loop.restarts`)."""
     algo = config.algo
     options = copy.deepcopy(algo.options)
-    if algo.typed_options.start.center_init is None:
-        generator = torch.Generator().manual_seed(derive_seed(config.seed, "center_init",
-                                                              restart))
-        options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
-    if start is not None:
-        options = start.options(options, ALGORITHMS[algo.name].STEP_SIZES)
     try:
+        if algo.typed_options.start.center_init is None:
+            generator = torch.Generator().manual_seed(derive_seed(config.seed, "center_init",
+                                                                  restart))
+            options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
+        if start is not None:
+            options = start.options(options, ALGORITHMS[algo.name].STEP_SIZES)
         return make_algorithm(algo.name, solution_length=problem.solution_length,
                               popsize=algo.popsize if start is None else start.popsize,
                               device=problem.device,

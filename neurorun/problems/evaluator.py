@@ -3,7 +3,8 @@
 
 ``Problem`` (in this process) and ``neurorun.parallel.RayEvaluator`` (on ray actors) both
 satisfy it; ``neurorun.loop.build.make_evaluator`` returns one or the other. A Problem makes the
-figures, the ray evaluator merges its sub-batches' and the runner its rounds'.
+figures, the ray evaluator merges its sub-batches' and the search step
+(``neurorun.loop.generation``) its rounds'.
 """
 
 from __future__ import annotations
