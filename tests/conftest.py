@@ -21,9 +21,11 @@ import pytest
 from neurorun.common.extras import EXTRAS
 
 # The signal tests start from the default dispositions: `nohup make test` would start the suite
-# with SIGHUP ignored, and every run it starts would inherit that (and keep it, as a run started
-# under nohup does: tests/cli/test_signals.py ignores it in the child where it means to).
+# with SIGHUP ignored, and `make test &` from a script with SIGINT ignored; every run it starts
+# would inherit that (and keep it, as a run started so does: tests/cli/test_signals.py ignores
+# them in the child where it means to).
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # jax makes its CPU host devices once, when it starts: 4 of them let the tests run the compiled
 # evaluation on 1, 2 or 4 devices (tests/problems/test_devices.py); what the user's XLA_FLAGS

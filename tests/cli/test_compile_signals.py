@@ -36,7 +36,7 @@ def test_a_signal_during_a_compile_ends_the_run_at_once_and_it_resumes(tmp_path,
         [sys.executable, "-m", "neurorun.cli.app", *RUN, f"algo.popsize={popsize}",
          "generations=3",
          f"hydra.run.dir={run_dir}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        text=True, env=env)
     deadline = time.monotonic() + 300
     while (f"compiling the {program} program" not in _log(run_dir) and process.poll() is None
            and time.monotonic() < deadline):

@@ -19,11 +19,9 @@ RUN = [*NEURORUN, "env=Pendulum-v1", "env.backend=gymnasium",
 
 
 def start(run_dir: Path, *args: str, ignored: tuple[int, ...] = ()) -> subprocess.Popen:
-    """A long neurorun run in `run_dir`, with SIGINT at its default in the child: a shell's
-    `cmd &` starts pytest with SIGINT ignored, which the child would inherit (and ignore Ctrl-C).
-    The child starts with the `ignored` signals ignored, as `nohup` starts it with SIGHUP."""
+    """A long neurorun run in `run_dir`, started with the `ignored` signals ignored, as `nohup`
+    starts it with SIGHUP."""
     def signals() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
         for signum in ignored:
             signal.signal(signum, signal.SIG_IGN)
 
@@ -150,8 +148,7 @@ def test_ctrl_c_while_the_command_loads_its_modules_is_one_line(tmp_path):
     Hydra (before main() runs), gave Python's KeyboardInterrupt traceback."""
     script = Path(sys.executable).with_name("neurorun")
     process = subprocess.Popen([str(script), "debug=default"], cwd=tmp_path,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     maps = Path(f"/proc/{process.pid}/maps")
     deadline = time.monotonic() + 60
     while "torch" not in maps.read_text() and time.monotonic() < deadline:  # torch loading

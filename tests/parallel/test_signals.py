@@ -29,8 +29,7 @@ def test_a_stop_signal_during_a_ray_run_checkpoints_it(tmp_path, signum):
          "algo.popsize=10", "problem.episode_length=50", "eval_every=0", "target_score=null",
          "checkpoint_every=1000", "generations=100000", "logger.console.plain=true",
          f"hydra.run.dir={run_dir}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while _rows(run_dir) < 2 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.2)
