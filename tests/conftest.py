@@ -22,8 +22,7 @@ from neurorun.common.extras import EXTRAS
 
 # The signal tests start from the default dispositions: `nohup make test` would start the suite
 # with SIGHUP ignored, and `make test &` from a script with SIGINT ignored; every run it starts
-# would inherit that (and keep it, as a run started so does: tests/cli/test_signals.py ignores
-# them in the child where it means to).
+# would inherit and keep that (tests/cli/test_signals.py ignores them in a child on purpose).
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
 signal.signal(signal.SIGINT, signal.default_int_handler)
 

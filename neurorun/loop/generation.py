@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def search_step(algorithm: SearchAlgorithm, evaluator: Evaluator,
                 distributed: bool) -> tuple[torch.Tensor, EvaluationStats]:
     """Ask, evaluate and tell; the fitness of the generation's samples (all of them, in
-    order) and its evaluations' stats, merged. Here: in rounds while the adaptive popsize asks for
-    more; distributed (parallel=ray): the actors sample their shares and update there too."""
+    order) and its evaluations' stats, merged. Here: in rounds while the adaptive popsize asks
+    for more; distributed (parallel=ray): the actors sample their shares and update there too."""
     if distributed:  # checked with the config to be ray's evaluator
         ray_evaluator = cast("RayEvaluator", evaluator)
         samples_fitness = ray_evaluator.distributed_step(algorithm)
