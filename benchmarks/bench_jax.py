@@ -118,7 +118,7 @@ def case(spec: str, network: str, popsize: int, rounds: int, device: str) -> dic
         return 0.1 * torch.randn(popsize, problem.solution_length, generator=generator)
 
     first_s, _ = seconds(lambda: problem.evaluate(population(), seed=0))
-    compile_s = problem.jax_rollout.compile_seconds
+    compile_s = problem.jax_rollout.programs.compile_seconds
     bare = BareScan(spec, slots, None)
     with_policy = BareScan(spec, slots, NETWORKS[network])
     figures: dict[str, list[float]] = {"bare": [], "bare_policy": [],

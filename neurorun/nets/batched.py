@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from neurorun.common.errors import one_line
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError, numpy_ops
 from neurorun.nets.steps import (
     Step,
@@ -93,6 +94,24 @@ class BatchedPolicy:
         except NoArrayFormError:
             return None
         return form if form.runs_on(numpy_ops()) else None
+
+    def check_widths(self, obs_length: int, act_length: int, spec: str) -> None:
+        """ValueError unless the network takes observations of ``obs_length`` and gives actions
+        of ``act_length`` (one forward pass on zeros, before any env of ``spec`` is stepped)."""
+        self.set_parameters(torch.zeros(1, self.solution_length))  # evaluations reset them
+        try:
+            out = self(torch.zeros(1, obs_length))
+        except (RuntimeError, ValueError) as error:
+            raise ValueError(
+                f"the network cannot take {spec}'s observations of {obs_length} numbers "
+                f"({one_line(error, first_line=True)}). Fix: start it with obs_length inputs, "
+                "e.g. Linear(obs_length, ...)") from None
+        width = int(np.prod(out.shape[1:]))
+        if width != act_length:
+            raise ValueError(
+                f"the network gives {width} numbers per step, but {spec} takes actions of "
+                f"{act_length}. Fix: end it with act_length outputs, e.g. "
+                "Linear(..., act_length)")
 
     def update_rows(self, rows: np.ndarray, values: Tensor) -> None:
         """Give policies ``rows`` (indices) the vectors ``values (len(rows), D)`` and zero their

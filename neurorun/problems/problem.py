@@ -7,9 +7,8 @@ two deliberate choices:
   is normalized with the statistics as they were when the call started, and the call's
   observations are merged in at its end. Fitness then does not depend on how the population
   is split into sub-batches or on the order of the solutions.
-- A solution that meets a non-finite observation or reward gets the worst fitness of the call:
-  ``min(finite fitness) - max(1, max(finite) - min(finite))``, or ``NONFINITE_FITNESS`` when
-  no solution of the call is finite. Such events are counted in ``last_stats``.
+- A solution that meets a non-finite observation or reward gets the worst fitness of the call
+  (``rollout.replace_nonfinite``); such events are counted in ``last_stats``.
 
 Evaluation streams (solution, episode) pairs over at most ``max_num_envs`` env slots (see
 ``rollout`` and ``Schedule``); with ``streaming=False`` solutions run in lock-step sub-batches
@@ -19,18 +18,11 @@ network has a jax form (every network string has; a user's torch module has not,
 evaluated step by step from Python).
 
 Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
-problem's generator). Episode ``e`` of solution ``j`` (0-based, in the order given) is seeded
-by ``schedule.pair_seeds`` from it on backends that seed every episode (gymnasium's
-SyncVectorEnv, brax, Playground), whatever ``max_num_envs``, the devices and the order in which
-episodes end. Elsewhere each env slot is seeded with the seed of its first episode and its
-later episodes continue the slot's generator (EnvPool: a new pool per call; native gymnasium
-vector envs: one generator for all slots, seeded with the first slot's seed).
+problem's generator); ``schedule.pair_seeds`` says how each episode's seed follows from it.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -39,15 +31,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from neurorun.common.errors import one_line
-from neurorun.envs import backend_of, batched_jax_env, env_spaces
+from neurorun.envs import env_spaces
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
-from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
-from neurorun.problems.devices import jax_devices
 from neurorun.problems.evaluator import EvaluationStats, EvaluatorRecord
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.host_evaluation import EvaluationError, HostEvaluation
-from neurorun.problems.jax.rollout import JaxRollout
+from neurorun.problems.jax.rollout import compiled_rollout
 from neurorun.problems.memory import (
     HOST_SLOTS,
     TEST_SLOTS,
@@ -62,13 +51,11 @@ from neurorun.problems.options import (
     EnvOptions,
     RolloutOptions,
 )
-from neurorun.problems.rollout import RolloutResult
+from neurorun.problems.rollout import RolloutResult, replace_nonfinite
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.problems.solutions import cpu_vector, env_policy, save_solution
 
-__all__ = ["NONFINITE_FITNESS", "EvaluationError", "Problem"]
-NONFINITE_FITNESS = -1e9  # fitness when no solution of an evaluate call is finite
-log = logging.getLogger(__name__)
+__all__ = ["EvaluationError", "Problem"]
 
 
 class Problem:
@@ -94,7 +81,7 @@ class Problem:
                                     network_args=network_args)
         self.solution_length = parameter_count(self.network)
         self.policy = BatchedPolicy(self.network)
-        self._check_widths(env.spec)
+        self.policy.check_widths(self.obs_length, self.act_length, env.spec)
         self.host = HostEvaluation(env, self.policy, self.device)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
         self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
@@ -105,7 +92,8 @@ class Problem:
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
-        self.jax_rollout = self._compiled_rollout() if jit else None
+        self.jax_rollout = (compiled_rollout(env, self.network, self.architecture, self.device)
+                            if jit else None)
 
     @property
     def env_options(self) -> EnvOptions:
@@ -115,44 +103,6 @@ class Problem:
     @env_options.setter
     def env_options(self, options: EnvOptions) -> None:
         self.host.envs.options = options
-
-    def _check_widths(self, spec: str) -> None:
-        """ValueError unless the network takes an observation and gives an action of the env's
-        sizes (one forward pass on zeros, before any env is stepped)."""
-        self.policy.set_parameters(torch.zeros(1, self.solution_length))  # evaluations reset it
-        try:
-            out = self.policy(torch.zeros(1, self.obs_length))
-        except (RuntimeError, ValueError) as error:
-            raise ValueError(
-                f"the network cannot take {spec}'s observations of {self.obs_length} numbers "
-                f"({one_line(error, first_line=True)}). Fix: start it with obs_length inputs, "
-                "e.g. Linear(obs_length, ...)") from None
-        width = int(np.prod(out.shape[1:]))
-        if width != self.act_length:
-            raise ValueError(
-                f"the network gives {width} numbers per step, but {spec} takes actions of "
-                f"{self.act_length}. Fix: end it with act_length outputs, e.g. "
-                "Linear(..., act_length)")
-
-    def _compiled_rollout(self) -> JaxRollout | None:
-        """The compiled evaluation, for jax envs and networks with a jax form."""
-        if backend_of(self.env_options.spec).jax_batch is None:
-            return None
-        devices = jax_devices(self.env_options.devices)
-        try:
-            form = ArrayPolicy(self.network)
-        except NoArrayFormError as error:
-            log.warning("the network has no jax form (%s), so %s is evaluated step by step from "
-                        "Python on one device, several times slower than one compiled program%s;"
-                        " a network string has a jax form", error, self.env_options.spec,
-                        f" on {len(devices)} devices" if len(devices) > 1 else "")
-            return None
-        make_batch = functools.partial(batched_jax_env, self.env_options.spec,
-                                       self.env_options.episode_length,
-                                       **self.env_options.config)
-        label = (f"{self.env_options.spec} {dict(sorted(self.env_options.config.items()))} "
-                 f"episode_length={self.env_options.episode_length} {self.architecture}")
-        return JaxRollout(make_batch, self.env_options.spec, form, self.device, devices, label)
 
     def _slots(self, total: int) -> int:
         """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
@@ -245,7 +195,7 @@ class Problem:
             self.obs_stats.update(collected)
         fitness = torch.cat([r.fitness for r in results])
         nonfinite = torch.cat([r.nonfinite for r in results])
-        fitness = _replace_nonfinite(fitness, nonfinite)
+        fitness = replace_nonfinite(fitness, nonfinite)
         self._record(results, int(nonfinite.sum()), time.perf_counter() - started)
         return fitness.to(params.dtype)
 
@@ -350,13 +300,3 @@ class Problem:
             return None
         return self._obs_sync.delta(self.obs_stats)
 
-
-def _replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:
-    if not bool(nonfinite.any()):
-        return fitness
-    good = fitness[~nonfinite]
-    if good.numel() == 0:
-        return torch.full_like(fitness, NONFINITE_FITNESS)
-    lowest, spread = good.min(), good.max() - good.min()
-    worst = lowest - torch.clamp(spread, min=1.0)
-    return torch.where(nonfinite, worst, fitness)

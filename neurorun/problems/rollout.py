@@ -35,6 +35,7 @@ from neurorun.problems.schedule import Schedule
 # observations are added to the statistics in chunks of about this many numbers: one update
 # costs a few hundred microseconds, so small observations are gathered over many steps
 STATS_FLUSH_SIZE = 1 << 20
+NONFINITE_FITNESS = -1e9  # fitness when no solution of an evaluate call is finite
 
 
 @dataclass
@@ -329,3 +330,17 @@ def _summarize(
         else int(np.count_nonzero(np.stack(stepped))),
         collected=collect,
     )
+
+
+def replace_nonfinite(fitness: Tensor, nonfinite: Tensor) -> Tensor:
+    """Fitness with each solution that met a non-finite observation or reward the worst of the
+    call: ``min(finite) - max(1, max(finite) - min(finite))``, or ``NONFINITE_FITNESS`` when no
+    solution is finite."""
+    if not bool(nonfinite.any()):
+        return fitness
+    good = fitness[~nonfinite]
+    if good.numel() == 0:
+        return torch.full_like(fitness, NONFINITE_FITNESS)
+    lowest, spread = good.min(), good.max() - good.min()
+    worst = lowest - torch.clamp(spread, min=1.0)
+    return torch.where(nonfinite, worst, fitness)

@@ -16,7 +16,11 @@ queue of its own; solution ``n`` marks a padding pair (no solution: never run).
 Seeds (``pair_seeds``), where the backend can seed each episode: first episodes follow
 gymnasium's ``seed + i`` rule, later ones are a stride apart. A rollout of
 solutions ``first..`` of a population is given ``seed = base + first``, so a solution's seeds
-do not depend on how a population is split (ray sub-batches).
+do not depend on how a population is split (ray sub-batches). This holds on the backends that
+seed every episode (gymnasium's SyncVectorEnv, brax, Playground), whatever the slots, the
+devices and the order in which episodes end. Elsewhere a slot is seeded with its first
+episode's seed and its later episodes continue the slot's generator (EnvPool: a new pool per
+call; native gymnasium vector envs: one generator for all slots, seeded with the first slot's).
 """
 
 from __future__ import annotations

@@ -198,12 +198,12 @@ def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles
     from neurorun.common.errors import ConfigError
     from neurorun.loop.runner import Runner
     from neurorun.problems import memory
-    from neurorun.problems import problem as problem_module
+    from neurorun.problems.jax.rollout import JaxRollout
 
     def compile_nothing(*args, **kwargs):
         raise AssertionError("a program was compiled before the memory was checked")
 
-    monkeypatch.setattr(problem_module.JaxRollout, "__call__", compile_nothing)
+    monkeypatch.setattr(JaxRollout, "__call__", compile_nothing)
     base = ["debug=default", "env=brax::inverted_pendulum", "logger.console.quiet=true"]
     # 100 million env states: far beyond this machine's memory
     with pytest.raises(ConfigError, match=r"algo.popsize=100000000 on 100,000,000 env slots "

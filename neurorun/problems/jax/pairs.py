@@ -4,7 +4,8 @@ how per-pair results move between the host and the programs (:mod:`.rollout` run
 ``split_pairs`` shares the pairs out (``PairSplit``: streaming or lock-step), ``PairSplit.tables``
 gives each pair its solution, reset key and action-noise key, and ``PairSplit.gather`` turns the
 per-device results back into per-pair arrays in pair order; ``merge_drained`` puts the drain
-program's results into the queue program's.
+program's results into the queue program's; ``PhaseSums`` adds up the phases' step counts
+and observation sums.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurorun.problems.running_norm import NormRecord, RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
 
@@ -157,3 +159,35 @@ def merge_drained(out: dict[str, np.ndarray], drained: dict[str, np.ndarray], or
         for name in ("returns", "lengths", "finished"):
             out[name][d, pairs] = drained[name][d, :len(ran)][ran]
         out["failed"][d, pair_solution[d][pairs[drained["failed"][d, :len(ran)][ran]]]] = True
+
+
+class PhaseSums:
+    """Step counts and observation sums over the phases of one rollout (float64, host)."""
+
+    def __init__(self, size: int):
+        self.steps = self.simulated = 0
+        self.count = 0.0
+        self.shifted = np.zeros(size)
+        self.squares = np.zeros(size)
+
+    def add(self, carry: Any) -> None:
+        import jax
+
+        steps, simulated, count, shifted, squares = jax.device_get(
+            (carry.steps, carry.simulated, carry.obs_count.sum(), carry.obs_sum,
+             carry.obs_squares))
+        self.steps += int(np.asarray(steps).max())  # each device's vector steps, side by side
+        self.simulated += int(np.asarray(simulated).sum())
+        self.count += float(count)
+        self.shifted += np.asarray(shifted, np.float64).sum((0, 1))
+        self.squares += np.asarray(squares, np.float64).sum((0, 1))
+
+    def statistics(self, center: np.ndarray, like: RunningNorm) -> RunningNorm:
+        """The observation statistics of the sums of ``obs - center``."""
+        center = center.astype(np.float64)
+        count, shifted = self.count, self.shifted
+        return RunningNorm.from_state_dict(NormRecord(
+            size=like.size, min_variance=like.min_variance, count=torch.tensor(count),
+            sum=torch.from_numpy(shifted + count * center),
+            sum_of_squares=torch.from_numpy(self.squares + 2 * center * shifted
+                                            + count * center * center)))

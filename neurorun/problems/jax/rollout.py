@@ -31,7 +31,7 @@ equal up to that rounding (``one_batch`` steps every slot in one call, as that p
 
 from __future__ import annotations
 
-import enum
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -41,11 +41,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from neurorun.nets.arrays import ArrayPolicy
-from neurorun.problems.jax.compiling import Program, watched
+from neurorun.envs import backend_of, batched_jax_env
+from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
+from neurorun.problems.devices import jax_devices
+from neurorun.problems.jax.compiling import watched
+from neurorun.problems.jax.mesh import DevicePrograms, ProgramKind
 from neurorun.problems.jax.pairs import (
     PairSplit,
     PairTables,
+    PhaseSums,
     SharedInputs,
     merge_drained,
     padded,
@@ -54,9 +58,9 @@ from neurorun.problems.jax.pairs import (
     split_pairs,
     stacked_inputs,
 )
-from neurorun.problems.options import RolloutOptions
+from neurorun.problems.options import EnvOptions, RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
-from neurorun.problems.running_norm import NormRecord, RunningNorm
+from neurorun.problems.running_norm import RunningNorm
 
 log = logging.getLogger(__name__)
 QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): the cheapest per env
@@ -67,13 +71,25 @@ ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
 
 
-class ProgramKind(enum.Enum):
-    """The compiled evaluation's programs (each compiled once per ``ProgramShape``)."""
-
-    FIRST = "first"  # a rollout's first carry: every slot pending its pair's reset
-    QUEUE = "queue"  # steps the pairs over the env slots (a population's shape)
-    DRAIN = "drain"  # the queue's last busy slots, or a small rollout whole
-    HAND_OVER = "hand over"  # the queue's last busy slots as the drain's inputs and carry
+def compiled_rollout(env: EnvOptions, network: Any, architecture: str,
+                     device: torch.device) -> JaxRollout | None:
+    """The compiled evaluation of ``network`` on ``env``: None unless the env is a jax env and
+    the network has a jax form (then it is evaluated step by step from Python, said once)."""
+    if backend_of(env.spec).jax_batch is None:
+        return None
+    devices = jax_devices(env.devices)
+    try:
+        form = ArrayPolicy(network)
+    except NoArrayFormError as error:
+        log.warning("the network has no jax form (%s), so %s is evaluated step by step from "
+                    "Python on one device, several times slower than one compiled program%s;"
+                    " a network string has a jax form", error, env.spec,
+                    f" on {len(devices)} devices" if len(devices) > 1 else "")
+        return None
+    make_batch = functools.partial(batched_jax_env, env.spec, env.episode_length, **env.config)
+    label = (f"{env.spec} {dict(sorted(env.config.items()))} "
+             f"episode_length={env.episode_length} {architecture}")
+    return JaxRollout(make_batch, env.spec, form, device, devices, label)
 
 
 class JaxRollout:
@@ -92,23 +108,20 @@ class JaxRollout:
     def __init__(self, make_batch: Any, spec: str, policy: ArrayPolicy, device: torch.device,
                  devices: Sequence[Any] | None = None, label: str | None = None):
         import jax
-        from jax.sharding import Mesh
 
         from neurorun.envs.jax_env import use_compilation_cache
         from neurorun.problems.jax.lapack import inline_chunk
 
         use_compilation_cache()
-        self.spec, self.policy, self.device = spec, policy, device
-        self.label = label or spec
+        self.spec, self.device = spec, device
         self.env = make_batch()
         self.devices = list(devices or jax.devices()[:1])
         self.cpu = self.devices[0].platform == "cpu"
-        self.mesh = Mesh(np.array(self.devices), (AXIS,))
+        self.programs = DevicePrograms(self.env, policy, self.devices, spec, label or spec)
         # several CPU devices: chunks small enough that jax's LAPACK kernels run inline
         self.largest_chunk = (inline_chunk(self.env) if self.cpu and len(self.devices) > 1
                               else None)
         self._size: int | None = None
-        self._compiled: dict[tuple[ProgramKind, Any], Program] = {}
         self._said: set[tuple[int, int]] = set()  # splits said to leave a device idle
         self.one_batch = False  # every slot in one step call, one program (as step by step)
         self.last_seconds = 0.0  # the last evaluation's (a stall warning waits 10x as long)
@@ -160,7 +173,7 @@ class JaxRollout:
                         np.float32(options.action_noise_stdev or 0.0))
         tables = split.tables(seed, noise_seed)
         usable = split.slots(slots)
-        sums = _PhaseSums(size)
+        sums = PhaseSums(size)
         with watched(f"evaluating {n} solutions x {episodes} episodes of {self.spec}",
                      max(STALL_SECONDS, 10 * self.last_seconds)):
             if self._drains_whole(split, usable, streaming):
@@ -206,7 +219,7 @@ class JaxRollout:
     # ----- running the programs -----
     def _queue_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
                    split: PairSplit, usable: int, normalizer: Any, collect: Any,
-                   sums: _PhaseSums) -> dict:
+                   sums: PhaseSums) -> dict:
         """The queue program until at most the drain's slots are busy and no pair waits (or
         to the end: lock-step, one batch, an accelerator), then the drain program."""
         import jax.numpy as jnp
@@ -214,31 +227,32 @@ class JaxRollout:
         shape = self._queue_shape(split, usable, normalizer is not None,
                                     collect is not None, float(shared.stdev) > 0)
         drain = self._drain_shape(shape.normalize)
-        drain_program = self._program(ProgramKind.DRAIN, drain)
+        drain_program = self.programs(ProgramKind.DRAIN, drain)
         if not (self.one_batch or drain_program.ready):  # compiles beside the queue program
-            drain_program.compile_ahead(*self._drain_shapes(drain, params))
+            drain_program.compile_ahead(*self.programs.drain_arguments(
+                drain, params.shape[1], self._observation_size()))
         devices = len(self.devices)
-        inputs = self._put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
+        inputs = self.programs.put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
                                            *tables, *(np.broadcast_to(x, (devices, *x.shape))
                                                       for x in shared)))
-        carry = self._program(ProgramKind.FIRST, (shape, usable))(inputs)
+        carry = self.programs(ProgramKind.FIRST, (shape, usable))(inputs)
         hands_over = (self.cpu and split.streaming and not self.one_batch
                       and shape.slots > drain.slots)
-        carry = self._program(ProgramKind.QUEUE, shape)(inputs, carry,
+        carry = self.programs(ProgramKind.QUEUE, shape)(inputs, carry,
                                                jnp.int32(drain.slots if hands_over else -1))
         sums.add(carry)
         out = pair_arrays(carry)
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
-            hand_over = self._program(ProgramKind.HAND_OVER, (shape, drain))
+            hand_over = self.programs(ProgramKind.HAND_OVER, (shape, drain))
             drain_inputs, drain_carry, origin = hand_over(inputs, carry)
-            drain_carry = self._program(ProgramKind.DRAIN, drain)(drain_inputs, drain_carry,
+            drain_carry = self.programs(ProgramKind.DRAIN, drain)(drain_inputs, drain_carry,
                                                         jnp.int32(-1))
             sums.add(drain_carry)
             merge_drained(out, pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
         return out
 
     def _drain_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
-                   normalizer: Any, sums: _PhaseSums) -> dict:
+                   normalizer: Any, sums: PhaseSums) -> dict:
         """A rollout whose pairs all start at once, on the drain program: slot k of a device
         runs its pair k as the drain's own solution k."""
         import jax.numpy as jnp
@@ -250,12 +264,12 @@ class JaxRollout:
         pair_params[:, :pairs] = params[tables.pair_solution]
         solution = np.where(padded_to(real, shape.pairs, False),
                             np.arange(shape.pairs), shape.solutions).astype(np.int32)
-        inputs = self._put(stacked_inputs(
+        inputs = self.programs.put(stacked_inputs(
             pair_params, solution, padded_to(tables.pair_keys, shape.pairs, 0),
             padded_to(tables.noise_keys, shape.pairs, 0),
             *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
-        carry = self._program(ProgramKind.FIRST, (shape, shape.slots))(inputs)
-        carry = self._program(ProgramKind.DRAIN, shape)(inputs, carry, jnp.int32(-1))
+        carry = self.programs(ProgramKind.FIRST, (shape, shape.slots))(inputs)
+        carry = self.programs(ProgramKind.DRAIN, shape)(inputs, carry, jnp.int32(-1))
         sums.add(carry)
         drained = pair_arrays(carry)
         out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
@@ -264,33 +278,6 @@ class JaxRollout:
             failed[d, tables.pair_solution[d][drained["failed"][d, :pairs]]] = True
         out["failed"] = failed
         return out
-
-    def _drain_shapes(self, drain: Any, params: np.ndarray) -> tuple:
-        """The drain program's arguments as shapes on the devices (nothing is computed)."""
-        import jax
-        import jax.numpy as jnp
-        from jax.sharding import NamedSharding
-        from jax.sharding import PartitionSpec as P
-
-        sharding = NamedSharding(self.mesh, P(AXIS))
-        devices, size = len(self.devices), self._observation_size()
-
-        def shape(*dims: int, dtype: Any = np.float32) -> Any:
-            return jax.ShapeDtypeStruct((devices, *dims), dtype, sharding=sharding)
-
-        from neurorun.problems.jax.program import Inputs
-
-        inputs = Inputs(
-            shape(drain.solutions + 1, params.shape[1]), shape(drain.pairs, dtype=np.int32),
-            shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
-            shape(size), shape(size), shape(size), shape())
-        first = self._program(ProgramKind.FIRST, (drain, drain.slots))
-        carry = jax.eval_shape(first.function, inputs)
-        # an array without elements comes out replicated (MJX's empty fields)
-        carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
-            leaf.shape, leaf.dtype, sharding=sharding if leaf.size else
-            NamedSharding(self.mesh, P())), carry)
-        return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
 
     def _say_split(self, n: int, episodes: int, split: PairSplit) -> None:
         """Say once per population size when some device has no pair (or fewer than the
@@ -302,63 +289,7 @@ class JaxRollout:
                      "%d keeps every device busy)", n, episodes, len(counts),
                      ", ".join(map(str, counts)), len(counts))
 
-    def _put(self, tree: Any) -> Any:
-        """``tree`` on the devices, each leaf's first axis split over them."""
-        import jax
-        from jax.sharding import NamedSharding
-        from jax.sharding import PartitionSpec as P
-
-        return jax.device_put(tree, NamedSharding(self.mesh, P(AXIS)))
-
-    def _program(self, kind: ProgramKind, shape: Any) -> Program:
-        """The jitted program ``kind`` of ``shape``, each device running its share
-        (``shard_map`` over the devices), compiled at its first call; the physics programs
-        (queue, drain) say what they compile."""
-        key = (kind, shape)
-        if key not in self._compiled:
-            label = description = None
-            if kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
-                import jax
-
-                devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
-                description = (f"the {kind.value} program of {self.spec} for {shape.slots} env "
-                               f"slots x {devices} ({shape.pairs} pairs each, {shape.chunk} "
-                               "envs a step call)")
-                label = (f"{self.label} | {kind.value} {shape} | {devices} | "
-                         f"jax {jax.__version__}")
-            self._compiled[key] = Program(self._traced(kind, shape), label, description or "")
-        return self._compiled[key]
-
-    @property
-    def compile_seconds(self) -> float:
-        """Spent compiling (or loading from jax's cache) so far."""
-        return sum(program.seconds for program in self._compiled.values())
-
-    def _traced(self, kind: ProgramKind, shape: Any) -> Any:
-        import jax
-        from jax.sharding import PartitionSpec as P
-
-        from neurorun.problems.jax import program as jax_program
-
-        env, policy = self.env, self.policy
-        if kind is ProgramKind.FIRST:
-            def body(inputs: Any) -> Any:
-                return _stacked(jax_program.first_carry(env, policy, shape[0], _local(inputs),
-                                                        shape[1]))
-            specs: tuple = (P(AXIS),)
-        elif kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
-            def body(inputs: Any, carry: Any, limit: Any) -> Any:
-                return _stacked(jax_program.phase(env, policy, shape, _local(inputs),
-                                                  _local(carry), limit))
-            specs = (P(AXIS), P(AXIS), P())
-        else:
-            def body(inputs: Any, carry: Any) -> Any:
-                return _stacked(jax_program.hand_over(_local(inputs), _local(carry), *shape))
-            specs = (P(AXIS), P(AXIS))
-        return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
-                                     out_specs=P(AXIS), check_vma=False))
-
-    def _result(self, n: int, out: dict[str, np.ndarray], sums: _PhaseSums,
+    def _result(self, n: int, out: dict[str, np.ndarray], sums: PhaseSums,
                 options: RolloutOptions, collect: RunningNorm | None,
                 center: np.ndarray) -> RolloutResult:
         device = self.device
@@ -375,51 +306,3 @@ class JaxRollout:
             simulated_steps=sums.simulated, collected=collect)
 
 
-AXIS = "devices"  # the mesh axis the pairs are split over
-
-
-
-def _local(tree: Any) -> Any:
-    """A device's block of per-device arrays (leading axis 1 under shard_map) without it."""
-    import jax
-
-    return jax.tree_util.tree_map(lambda x: x[0], tree)
-
-
-def _stacked(tree: Any) -> Any:
-    """A device's results with the leading device axis that out_specs concatenates."""
-    import jax
-
-    return jax.tree_util.tree_map(lambda x: x[None], tree)
-
-
-class _PhaseSums:
-    """Step counts and observation sums over the phases of one rollout (float64, host)."""
-
-    def __init__(self, size: int):
-        self.steps = self.simulated = 0
-        self.count = 0.0
-        self.shifted = np.zeros(size)
-        self.squares = np.zeros(size)
-
-    def add(self, carry: Any) -> None:
-        import jax
-
-        steps, simulated, count, shifted, squares = jax.device_get(
-            (carry.steps, carry.simulated, carry.obs_count.sum(), carry.obs_sum,
-             carry.obs_squares))
-        self.steps += int(np.asarray(steps).max())  # each device's vector steps, side by side
-        self.simulated += int(np.asarray(simulated).sum())
-        self.count += float(count)
-        self.shifted += np.asarray(shifted, np.float64).sum((0, 1))
-        self.squares += np.asarray(squares, np.float64).sum((0, 1))
-
-    def statistics(self, center: np.ndarray, like: RunningNorm) -> RunningNorm:
-        """The observation statistics of the sums of ``obs - center``."""
-        center = center.astype(np.float64)
-        count, shifted = self.count, self.shifted
-        return RunningNorm.from_state_dict(NormRecord(
-            size=like.size, min_variance=like.min_variance, count=torch.tensor(count),
-            sum=torch.from_numpy(shifted + count * center),
-            sum_of_squares=torch.from_numpy(self.squares + 2 * center * shifted
-                                            + count * center * center)))
