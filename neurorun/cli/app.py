@@ -153,8 +153,9 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         # waits for the end of it: inside Hydra's compose one became a composition error,
         # or was lost and the run went on (`_main` turned signals into interrupts)
         with held():
-            hooks = preset_hint(read_key(cfg, "env.id"), lambda name: compose(
-                "config", overrides=[f"experiment={name}"]))
+            hooks = preset_hint(read_key(cfg, "env.id"), read_key(cfg, "algo.name"),
+                                lambda name: compose("config",
+                                                     overrides=[f"experiment={name}"]))
     if resume:
         overrides = [*task_overrides(hydra_cfg), *kept_back]
         cfg = _resumed_config(resume, overrides)

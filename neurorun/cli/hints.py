@@ -1,7 +1,7 @@
 """What the console tells a user who starts a bare `neurorun env=<id>`: the tuned experiment
 preset made for that env and, once this run's speed is known, how long one generation of
-that preset would take here (`experiment=brax_humanoid` samples 3M env steps a generation,
-a setup made for a GPU)."""
+that preset would take here (a preset made for a GPU can sample millions of env steps a
+generation)."""
 
 from __future__ import annotations
 
@@ -79,13 +79,20 @@ class PresetPace(Callbacks):
                   f"this run's {rate:,.0f} steps/s", file=sys.stderr)
 
 
-def preset_hint(env_id: Any, compose_preset: Any) -> PresetPace | None:
+def preset_hint(env_id: Any, algo: str, compose_preset: Any) -> PresetPace | None:
     """Print the packaged experiment preset made for ``env_id``, if any; the callback that
-    later says how long its generations take here. ``compose_preset(name)`` composes it."""
+    later says how long its generations take here. ``compose_preset(name)`` composes it.
+    Nothing when the run's ``algo`` already runs with settings tuned for the env (an env_algo
+    preset) and the experiment is another recipe of that algorithm (brax humanoid's: EvoTorch's
+    GPU setup, where the headline's own settings are the measured ones)."""
     preset = experiment_for(env_id)
     if preset is None:
         return None
+    composed = compose_preset(preset)
+    if composed.algo.name == algo and _packaged(
+            "env_algo", preset_slug(env_id), f"{algo}.yaml").is_file():
+        return None
     print(f"neurorun: {env_id} has a tuned preset: `neurorun experiment={preset}` "
           "(docs/locomotion.md)", file=sys.stderr)
-    steps = preset_steps(compose_preset(preset))
+    steps = preset_steps(composed)
     return None if steps is None else PresetPace(preset, *steps)

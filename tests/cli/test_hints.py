@@ -2,7 +2,7 @@
 with how long one of its generations takes at the run's speed."""
 
 from neurorun.cli.app import compose_config
-from neurorun.cli.hints import PACE_GENERATION, PresetPace, preset_steps
+from neurorun.cli.hints import PACE_GENERATION, PresetPace, preset_hint, preset_steps
 from tests.cli.test_cli import neurorun
 
 
@@ -29,6 +29,24 @@ def test_the_pace_line_comes_once_with_the_preset_generation_time(capsys):
     PresetPace("hopper", 30_000, "at most").on_generation_end(None, PACE_GENERATION,
                                                                 {"steps_per_s": 1500.0})
     assert capsys.readouterr().err == ""
+
+
+def test_no_other_recipe_is_named_for_an_algorithm_tuned_for_the_env(capsys):
+    def compose(name):
+        return compose_config([f"experiment={name}"])
+
+    # the headline: PGPE on brax humanoid runs env_algo/brax_humanoid/pgpe.yaml, the measured
+    # settings; experiment=brax_humanoid is EvoTorch's PGPE recipe for a GPU: not named
+    assert preset_hint("brax::humanoid", "pgpe", compose) is None
+    assert capsys.readouterr().err == ""
+    # an algorithm without settings for the env is pointed to the preset, with its pace
+    pace = preset_hint("brax::humanoid", "cmaes", compose)
+    assert (pace.preset, pace.steps, pace.bound) == ("brax_humanoid", 3_000_000, "at least")
+    assert "`neurorun experiment=brax_humanoid`" in capsys.readouterr().err
+    # Walker2d's PGPE settings are tuned, but its preset is another algorithm (ARS): named
+    preset_hint("Walker2d-v5", "pgpe", compose)
+    assert "Walker2d-v5 has a tuned preset: `neurorun experiment=walker2d`" in (
+        capsys.readouterr().err)
 
 
 def test_an_env_note_is_printed_once_as_the_run_starts(tmp_path):
