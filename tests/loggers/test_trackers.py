@@ -4,6 +4,7 @@ API and compared with the run's metrics.csv; a missing one names its extra."""
 import csv
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,25 @@ def test_mlflow_holds_metrics_params_and_artifacts_in_the_run_folder(tmp_path):
     assert str(tmp_path / "mlartifacts") in run.info.artifact_uri
 
 
-def wandb_records(path: Path):
+def wandb_records(path: Path, wait_s: float = 120.0) -> list[Any]:
+    """The records of an offline W&B run file, once it holds the run's ``exit`` record:
+    wandb's writer process may still be writing it when ``wandb.finish`` has returned (seen on
+    a loaded machine), so the file is read again until then (at most ``wait_s``)."""
+    from google.protobuf.message import DecodeError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            records = list(_wandb_file_records(path))
+        except DecodeError:  # a record half written
+            records = []
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or (
+                time.monotonic() > deadline):
+            return records
+        time.sleep(0.2)
+
+
+def _wandb_file_records(path: Path) -> Iterator[Any]:
     """The records of an offline W&B run file (LevelDB's log format behind a 7-byte header),
     decoded with wandb's own protobuf."""
     from wandb.proto.wandb_internal_pb2 import Record
