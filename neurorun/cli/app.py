@@ -153,7 +153,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         # waits for the end of it: inside Hydra's compose one became a composition error,
         # or was lost and the run went on (`_main` turned signals into interrupts)
         with held():
-            hooks = preset_hint(read_key(cfg, "env.id"), read_key(cfg, "algo.name"),
+            hooks = preset_hint(read_key(cfg, "env.id"), read_key(cfg, "algo"),
                                 lambda name: compose("config",
                                                      overrides=[f"experiment={name}"]))
     if resume:

@@ -79,18 +79,20 @@ class PresetPace(Callbacks):
                   f"this run's {rate:,.0f} steps/s", file=sys.stderr)
 
 
-def preset_hint(env_id: Any, algo: str, compose_preset: Any) -> PresetPace | None:
+def preset_hint(env_id: Any, algo: DictConfig, compose_preset: Any) -> PresetPace | None:
     """Print the packaged experiment preset made for ``env_id``, if any; the callback that
     later says how long its generations take here. ``compose_preset(name)`` composes it.
-    Nothing when the run's ``algo`` already runs with settings tuned for the env (an env_algo
-    preset) and the experiment is another recipe of that algorithm (brax humanoid's: EvoTorch's
-    GPU setup, where the headline's own settings are the measured ones)."""
+    Nothing when the run's ``algo`` section already holds settings tuned for the env (an
+    env_algo preset) and the experiment is another recipe of that algorithm (brax humanoid's:
+    EvoTorch's GPU setup, where the headline's own settings are the measured ones)."""
     preset = experiment_for(env_id)
     if preset is None:
         return None
     composed = compose_preset(preset)
-    if composed.algo.name == algo and _packaged(
-            "env_algo", preset_slug(env_id), f"{algo}.yaml").is_file():
+    if (composed.algo.name == algo.name
+            and _packaged("env_algo", preset_slug(env_id), f"{algo.name}.yaml").is_file()
+            and OmegaConf.to_container(composed.algo, resolve=True)
+            != OmegaConf.to_container(algo, resolve=True)):
         return None
     print(f"neurorun: {env_id} has a tuned preset: `neurorun experiment={preset}` "
           "(docs/locomotion.md)", file=sys.stderr)

@@ -95,7 +95,7 @@ class BatchedPolicy:
             return None
         return form if form.runs_on(numpy_ops()) else None
 
-    def check_widths(self, obs_length: int, act_length: int, spec: str) -> None:
+    def check_env_sizes(self, obs_length: int, act_length: int, spec: str) -> None:
         """ValueError unless the network takes observations of ``obs_length`` and gives actions
         of ``act_length`` (one forward pass on zeros, before any env of ``spec`` is stepped)."""
         self.set_parameters(torch.zeros(1, self.solution_length))  # evaluations reset them

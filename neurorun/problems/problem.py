@@ -81,7 +81,7 @@ class Problem:
                                     network_args=network_args)
         self.solution_length = parameter_count(self.network)
         self.policy = BatchedPolicy(self.network)
-        self.policy.check_widths(self.obs_length, self.act_length, env.spec)
+        self.policy.check_env_sizes(self.obs_length, self.act_length, env.spec)
         self.host = HostEvaluation(env, self.policy, self.device)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
         self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
@@ -299,4 +299,3 @@ class Problem:
         if self.obs_stats is None:
             return None
         return self._obs_sync.delta(self.obs_stats)
-

@@ -14,6 +14,9 @@ when the slot was busy and the step was not gymnasium's next-step autoreset (the
 after ``done``, which starts the slot's next episode). Observations that a busy policy acts
 on (first observations of episodes and all non-terminal ones) feed the observation
 statistics.
+
+``replace_nonfinite`` gives a solution that met a non-finite observation or reward the worst
+fitness of its ``evaluate`` call (all of the call's rollouts).
 """
 
 from __future__ import annotations

@@ -35,18 +35,25 @@ def test_no_other_recipe_is_named_for_an_algorithm_tuned_for_the_env(capsys):
     def compose(name):
         return compose_config([f"experiment={name}"])
 
+    def algo(*overrides):  # the algo section of a bare run
+        return compose_config(list(overrides)).algo
+
     # the headline: PGPE on brax humanoid runs env_algo/brax_humanoid/pgpe.yaml, the measured
     # settings; experiment=brax_humanoid is EvoTorch's PGPE recipe for a GPU: not named
-    assert preset_hint("brax::humanoid", "pgpe", compose) is None
+    assert preset_hint("brax::humanoid", algo("algo=pgpe", "env=brax::humanoid"),
+                       compose) is None
     assert capsys.readouterr().err == ""
     # an algorithm without settings for the env is pointed to the preset, with its pace
-    pace = preset_hint("brax::humanoid", "cmaes", compose)
+    pace = preset_hint("brax::humanoid", algo("algo=cmaes", "env=brax::humanoid"), compose)
     assert (pace.preset, pace.steps, pace.bound) == ("brax_humanoid", 3_000_000, "at least")
     assert "`neurorun experiment=brax_humanoid`" in capsys.readouterr().err
     # Walker2d's PGPE settings are tuned, but its preset is another algorithm (ARS): named
-    preset_hint("Walker2d-v5", "pgpe", compose)
+    preset_hint("Walker2d-v5", algo("env=Walker2d-v5"), compose)
     assert "Walker2d-v5 has a tuned preset: `neurorun experiment=walker2d`" in (
         capsys.readouterr().err)
+    # Ant's env preset runs ARS with the settings experiment=ant runs (its budget differs): named
+    preset_hint("Ant-v5", algo("env=Ant-v5"), compose)
+    assert "Ant-v5 has a tuned preset: `neurorun experiment=ant`" in capsys.readouterr().err
 
 
 def test_an_env_note_is_printed_once_as_the_run_starts(tmp_path):

@@ -73,8 +73,8 @@ STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still r
 
 def compiled_rollout(env: EnvOptions, network: Any, architecture: str,
                      device: torch.device) -> JaxRollout | None:
-    """The compiled evaluation of ``network`` on ``env``: None unless the env is a jax env and
-    the network has a jax form (then it is evaluated step by step from Python, said once)."""
+    """The compiled evaluation of ``network`` on ``env``; None on other envs, and for a network
+    without a jax form (evaluated step by step from Python then, with a warning)."""
     if backend_of(env.spec).jax_batch is None:
         return None
     devices = jax_devices(env.devices)
@@ -232,9 +232,9 @@ class JaxRollout:
             drain_program.compile_ahead(*self.programs.drain_arguments(
                 drain, params.shape[1], self._observation_size()))
         devices = len(self.devices)
-        inputs = self.programs.put(stacked_inputs(np.broadcast_to(params, (devices, *params.shape)),
-                                           *tables, *(np.broadcast_to(x, (devices, *x.shape))
-                                                      for x in shared)))
+        inputs = self.programs.put(stacked_inputs(
+            np.broadcast_to(params, (devices, *params.shape)), *tables,
+            *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
         carry = self.programs(ProgramKind.FIRST, (shape, usable))(inputs)
         hands_over = (self.cpu and split.streaming and not self.one_batch
                       and shape.slots > drain.slots)
@@ -304,5 +304,3 @@ class JaxRollout:
             episode_lengths=lengths[kept], lengths=lengths, interactions=int(out["lengths"].sum()),
             episodes=int(out["finished"].sum()), vector_steps=sums.steps,
             simulated_steps=sums.simulated, collected=collect)
-
-
