@@ -37,18 +37,20 @@ class DevicePrograms:
 
     def __init__(self, env: Any, policy: ArrayPolicy, devices: Sequence[Any], spec: str,
                  label: str):
-        from jax.sharding import Mesh
+        from jax.sharding import Mesh, NamedSharding
+        from jax.sharding import PartitionSpec as P
 
         self.env, self.policy, self.spec, self.label = env, policy, spec, label
         self.devices = list(devices)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
+        self._split = NamedSharding(self.mesh, P(AXIS))  # each leaf's first axis over them
         self._programs: dict[tuple[ProgramKind, Any], Program] = {}
 
     def put(self, tree: Any) -> Any:
         """``tree`` on the devices, each leaf's first axis split over them."""
         import jax
 
-        return jax.device_put(tree, self._split())
+        return jax.device_put(tree, self._split)
 
     def __call__(self, kind: ProgramKind, shape: Any) -> Program:
         """The program ``kind`` of ``shape`` (FIRST: ``(shape, slots)``; HAND_OVER: ``(queue
@@ -84,10 +86,8 @@ class DevicePrograms:
 
         from neurorun.problems.jax.program import Inputs
 
-        split = self._split()
-
         def shape(*dims: int, dtype: Any = np.float32) -> Any:
-            return jax.ShapeDtypeStruct((len(self.devices), *dims), dtype, sharding=split)
+            return jax.ShapeDtypeStruct((len(self.devices), *dims), dtype, sharding=self._split)
 
         inputs = Inputs(
             shape(drain.solutions + 1, width), shape(drain.pairs, dtype=np.int32),
@@ -96,15 +96,9 @@ class DevicePrograms:
         carry = jax.eval_shape(self(ProgramKind.FIRST, (drain, drain.slots)).function, inputs)
         # an array without elements comes out replicated (MJX's empty fields)
         carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
-            leaf.shape, leaf.dtype, sharding=split if leaf.size else
+            leaf.shape, leaf.dtype, sharding=self._split if leaf.size else
             NamedSharding(self.mesh, P())), carry)
         return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
-
-    def _split(self) -> Any:
-        from jax.sharding import NamedSharding
-        from jax.sharding import PartitionSpec as P
-
-        return NamedSharding(self.mesh, P(AXIS))
 
     def _traced(self, kind: ProgramKind, shape: Any) -> Any:
         import jax

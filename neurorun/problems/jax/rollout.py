@@ -115,9 +115,10 @@ class JaxRollout:
         use_compilation_cache()
         self.spec, self.device = spec, device
         self.env = make_batch()
-        self.devices = list(devices or jax.devices()[:1])
+        self.programs = DevicePrograms(self.env, policy, devices or jax.devices()[:1], spec,
+                                       label or spec)
+        self.devices = self.programs.devices  # the one list: the mesh's
         self.cpu = self.devices[0].platform == "cpu"
-        self.programs = DevicePrograms(self.env, policy, self.devices, spec, label or spec)
         # several CPU devices: chunks small enough that jax's LAPACK kernels run inline
         self.largest_chunk = (inline_chunk(self.env) if self.cpu and len(self.devices) > 1
                               else None)
