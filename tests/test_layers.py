@@ -64,15 +64,23 @@ def _type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(source: str, package: str) -> list[tuple[int, str]]:
-    """(line, module) of each neurorun module the source imports, at any depth but under
-    ``if TYPE_CHECKING:``; ``package``: the importing module's package (for relative imports)."""
+def imports_of(source: str, package: str, where: str = "anywhere") -> list[tuple[int, str]]:
+    """(line, module) of each neurorun module the source imports but under
+    ``if TYPE_CHECKING:``; ``package``: the importing module's package (for relative imports).
+    ``where``: "anywhere", "top" (what runs on import: not inside a function) or "deferred"
+    (inside a function)."""
     found = []
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, deferred: bool = False) -> None:
         if isinstance(node, ast.If) and _type_checking(node):
             for child in node.orelse:
-                visit(child)
+                visit(child, deferred)
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            deferred = True
+        if where != "anywhere" and deferred != (where == "deferred"):
+            for child in ast.iter_child_nodes(node):
+                visit(child, deferred)
             return
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
@@ -85,19 +93,42 @@ def imports_of(source: str, package: str) -> list[tuple[int, str]]:
                 whole = f"{base}.{alias.name}"
                 found.append((node.lineno, whole if is_module(whole) else base))
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            visit(child, deferred)
 
     visit(ast.parse(source))
     return sorted({(line, name) for line, name in found if name.split(".")[0] == "neurorun"})
 
 
-def package_imports() -> Iterator[tuple[Path, int, str, str]]:
+def path_of(module: str) -> Path:
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def package_imports(where: str = "anywhere") -> Iterator[tuple[Path, int, str, str]]:
     """(file, line, importing module, imported module) of every import of the package."""
     for path in sorted(PACKAGE.rglob("*.py")):
         name = module_name(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for line, target in imports_of(path.read_text(), package):
+        for line, target in imports_of(path.read_text(), package, where):
             yield path, line, name, target
+
+
+def loaded_on_import(module: str) -> set[str]:
+    """The neurorun modules importing ``module`` loads: its packages, and what their top
+    levels import, followed to the end."""
+    loaded: set[str] = set()
+    pending = [module]
+    while pending:
+        name = pending.pop()
+        parts = name.split(".")
+        for whole in (".".join(parts[:i]) for i in range(1, len(parts) + 1)):
+            if whole in loaded or not is_module(whole):
+                continue
+            loaded.add(whole)
+            path = path_of(whole)
+            package = whole if path.name == "__init__.py" else whole.rpartition(".")[0]
+            pending += [target for _, target in imports_of(path.read_text(), package, "top")]
+    return loaded
 
 
 def arrows() -> list[tuple[str, int, str, str, str]]:
@@ -192,3 +223,28 @@ def test_the_walk_counts_deferred_imports_and_leaves_out_type_only_ones():
     assert folder_of("neurorun.problems.jax.rollout") == "problems.jax"
     assert folder_of("neurorun.problems.problem") == "problems:evaluator"
     assert folder_of("neurorun.problems.schedule") == "problems"
+
+
+def test_a_function_level_import_loads_what_the_file_has_not():
+    """An import inside a function defers loading a module (jax, envpool, ray and torch are
+    loaded only where a run needs them); one of a module the file's own imports already load
+    defers nothing and only hides a dependency: it belongs at the top."""
+    pointless = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}, which "
+                 f"importing {name} already loads"
+                 for path, line, name, target in package_imports("deferred")
+                 if target in loaded_on_import(name)]
+    assert pointless == []
+
+
+def test_the_walk_tells_top_level_from_deferred_imports():
+    source = ("from neurorun.loop import runner\n"
+              "class A:\n"
+              "    from neurorun.common import atomic\n"
+              "    def f(self):\n"
+              "        from neurorun.record.layout import LOG_FILE\n")
+    assert imports_of(source, "neurorun", "top") == [
+        (1, "neurorun.loop.runner"), (3, "neurorun.common.atomic")]
+    assert imports_of(source, "neurorun", "deferred") == [(5, "neurorun.record.layout")]
+    assert {"neurorun", "neurorun.record", "neurorun.record.layout",
+            "neurorun.common.files"} <= loaded_on_import("neurorun.record.layout")
+    assert "neurorun.loop.runner" not in loaded_on_import("neurorun.record.layout")

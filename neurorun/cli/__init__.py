@@ -3,7 +3,7 @@
 
 def __getattr__(name: str):
     if name == "main":
-        from neurorun.cli.app import main
+        from neurorun.cli.app import main  # Hydra and the run load on first use
 
         return main
     raise AttributeError(f"module 'neurorun.cli' has no attribute {name!r}")

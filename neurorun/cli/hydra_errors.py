@@ -24,6 +24,9 @@ from hydra.errors import OverrideParseException as ParseError
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
 
+from neurorun.algorithms import ALGORITHMS
+from neurorun.algorithms.options import option_names
+from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 
 
@@ -131,8 +134,6 @@ def _swept_algorithms(argv: Sequence[str]) -> list[str]:
 def _env_path(argv: Sequence[str]) -> str | None:
     """Why an `env=` option of ``argv`` (one of a sweep's too) is refused: a name with path
     parts, which can name a packaged file outside env/ (`env=../config`)."""
-    from neurorun.cli.env_source import env_path_error
-
     for arg in argv:
         key, sep, value = arg.lstrip("+~").partition("=")
         if key == "env" and sep:
@@ -144,9 +145,6 @@ def _env_path(argv: Sequence[str]) -> str | None:
 
 def _algorithms_with(option: str) -> list[str]:
     """The algorithms that have ``option`` (`top_directions` -> ["ars"])."""
-    from neurorun.algorithms import ALGORITHMS
-    from neurorun.algorithms.options import option_names
-
     return [name for name, cls in ALGORITHMS.items() if option in option_names(cls.Options)]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurorun.algorithms.noise import weighted_sums
 from neurorun.problems import EvaluationStats, RunningNorm, make_problem
 
 
@@ -87,8 +88,6 @@ class EvaluationWorker:
                       weights: list[dict[str, np.ndarray]]) -> dict[str, torch.Tensor]:
         """Distributed mode, step 4: the weighted noise sums of these shares, added (noise
         this actor did not keep, e.g. after it replaced a dead one, is made again)."""
-        from neurorun.algorithms.noise import weighted_sums
-
         algo = self._set_replica(replica, table)
         total: dict[str, torch.Tensor] = {}
         for (first, size), share_weights in zip(shares, weights, strict=True):

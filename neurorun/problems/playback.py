@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from neurorun.envs import backend_of, batched_jax_env, parse_spec
+from neurorun.envs.jax_env import episode_keys, use_compilation_cache
+
 FRAME_HEIGHT, FRAME_WIDTH = 240, 320  # MuJoCo frames of brax, Playground and a run's videos
 _GL_PROBE = "import mujoco; c = mujoco.GLContext(16, 16); c.make_current(); c.free()"
 
@@ -197,9 +200,6 @@ class JaxPlayer(Player):
     def __init__(self, spec: str, env_config: dict[str, Any], episode_length: int | None):
         import jax
 
-        from neurorun.envs import batched_jax_env
-        from neurorun.envs.jax_env import use_compilation_cache
-
         env = batched_jax_env(spec, episode_length, **env_config)
         use_compilation_cache()  # the next run loads the two programs (compiled on first use)
         self._reset, self._step = jax.jit(env.reset), jax.jit(env.step)
@@ -210,8 +210,6 @@ class JaxPlayer(Player):
 
     def frames(self, policy: Any, seed: int, episode: Episode) -> Iterator[np.ndarray]:
         import jax.numpy as jnp
-
-        from neurorun.envs.jax_env import episode_keys
 
         state = self._reset(jnp.asarray(episode_keys([seed])))
         reset_policy(policy)
@@ -239,8 +237,6 @@ class JaxPlayer(Player):
 
 def draws_with_mujoco(spec: str) -> bool:
     """Whether env ``spec``'s frames are drawn by MuJoCo (through OpenGL)."""
-    from neurorun.envs import backend_of, parse_spec
-
     backend = backend_of(spec)
     return backend.jax_batch is not None or (backend.gymnasium_id
                                              and is_mujoco_env(parse_spec(spec)[1]))
@@ -253,8 +249,6 @@ def make_player(spec: str, env_config: dict[str, Any], episode_length: int | Non
     Raises:
         ValueError: a factory's env (``pkg.module:factory``), which neurorun cannot draw.
     """
-    from neurorun.envs import backend_of, parse_spec
-
     backend = backend_of(spec)
     if backend.jax_batch is not None:
         return JaxPlayer(spec, env_config, episode_length)

@@ -23,6 +23,7 @@ from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
 from neurorun.common.errors import one_line
 from neurorun.common.values import is_exact_int
+from neurorun.problems import RunningNorm
 from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped, upgrade_state
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE, policy_path
@@ -90,8 +91,6 @@ def run_policy_files(problem: Any, run_dir: str | Path, meta: Mapping[str, Any],
     Args:
         meta: the run's ``policy_meta``.
     """
-    from neurorun.problems import RunningNorm  # the problems package: loaded by now
-
     last = policy_files(problem, center, policy_path(run_dir, LAST_POLICY),
                         {**meta, "generation": generation, "center_eval": center_eval})
     stats = None if best.obs_stats is None else RunningNorm.from_state_dict(best.obs_stats)

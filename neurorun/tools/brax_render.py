@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from neurorun.envs.brax_env import brax_episode_length, single_brax_env
 from neurorun.problems.playback import FRAME_HEIGHT, FRAME_WIDTH, Episode, PositionsDrawing
 from neurorun.tools.common import ToolError, write_output
 from neurorun.tools.episodes import FRAME_COPIES, check_memory
@@ -19,8 +20,6 @@ def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, se
                 limit: int | None, fps: float) -> list[Episode]:
     """Play `episodes` episodes of a brax env and write them to `out` (.html, .gif, .mp4)."""
     import jax
-
-    from neurorun.envs.brax_env import brax_episode_length, single_brax_env
 
     length = brax_episode_length(loaded.env_config, limit)
     env = single_brax_env(name, loaded.env_config, limit)

@@ -20,6 +20,7 @@ from neurorun.common.atomic import atomic_write
 from neurorun.common.errors import one_line
 from neurorun.common.extras import MissingExtraError
 from neurorun.common.files import NotRegularFileError, entry_kind, open_regular
+from neurorun.record.layout import BEST_POLICY, LAST_POLICY
 
 EXIT_BAD_INPUT = 2
 
@@ -272,8 +273,6 @@ def check_episode_seeds(seed: int, episodes: int) -> None:
 def add_policy_options(parser: Any) -> None:
     """The options of the tools that load policies: ``--checkpoint`` of a run folder, and the
     opt-ins ``--trust-pickle`` and ``--trust-code``."""
-    from neurorun.record.layout import BEST_POLICY, LAST_POLICY
-
     parser.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
                         help="which checkpoint of a run folder (best)")
     parser.add_argument("--trust-pickle", action="store_true",

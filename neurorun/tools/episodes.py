@@ -5,6 +5,10 @@ brax and Playground), or, for frames to render, a plain gymnasium loop. Episode 
 
 from __future__ import annotations
 
+import torch
+
+from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
+from neurorun.envs import backend_of, parse_spec
 from neurorun.problems.playback import Episode, gym_frames
 from neurorun.tools.common import ToolError
 from neurorun.tools.loading import LoadedPolicy
@@ -16,10 +20,6 @@ FRAME_COPIES = 3  # a frame held for the video, Pillow's image of it, the GIF's 
 
 def available_memory() -> int:
     """Bytes this machine can still give (MemAvailable)."""
-    import torch
-
-    from neurorun.common.memory import device_free_bytes
-
     return device_free_bytes(torch.device("cpu"))
 
 
@@ -27,8 +27,6 @@ def check_memory(episodes: int, per_episode: int, what: str) -> None:
     """ToolError (one line) before any episode runs when ``episodes`` episodes, each holding
     ``per_episode`` bytes of ``what``, would not fit in the memory available (a share of it,
     as a run's generation plans); it names the largest count that fits."""
-    from neurorun.common.memory import MEMORY_SHARE
-
     spare = MEMORY_SHARE * available_memory()
     need = episodes * per_episode
     if need <= spare:
@@ -47,8 +45,6 @@ def step_limit(loaded: LoadedPolicy, max_steps: int | None) -> int | None:
 def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
                  max_steps: int | None = None, frames: bool = False) -> list[Episode]:
     """`episodes` seeded episodes; with `frames`, an rgb frame after the reset and each step."""
-    from neurorun.envs import backend_of, parse_spec
-
     name = parse_spec(loaded.env)[1]
     limit = step_limit(loaded, max_steps)
     if not frames:

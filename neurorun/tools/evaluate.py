@@ -22,6 +22,7 @@ from typing import Any
 
 from neurorun.common.errors import one_line
 from neurorun.common.files import read_bounded
+from neurorun.common.seeding import derive_seed
 from neurorun.common.values import is_number
 from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
@@ -77,8 +78,6 @@ def center_evaluation(checkpoint: Path) -> tuple[int, int] | None:
     """(episodes, base seed) of the center evaluation of the run `checkpoint` belongs to (its
     saved config's eval_episodes and seed, as the runner derives it), or None outside a run
     (a refused config is a ToolError, as for every tool)."""
-    from neurorun.common.seeding import derive_seed
-
     settings = run_settings(checkpoint)
     episodes, seed = settings.get("eval_episodes"), settings.get("seed")
     if episodes is None or seed is None:

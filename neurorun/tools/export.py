@@ -26,6 +26,7 @@ import neurorun
 from neurorun.common import jsonio
 from neurorun.common.extras import require
 from neurorun.common.jsonio import finite_or_null
+from neurorun.envs import env_spaces
 from neurorun.problems.export import EnvPolicy
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE
 from neurorun.tools.common import ToolError, add_policy_options, run_tool, write_output
@@ -61,7 +62,6 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
         raise ToolError(f"--out {str(out)!r} is the checkpoint being exported; pass another "
                         "--out")
     policy = _env_policy(loaded)
-    from neurorun.envs import env_spaces
 
     obs_space, _, act_space = env_spaces(loaded.env, **loaded.env_config)
     obs = torch.from_numpy(sample_observations(policy, obs_space))

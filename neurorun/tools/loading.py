@@ -22,6 +22,10 @@ import torch
 from neurorun.common.errors import one_line
 from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
+from neurorun.envs import env_spaces
+from neurorun.nets import NetworkParseError
+from neurorun.nets.network_spec import NetworkFactoryError
+from neurorun.problems import make_problem
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
 from neurorun.record.format import FormatError, format_of
@@ -52,10 +56,6 @@ class LoadedPolicy:
     def make_problem(self, episode_length: int | None) -> Problem:
         """The problem the run evaluated its center with: same env, network and observation
         statistics; episodes cut at ``episode_length``."""
-        from neurorun.nets import NetworkParseError
-        from neurorun.nets.network_spec import NetworkFactoryError
-        from neurorun.problems import make_problem
-
         try:
             problem = make_problem(self.env, self.architecture,
                                    network_args=self.network_args or None,
@@ -284,8 +284,6 @@ def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
 def _check_env(loaded: LoadedPolicy, meta: dict[str, Any]) -> None:
     """The env can be made here, and its observation and action sizes are the ones the policy
     was trained with (another env, --env, can have as many weights and other sizes)."""
-    from neurorun.envs import env_spaces
-
     try:
         obs_space, act_space, _ = env_spaces(loaded.env, **loaded.env_config)
     except Exception as error:

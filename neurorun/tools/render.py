@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from neurorun.common.errors import one_line
+from neurorun.envs import backend_of, parse_spec
 from neurorun.problems.playback import (
     Episode,
     is_mujoco_env,
@@ -27,6 +28,7 @@ from neurorun.problems.playback import (
     prepare_mujoco_gl,
 )
 from neurorun.record.layout import BEST_POLICY
+from neurorun.tools.brax_render import render_brax
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -46,8 +48,6 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
            checkpoint: str = BEST_POLICY, trust_pickle: bool = False,
            trust_code: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
-    from neurorun.envs import backend_of, parse_spec
-
     out = Path(out)
     if episodes < 1 or fps <= 0:
         raise ToolError(f"--episodes {episodes} --fps {fps}; expected at least 1 episode and "
@@ -63,7 +63,6 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     name, shown = parse_spec(loaded.env)[1], backend_of(loaded.env).render
     limit = step_limit(loaded, max_steps)
     if shown == "html":
-        from neurorun.tools.brax_render import render_brax
 
         return render_brax(loaded, name, out, episodes=episodes, seed=seed, limit=limit, fps=fps)
     if shown != "frames":

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurorun.envs.jax_env import episode_keys
 from neurorun.problems.running_norm import NormRecord, RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
@@ -87,8 +88,6 @@ class PairSplit:
         """Each pair's solution, reset key (its episode seed's: ``schedule.pair_seeds``) and
         action-noise key, per device."""
         import jax
-
-        from neurorun.envs.jax_env import episode_keys
 
         valid = self.pair_index >= 0
         index = np.where(valid, self.pair_index, 0)

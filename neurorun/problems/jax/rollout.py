@@ -42,6 +42,7 @@ import torch
 from torch import Tensor
 
 from neurorun.envs import backend_of, batched_jax_env
+from neurorun.envs.jax_env import use_compilation_cache
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
 from neurorun.problems.jax.compiling import watched
@@ -109,7 +110,6 @@ class JaxRollout:
                  devices: Sequence[Any] | None = None, label: str | None = None):
         import jax
 
-        from neurorun.envs.jax_env import use_compilation_cache
         from neurorun.problems.jax.lapack import inline_chunk
 
         use_compilation_cache()
