@@ -26,8 +26,10 @@ episodes: 1,000 steps for HalfCheetah, early falls for Humanoid; popsize 64, lin
 counted steps/s / raw steps/s per round (targets >= 0.9 and >= 0.85), median and
 min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
-on uniform random ones; this ratio is what neurorun costs). ``--profile``: where a vector step
-of those evaluate calls goes (``host_loop_profile.py``), printed.
+on uniform random ones; this ratio is what neurorun costs). Humanoid once more with its 64
+solutions streamed over 16 envs: whether keeping the envs busy closes the gap to raw.
+``--profile``: where a vector step of those evaluate calls goes (``host_loop_profile.py``),
+printed.
 
 Streaming on vs off (``streaming`` cases): 256 solutions on 64 env slots (the queue holds
 more solutions than slots) on backends that step every env of the batch (gymnasium's native
@@ -132,20 +134,24 @@ def throughput_case(env_id: str, popsize: int, network: str, seconds: float,
     return case
 
 
-def training_case(env_id: str, popsize: int, threads: int, rounds: int) -> dict[str, Any]:
-    """A generation as training runs it: the env's own episodes, ``popsize`` solutions,
-    ``threads`` EnvPool threads; per round, one whole evaluate call (counted steps/s), then
-    EnvPool stepped raw for as long (uniform random actions, every env), then EnvPool alone
-    on the evaluate call's own actions (``pool_replayed``: what it costs beside neurorun)."""
+def training_case(env_id: str, popsize: int, threads: int, rounds: int,
+                  slots: int | None = None) -> dict[str, Any]:
+    """A generation as training runs it: the env's own episodes, ``popsize`` solutions on
+    ``slots`` envs (None: one each; fewer: streaming keeps the envs busy until the queue is
+    empty), ``threads`` EnvPool threads; per round, one whole evaluate call (counted steps/s),
+    then EnvPool of as many envs stepped raw for as long (uniform random actions, every env),
+    then EnvPool alone on the evaluate call's own actions (``pool_replayed``: what it costs
+    beside neurorun)."""
     counted, raw, replayed = [], [], []
     for _ in range(rounds):
         with recorded_steps() as pools:
             call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
-                            episode_length=None)
+                            episode_length=None, max_num_envs=slots)
         counted.append(call["steps_per_s"])
-        raw.append(raw_pool(env_id, popsize, threads, call["seconds"], None))
+        raw.append(raw_pool(env_id, slots or popsize, threads, call["seconds"], None))
         replayed.append(replayed_per_s(pools))
-    return {"env": env_id, "popsize": popsize, "threads": threads, "rounds": rounds,
+    return {"env": env_id, "popsize": popsize, "slots": slots or popsize, "threads": threads,
+            "rounds": rounds,
             "target": TRAINING[env_id], "date": datetime.now().isoformat(timespec="seconds"),
             "load_average": [round(x, 2) for x in os.getloadavg()],
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
@@ -205,6 +211,7 @@ def main() -> None:
         streams.append(streaming_case(spec, args.seconds))
         print(streams[-1], flush=True)
     training = [training_case(env_id, 64, 2, args.rounds) for env_id in TRAINING]
+    training.append(training_case("Humanoid-v5", 64, 2, args.rounds, slots=16))
     print(training, flush=True)
     write_result(RESULTS, episode_length=EPISODE_LENGTH, cases=cases, streaming=streams,
                  training=training, **kept)
@@ -245,7 +252,9 @@ def table(report: dict) -> list[str]:
             replayed = (f"{spread_text(case['pool_replayed'], thousands=True)} | "
                         f"{spread_text(case['ratio_replayed'])}"
                         if "pool_replayed" in case else "– | –")
-            lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}, "
+            slots = case.get("slots", case["popsize"])
+            on = f" on {slots} envs" if slots != case["popsize"] else ""
+            lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}{on}, "
                          f"linear, {case['threads']} threads | "
                          f"{spread_text(case['neurorun'], thousands=True)} | "
                          f"{spread_text(case['pool_raw'], thousands=True)} | "
