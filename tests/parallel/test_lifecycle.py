@@ -30,6 +30,6 @@ def test_close_stops_the_ray_it_started_and_every_process():
         names = " ".join(p.name() for p in started)
         assert "raylet" in names and "gcs_server" in names
     assert not ray.is_initialized()
-    psutil.wait_procs(started, timeout=15)
+    psutil.wait_procs(started, timeout=60)  # a killed actor exits late on a loaded machine
     left = [f"{p.pid} {p.name()}" for p in started if _alive(p)]
     assert not left, f"ray processes still running after close: {left}"
