@@ -65,7 +65,7 @@ def _type_checking(node: ast.If) -> bool:
 
 
 def imports_of(source: str, package: str, where: str = "anywhere") -> list[tuple[int, str]]:
-    """(line, module) of each neurorun module the source imports but under
+    """(line, module) of each neurorun module the source imports, except under
     ``if TYPE_CHECKING:``; ``package``: the importing module's package (for relative imports).
     ``where``: "anywhere", "top" (what runs on import: not inside a function) or "deferred"
     (inside a function)."""
