@@ -142,15 +142,16 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
     then EnvPool of as many envs stepped raw for as long (uniform random actions, every env),
     then EnvPool alone on the evaluate call's own actions (``pool_replayed``: what it costs
     beside neurorun)."""
+    slots = slots or popsize
     counted, raw, replayed = [], [], []
     for _ in range(rounds):
         with recorded_steps() as pools:
             call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
                             episode_length=None, max_num_envs=slots)
         counted.append(call["steps_per_s"])
-        raw.append(raw_pool(env_id, slots or popsize, threads, call["seconds"], None))
+        raw.append(raw_pool(env_id, slots, threads, call["seconds"], None))
         replayed.append(replayed_per_s(pools))
-    return {"env": env_id, "popsize": popsize, "slots": slots or popsize, "threads": threads,
+    return {"env": env_id, "popsize": popsize, "slots": slots, "threads": threads,
             "rounds": rounds,
             "target": TRAINING[env_id], "date": datetime.now().isoformat(timespec="seconds"),
             "load_average": [round(x, 2) for x in os.getloadavg()],

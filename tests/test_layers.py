@@ -6,6 +6,7 @@ an arrow); imports under ``if TYPE_CHECKING:`` do not (they never run).
 """
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,9 +54,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def path_of(module: str) -> Path:
+    """The file of a dotted module: its package's __init__.py or its .py."""
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
 def is_module(dotted: str) -> bool:
-    path = PACKAGE.parent.joinpath(*dotted.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    return path_of(dotted).is_file()
 
 
 def _type_checking(node: ast.If) -> bool:
@@ -99,11 +105,6 @@ def imports_of(source: str, package: str, where: str = "anywhere") -> list[tuple
     return sorted({(line, name) for line, name in found if name.split(".")[0] == "neurorun"})
 
 
-def path_of(module: str) -> Path:
-    path = PACKAGE.parent.joinpath(*module.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-
-
 def package_imports(where: str = "anywhere") -> Iterator[tuple[Path, int, str, str]]:
     """(file, line, importing module, imported module) of every import of the package."""
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -113,7 +114,8 @@ def package_imports(where: str = "anywhere") -> Iterator[tuple[Path, int, str, s
             yield path, line, name, target
 
 
-def loaded_on_import(module: str) -> set[str]:
+@functools.cache
+def loaded_on_import(module: str) -> frozenset[str]:
     """The neurorun modules importing ``module`` loads: its packages, and what their top
     levels import, followed to the end."""
     loaded: set[str] = set()
@@ -128,7 +130,7 @@ def loaded_on_import(module: str) -> set[str]:
             path = path_of(whole)
             package = whole if path.name == "__init__.py" else whole.rpartition(".")[0]
             pending += [target for _, target in imports_of(path.read_text(), package, "top")]
-    return loaded
+    return frozenset(loaded)
 
 
 def arrows() -> list[tuple[str, int, str, str, str]]:
