@@ -1,24 +1,13 @@
-"""``Problem``: turns a population of policy parameter vectors into fitness.
+"""``Problem``: a population of policy parameter vectors to fitness, after EvoTorch's
+VecGymNE and GymNE (``make_problem`` lists the options), with two choices of its own:
 
-Semantics follow EvoTorch's VecGymNE and GymNE (see ``make_problem`` for the options), with
-two deliberate choices:
+- Observation statistics are frozen during one ``evaluate`` call and the call's observations
+  merged in at its end, so fitness does not depend on how the population is split.
+- A solution that meets a non-finite observation or reward gets the call's worst fitness
+  (``rollout.replace_nonfinite``), counted in ``last_stats``.
 
-- Observation statistics are frozen during one ``evaluate`` call: every solution of the call
-  is normalized with the statistics as they were when the call started, and the call's
-  observations are merged in at its end. Fitness then does not depend on how the population
-  is split into sub-batches or on the order of the solutions.
-- A solution that meets a non-finite observation or reward gets the worst fitness of the call
-  (``rollout.replace_nonfinite``); such events are counted in ``last_stats``.
-
-Evaluation streams (solution, episode) pairs over at most ``max_num_envs`` env slots (see
-``rollout`` and ``Schedule``); with ``streaming=False`` solutions run in lock-step sub-batches
-of ``max_num_envs``, each slot running its solution's episodes one after another. On jax envs
-(brax, Playground) the whole rollout is one compiled jax program (``problems/jax/``) when the
-network has a jax form (every network string has; a user's torch module has not, and is
-evaluated step by step from Python).
-
-Seeds: each ``evaluate`` call has a base seed (its ``seed`` argument, else drawn from the
-problem's generator); ``schedule.pair_seeds`` says how each episode's seed follows from it.
+The evaluation itself is ``HostEvaluation`` (step by step) or, on jax envs with a jax form of
+the network, ``JaxRollout`` (one compiled program); episode seeds: ``schedule.pair_seeds``.
 """
 
 from __future__ import annotations
@@ -219,14 +208,10 @@ class Problem:
 
     def test_episodes(self, solution: Any, num_episodes: int,
                       seed: int) -> tuple[Tensor, Tensor]:
-        """Returns and lengths ``(num_episodes,)`` of one solution: episode k runs in env slot
-        k, seeded ``seed + k`` (EnvPool, Sync/AsyncVectorEnv; one generator seeded ``seed``
-        for native vector envs, brax and Playground). No action noise, no reward shaping;
-        counters and obs stats are left alone. An episode that met a non-finite observation
-        or reward returns NaN (its return so far would look like a real one). The center
-        evaluation and ``neurorun-eval`` both run this. Episodes run in batches of at most
-        ``TEST_SLOTS`` (the batch from episode f with seed ``seed + f``), so memory does not
-        grow with ``num_episodes``."""
+        """Returns and lengths ``(num_episodes,)`` of one solution, episode k as solution k's first
+        (``schedule.pair_seeds``), for the center evaluation and ``neurorun-eval``: no action
+        noise, no shaping, counters and obs stats left alone; NaN for an episode that met a
+        non-finite value. Batches of at most ``TEST_SLOTS`` episodes keep the memory flat."""
         params = self._as_params(solution)[:1]
         returns, lengths = [], []
         for first in range(0, int(num_episodes), TEST_SLOTS):
