@@ -39,7 +39,7 @@ NEURORUN = Path(sys.executable).with_name("neurorun")
 # name: (neurorun's overrides, the bare program's arguments: the same env and batch)
 CASES = {
     "headline": (["algo=pgpe", "env=brax::humanoid"],
-                 ["brax::humanoid", "--envs", "256", "--backend", "spring"]),
+                 ["brax::humanoid", "--envs", "128", "--backend", "spring"]),
     "brax_ant": (["env=brax::ant"], ["brax::ant", "--envs", "20"]),
     "cheetah_run": (["env=playground::CheetahRun"], ["playground::CheetahRun", "--envs", "20"]),
     "experiment_brax_humanoid": (

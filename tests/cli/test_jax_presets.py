@@ -41,7 +41,7 @@ QUEUE_POPSIZE = "algo.popsize=64"
 
 # command as typed (README, docs) -> (the shrink, whether its population runs the queue)
 PRESETS = {
-    # the design's headline, as composed: popsize 256 on 2 devices (a 2-core machine's)
+    # the design's headline, as composed: popsize 128 on 2 devices (a 2-core machine's)
     "algo=pgpe env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
     "algo=ars env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
     "algo=openai_es env=brax::humanoid": ([BRAX_CUT, "problem.devices=2"], True),
