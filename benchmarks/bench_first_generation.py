@@ -34,17 +34,19 @@ from typing import Any
 
 from harness import RESULTS, CaseFailedError, ratios, run_cases, spread, spread_text, write_result
 
+from neurorun.config.saved_yaml import read_config
+from neurorun.record.layout import saved_config_path
+
 HERE = Path(__file__).resolve().parent
 NEURORUN = Path(sys.executable).with_name("neurorun")
-# name: (neurorun's overrides, the bare program's arguments: the same env and batch)
+# name: (neurorun's overrides, the bare program's arguments: the same env; its --envs is the
+# popsize of the run neurorun just made, read from that run's saved config)
 CASES = {
-    "headline": (["algo=pgpe", "env=brax::humanoid"],
-                 ["brax::humanoid", "--envs", "128", "--backend", "spring"]),
-    "brax_ant": (["env=brax::ant"], ["brax::ant", "--envs", "20"]),
-    "cheetah_run": (["env=playground::CheetahRun"], ["playground::CheetahRun", "--envs", "20"]),
+    "headline": (["algo=pgpe", "env=brax::humanoid"], ["brax::humanoid", "--backend", "spring"]),
+    "brax_ant": (["env=brax::ant"], ["brax::ant"]),
+    "cheetah_run": (["env=playground::CheetahRun"], ["playground::CheetahRun"]),
     "experiment_brax_humanoid": (
-        ["experiment=brax_humanoid"],
-        ["brax::humanoid", "--envs", "4000", "--backend", "spring", "--hidden", "64"]),
+        ["experiment=brax_humanoid"], ["brax::humanoid", "--backend", "spring", "--hidden", "64"]),
 }
 QUICK = ("headline", "brax_ant", "cheetah_run")
 GENERATIONS = 3  # the run goes on past its first generation, which it is timed to
@@ -71,7 +73,8 @@ def time_neurorun(overrides: list[str], cache: str, run_dir: Path) -> dict[str, 
         raise CaseFailedError(f"{' '.join(command)} failed: {''.join(lines[-5:])}")
     compiles = [(kind, int(s)) for kind, s in COMPILED.findall("".join(lines))]
     return {"seconds": first, "programs": len(compiles),
-            "compile_s": sum(s for _, s in compiles), "kinds": [k for k, _ in compiles]}
+            "compile_s": sum(s for _, s in compiles), "kinds": [k for k, _ in compiles],
+            "popsize": int(read_config(saved_config_path(run_dir)).algo.popsize)}
 
 
 def time_bare(arguments: list[str], cache: str) -> dict[str, Any]:
@@ -99,11 +102,12 @@ def measure(name: str, rounds: int) -> dict[str, Any]:
             for warmth in ("cold", "warm"):
                 runs[f"neurorun_{warmth}"].append(time_neurorun(
                     overrides, mine, Path(folders) / f"{warmth}_{round_}"))
-                runs[f"bare_{warmth}"].append(time_bare(bare, theirs))
+                bare_arguments = [*bare, "--envs", str(runs[f"neurorun_{warmth}"][-1]["popsize"])]
+                runs[f"bare_{warmth}"].append(time_bare(bare_arguments, theirs))
                 print(name, round_, warmth, {key: round(value[-1]["seconds"], 1)
                                              for key, value in runs.items() if value},
                       flush=True)
-    result: dict[str, Any] = {"neurorun_overrides": overrides, "bare_arguments": bare}
+    result: dict[str, Any] = {"neurorun_overrides": overrides, "bare_arguments": bare_arguments}
     for warmth in ("cold", "warm"):
         ours, theirs = runs[f"neurorun_{warmth}"], runs[f"bare_{warmth}"]
         result[warmth] = {
