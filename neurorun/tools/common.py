@@ -20,7 +20,16 @@ from neurorun.common.atomic import atomic_write
 from neurorun.common.errors import one_line
 from neurorun.common.extras import MissingExtraError
 from neurorun.common.files import NotRegularFileError, entry_kind, open_regular
-from neurorun.record.layout import BEST_POLICY, LAST_POLICY
+from neurorun.record.layout import (
+    BEST_POLICY,
+    CHECKPOINT_DIR,
+    LAST_POLICY,
+    LOCK_FILE,
+    LOG_FILE,
+    METRIC_FILES,
+    STATE_FILE,
+)
+from neurorun.record.run_folder import holds_run
 
 EXIT_BAD_INPUT = 2
 
@@ -217,19 +226,45 @@ def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def check_writable(path: str | Path, what: str) -> None:
-    """Fail early (before long work) when `path` cannot be written."""
+def check_out(path: str | Path, what: str, force: bool, flag: str = "--out") -> None:
+    """One line before any work where ``path`` should not be written: a folder, a missing or
+    unwritable folder (nothing is made), a run's own file, an existing file without --force.
+    A device or FIFO (/dev/stdout) is written into."""
     path = Path(path)
-    device = path.exists() and not path.is_dir() and not path.is_file()  # written into
-    if device and os.access(path, os.W_OK):
-        return
+    if path.exists() and not path.is_file() and not path.is_dir():
+        if os.access(path, os.W_OK):
+            return
+        raise ToolError(f"cannot write the {what} to {str(path)!r}: it is not writable; pass "
+                        f"a {flag} path in a writable folder")
     folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-        reason = "is a folder" if path.is_dir() else f"{str(folder)!r} is not a writable folder"
-        raise ToolError(f"cannot write the {what} to {str(path)!r}: {reason}; pass an --out "
-                        "path in a writable folder")
+    if path.is_dir():
+        raise ToolError(f"{flag} {str(path)!r} is a folder; pass a file name for the {what}")
+    if not folder.exists():
+        raise ToolError(f"{flag} {str(path)!r}: the folder {str(folder)!r} does not exist; "
+                        f"create it, or pass a {flag} in a folder that exists")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ToolError(f"cannot write the {what} to {str(path)!r}: {str(folder)!r} is not a "
+                        f"writable folder; pass a {flag} path in a writable folder")
+    owner = _run_file_owner(path)
+    if owner is not None:
+        raise ToolError(f"{flag} {str(path)!r} is {owner}, which a resume and the tools read; "
+                        f"pass a {flag} outside it")
+    if path.exists() and not force:
+        raise ToolError(f"{flag} {str(path)!r} exists; pass --force to replace it, or another "
+                        f"{flag}")
+
+
+def _run_file_owner(path: Path) -> str | None:
+    """What of a run ``path`` lies in: its checkpoints/ folder, or one of the files a run
+    keeps at its top (metrics, log, lock); None for any other path."""
+    folder = path.resolve().parent
+    if folder.name == CHECKPOINT_DIR and any(
+            (folder / name).exists() for name in (STATE_FILE, f"{BEST_POLICY}.pt",
+                                                  f"{LAST_POLICY}.pt")):
+        return f"inside a run's {CHECKPOINT_DIR}/ folder"
+    if path.name in (*METRIC_FILES, LOG_FILE, LOCK_FILE) and holds_run(folder):
+        return f"a run's own {path.name}"
+    return None
 
 
 def positive_int(text: str) -> int:

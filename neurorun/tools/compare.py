@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from neurorun.tools.common import format_mean_std, mean_std, run_tool, write_output
+from neurorun.tools.common import check_out, format_mean_std, mean_std, run_tool, write_output
 from neurorun.tools.runs import Run, check_column, group_runs, load_runs
 
 CSV_COLUMNS = ("group", "runs", "final_mean", "final_std", "best_mean", "best_std",
@@ -109,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
                              "else mean_eval)")
     result.add_argument("--csv", nargs="?", const="-", default=None, metavar="FILE",
                         help="CSV instead of the table: to FILE, or to stdout without one")
+    result.add_argument("--force", action="store_true", help="replace the --csv FILE if it exists")
     return result
 
 
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
 
     def body() -> None:
+        if args.csv not in (None, "-"):
+            check_out(args.csv, "CSV", args.force, "--csv")
         metric, rows = compare(args.paths, args.metric)
         if args.csv is None:
             print_table(metric, rows)

@@ -28,8 +28,14 @@ from neurorun.common.extras import require
 from neurorun.common.jsonio import finite_or_null
 from neurorun.envs import env_spaces
 from neurorun.problems.export import EnvPolicy
-from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY, STATE_FILE
-from neurorun.tools.common import ToolError, add_policy_options, run_tool, write_output
+from neurorun.record.layout import BEST_POLICY
+from neurorun.tools.common import (
+    ToolError,
+    add_policy_options,
+    check_out,
+    run_tool,
+    write_output,
+)
 from neurorun.tools.evaluate import recorded_center_eval
 from neurorun.tools.export_formats import (
     FORMATS,
@@ -82,27 +88,13 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
 
 
 def _check_out(out: Path, form: Format, force: bool) -> None:
-    """One line before any work: a wrong suffix, a missing folder, an existing file."""
+    """One line before any work: a wrong suffix, then ``check_out``'s rules."""
     if out.suffix not in form.suffixes:
         other = next(name for name in FORMATS if name != form.name)
         raise ToolError(f"--out {str(out)!r}: --format {form.name} writes a "
                         f"{' or '.join(form.suffixes)} file; pass --out policy{form.suffixes[0]}"
                         f" (or --format {other})")
-    if not out.parent.is_dir():
-        raise ToolError(f"--out {str(out)!r}: the folder {str(out.parent)!r} does not exist; "
-                        "create it, or pass an --out in a folder that exists")
-    if out.is_dir():
-        raise ToolError(f"--out {str(out)!r} is a folder; pass a file name")
-    folder = out.resolve().parent
-    if folder.name == CHECKPOINT_DIR and any(
-            (folder / name).exists() for name in (STATE_FILE, f"{BEST_POLICY}.pt",
-                                                  f"{LAST_POLICY}.pt")):
-        raise ToolError(f"--out {str(out)!r} is inside a run's {CHECKPOINT_DIR}/ folder, which "
-                        "holds the run's own files (a resume and the tools read them); pass an "
-                        "--out outside it")
-    if out.exists() and not force:
-        raise ToolError(f"--out {str(out)!r} exists; pass --force to replace it, or another "
-                        "--out")
+    check_out(out, f"{form.name} policy", force)
 
 
 def _env_policy(loaded: LoadedPolicy) -> EnvPolicy:

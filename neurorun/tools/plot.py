@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neurorun.common.extras import require
-from neurorun.tools.common import ToolError, check_writable, run_tool, write_output
+from neurorun.tools.common import ToolError, check_out, run_tool, write_output
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
                         "own line")
     result.add_argument("--dpi", type=dpi_int, default=120,
                         help=f"resolution of raster images, {MIN_DPI} to {MAX_DPI} (120)")
+    result.add_argument("--force", action="store_true", help="replace --out if it exists")
     return result
 
 
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if image_format not in new_figure().canvas.get_supported_filetypes():
             raise ToolError(f"--out {args.out!r}: unknown image format {image_format!r}; use "
                             ".png, .pdf or .svg")
-        check_writable(out, "plot")
+        check_out(out, "plot", args.force)
         figure = plot_runs(args.paths, x=args.x, y=args.y, band=args.band)
         write_output(out, lambda tmp: figure.savefig(tmp, format=image_format, dpi=args.dpi),
                      "plot")

@@ -33,7 +33,7 @@ from neurorun.tools.common import (
     ToolError,
     add_policy_options,
     check_episode_seeds,
-    check_writable,
+    check_out,
     positive_int,
     run_tool,
     seed_int,
@@ -42,18 +42,20 @@ from neurorun.tools.episodes import run_episodes, step_limit
 from neurorun.tools.loading import load_policy
 from neurorun.tools.video import check_video_writer, no_renderer_error, write_video
 
+MIN_FPS, MAX_FPS = 0.1, 1000.0  # a frame of 1 ms to 10 s (a GIF stores whole hundredths)
+
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
            max_steps: int | None = None, env: str | None = None,
            checkpoint: str = BEST_POLICY, trust_pickle: bool = False,
-           trust_code: bool = False) -> list[Episode]:
+           trust_code: bool = False, force: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
     out = Path(out)
-    if episodes < 1 or fps <= 0:
+    if episodes < 1 or not MIN_FPS <= fps <= MAX_FPS:  # nan too
         raise ToolError(f"--episodes {episodes} --fps {fps}; expected at least 1 episode and "
-                        "a positive fps")
+                        f"an fps from {MIN_FPS} to {MAX_FPS}")
     check_episode_seeds(seed, episodes)
-    check_writable(out, "video")
+    check_out(out, "video", force)
     if out.suffix != ".html":
         check_video_writer(out)
         # Before anything imports mujoco (brax does): it reads MUJOCO_GL once, on import.
@@ -98,6 +100,7 @@ def parser() -> argparse.ArgumentParser:
                         help="cut episodes after this many steps (default: the run's "
                              "episode_length, else the env's own limit)")
     result.add_argument("--env", default=None, help="play on this env id instead")
+    result.add_argument("--force", action="store_true", help="replace --out if it exists")
     add_policy_options(result)
     return result
 
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         results = render(args.path, args.out, episodes=args.episodes, seed=args.seed,
                          fps=args.fps, max_steps=args.max_steps, env=args.env,
                          checkpoint=args.checkpoint, trust_pickle=args.trust_pickle,
-                         trust_code=args.trust_code)
+                         trust_code=args.trust_code, force=args.force)
         returns = ", ".join(f"{episode.episode_return:.2f}" for episode in results)
         frames = sum(len(episode.frames) for episode in results)
         print(f"wrote {args.out}" + (f" ({frames} frames)" if frames else "")

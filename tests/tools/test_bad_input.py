@@ -17,7 +17,7 @@ import pytest
 from neurorun.tools import compare, evaluate, plot
 from neurorun.tools.common import ToolError, write_output
 
-from .helpers import PLOT_TOOL, TOOLS, fails_with
+from .helpers import PLOT_TOOL, TOOLS, fails_with, save_checkpoint
 
 
 def old_file(tmp_path: Path, name: str) -> Path:
@@ -31,7 +31,7 @@ def test_folder_without_metrics_or_checkpoints(tool, tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     out = old_file(tmp_path, "out.gif" if tool == "render" else "out.png")
-    argv = [str(empty)] + (["--out", str(out)] if tool in ("plot", "render") else [])
+    argv = [str(empty)] + (["--out", str(out), "--force"] if tool in ("plot", "render") else [])
     word = "no metrics" if tool in ("plot", "compare") else "no checkpoint"
     fails_with(capsys, tool, argv, word)
     assert out.read_bytes() == b"old"
@@ -56,7 +56,8 @@ def test_corrupt_or_truncated_pickle(run_dir, tmp_path, capsys, damage, tool):
     bad.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00not a pickle" * 9,
                      "empty": b""}[damage])
     out = old_file(tmp_path, "policy.gif")
-    argv = [str(bad), "--trust-pickle"] + (["--out", str(out)] if tool == "render" else [])
+    argv = [str(bad), "--trust-pickle"] + (["--out", str(out), "--force"] if tool == "render"
+                                           else [])
     fails_with(capsys, tool, argv, "bad.pkl", "truncated or not a pickle")
     assert out.read_bytes() == b"old"
 
@@ -97,7 +98,7 @@ def test_env_not_installed_pickle(run_dir, tmp_path, capsys):
     fails_with(capsys, "eval", [str(path), "--trust-pickle"], "cannot be made here")
     fails_with(capsys, "eval", [str(path)], "--trust-pickle")  # one line, nothing unpickled
     out = old_file(tmp_path, "policy.gif")
-    fails_with(capsys, "render", [str(path), "--out", str(out), "--trust-pickle"],
+    fails_with(capsys, "render", [str(path), "--out", str(out), "--trust-pickle", "--force"],
                "cannot be made here")
     assert out.read_bytes() == b"old"
 
@@ -303,3 +304,51 @@ def test_a_file_other_than_the_metrics_is_not_taken_for_its_folder(run_dir, tmp_
     policy = run_dir / "checkpoints" / "best.pt"
     argv = [str(policy)] + (["--out", str(tmp_path / "c.png")] if tool == "plot" else [])
     fails_with(capsys, tool, argv, f"{str(policy)!r} is a file, not a run's metrics.csv")
+
+
+def _writing(tool: str, run_dir: Path, sweep: Path, out: Path) -> list[str]:
+    """The command line of ``tool`` writing its output to ``out``."""
+    return {"plot": [str(sweep), "--out", str(out)],
+            "render": [str(run_dir), "--out", str(out), "--max-steps", "3"],
+            "compare": [str(sweep), "--csv", str(out)]}[tool]
+
+
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "render", "compare"])
+def test_an_existing_output_needs_force(tool, run_dir, sweep, tmp_path, capsys):
+    out = old_file(tmp_path, "out.gif" if tool == "render" else "out.png")
+    argv = _writing(tool, run_dir, sweep, out)
+    flag = "--csv" if tool == "compare" else "--out"
+    fails_with(capsys, tool, argv, f"{flag} {str(out)!r} exists; pass --force")
+    assert out.read_bytes() == b"old"
+    assert TOOLS[tool]([*argv, "--force"]) == 0
+    assert out.read_bytes() != b"old"
+
+
+@pytest.mark.parametrize("tool", [PLOT_TOOL, "render", "compare"])
+def test_an_output_in_a_missing_folder_makes_no_folder(tool, run_dir, sweep, tmp_path, capsys):
+    out = tmp_path / "missing" / "sub" / ("out.gif" if tool == "render" else "out.png")
+    fails_with(capsys, tool, _writing(tool, run_dir, sweep, out),
+               f"the folder {str(out.parent)!r} does not exist")
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("name", ["metrics.csv", "metrics.jsonl", "checkpoints/state.pt"])
+def test_a_runs_own_file_is_no_output_even_with_force(name, sweep, capsys):
+    run = sweep / "0_pgpe_s0"
+    if name.startswith("checkpoints/"):
+        save_checkpoint(run)  # best.pt beside it
+    own = run / name
+    if not own.exists():
+        own.write_bytes(b"the run's")
+    before = own.read_bytes()
+    fails_with(capsys, "compare", [str(sweep), "--csv", str(own), "--force"],
+               "which a resume and the tools read", "pass a --csv outside it")
+    assert own.read_bytes() == before
+
+
+@pytest.mark.parametrize("fps", ["nan", "inf", "0.001", "1e-9", "0", "-1", "5000"])
+def test_an_fps_outside_the_range_is_refused(fps, run_dir, tmp_path, capsys):
+    out = tmp_path / "out.gif"
+    fails_with(capsys, "render", [str(run_dir), "--out", str(out), "--fps", fps],
+               f"--fps {float(fps)}", "an fps from 0.1 to 1000.0")
+    assert not out.exists()

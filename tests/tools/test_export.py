@@ -512,7 +512,7 @@ def test_no_output_inside_a_runs_checkpoints_folder(run_dir, capsys, name):
     out = run_dir / "checkpoints" / name
     before = sorted(p.name for p in out.parent.iterdir())
     refused(capsys, [str(run_dir), "--out", str(out), "--format", "torchscript", "--force"],
-            "is inside a run's checkpoints/ folder", "pass an --out outside it")
+            "is inside a run's checkpoints/ folder", "pass a --out outside it")
     assert sorted(p.name for p in out.parent.iterdir()) == before
 
 
