@@ -193,7 +193,8 @@ def _main() -> None:
     # Optuna deprecates: six FutureWarnings per search that no user can act on
     warnings.filterwarnings("ignore", category=FutureWarning,
                             module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
-    message = folder_claim.folder_error(sys.argv[1:])
+    message = hydra_errors.group_choice_error(sys.argv[1:]) or folder_claim.folder_error(
+        sys.argv[1:])
     if message:
         print(f"neurorun: config error: {message}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)

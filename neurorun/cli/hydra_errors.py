@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Sequence
+from importlib import resources
 
 from hydra.errors import (
     CompactHydraException,
@@ -22,12 +23,19 @@ from hydra.errors import (
 )
 from hydra.errors import OverrideParseException as ParseError
 from omegaconf import DictConfig
-from omegaconf.errors import ConfigAttributeError, ConfigKeyError, ValidationError
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    ConfigTypeError,
+    ValidationError,
+)
 
 from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.options import option_names
+from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
+from neurorun.common.settings import mapping_expected
 
 
 def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -47,6 +55,10 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
             "Could not override") and isinstance(error.__cause__, ConfigAttributeError |
                                                  ConfigKeyError):
         return _unknown_key(error.__cause__, argv)
+    if isinstance(error, ConfigCompositionException) and isinstance(
+            error.__cause__, ConfigTypeError) and str(error.__cause__).startswith("Cannot merge"):
+        key = error.__cause__.full_key  # a list given for a mapping (network.network_args=[1])
+        return str(mapping_expected(key, given_values(argv).get(key)))
     if isinstance(error, ConfigCompositionException) and isinstance(error.__cause__,
                                                                     ValidationError):
         # a typed key of Hydra's or a plugin's (hydra.sweeper.sampler.seed=abc): six lines
@@ -55,6 +67,29 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
                      cause.full_key)
         return (f"{given}: {one_line(cause, first_line=True)}. Fix: a value of that type "
                 "(`neurorun --cfg hydra` shows Hydra's keys and values).")
+    return None
+
+
+def group_choice_error(argv: Sequence[str]) -> str | None:
+    """Why an override of ``argv`` that picks a config group's option is refused before Hydra
+    reads it: a list or mapping (`algo=[pgpe]`) where one name belongs, which Hydra merges as
+    several options, or meets with a TypeError (`algo=[1]`)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    groups = {entry.name for entry in resources.files("neurorun.conf").iterdir()
+              if entry.is_dir() and not entry.name.startswith("_")}
+    parser = OverridesParser.create()
+    for arg in argv:
+        try:
+            override = parser.parse_override(arg)
+        except HydraException:
+            continue  # said as unparsable once Hydra reads it
+        group = override.key_or_group
+        if group in groups and not override.is_sweep_override() and isinstance(
+                override.value(), list | dict):
+            return (f"{arg}: {group}= takes the name of one option of the config group "
+                    f"{group}, not a list or mapping. Fix: {group}=<name> (`neurorun --help` "
+                    f"lists them), or -m {group}=<name>,<name> to sweep over several.")
     return None
 
 

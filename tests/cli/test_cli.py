@@ -480,6 +480,13 @@ def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path)
     (["experiment=foo"], "experiment=foo: no option 'foo' of the group experiment. Fix: one of"),
     (["--config-dir", "/nonexistent"], "--config-dir /nonexistent: no such folder. Fix: "),
     (["--config-dir", "mine", "algo=mine"], "algo=mine: no option 'mine' of the group algo"),
+    # a list or mapping where Hydra wants one name: a TypeError's traceback, or Hydra's report
+    (["algo=[1]"], "algo=[1]: algo= takes the name of one option of the config group algo, not "
+                   "a list or mapping. Fix: algo=<name>"),
+    (["env={a: 1}"], "env={a: 1}: env= takes the name of one option"),
+    # a list for a mapping: Hydra's "Cannot merge DictConfig with ListConfig" in four lines
+    (["network.network_args=[1]"], "network.network_args=[1]: expected a mapping of keys to "
+                                   "values there. Fix: network.network_args={key: value}"),
 ])
 def test_an_unknown_group_option_or_config_folder_is_one_line(tmp_path, args, expected):
     (tmp_path / "mine" / "algo").mkdir(parents=True)
