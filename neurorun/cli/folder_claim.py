@@ -26,6 +26,7 @@ from neurorun.record.run_folder import (
     refuse_existing_sweep,
     refuse_lost_state,
     refuse_misplaced,
+    refuse_other_files,
     refuse_unsafe_entries,
     require_creatable,
 )
@@ -165,6 +166,9 @@ class FolderClaim(Callback):
             resume = OmegaConf.select(config, "resume") not in (None, "")
             _refuse_on_error(lambda: (check_hydra_names(config),
                                       refuse_unsafe_hydra_files(folder, config),
+                                      resume or refuse_other_files(
+                                          folder, OmegaConf.select(config, "hydra.job.name"),
+                                          OmegaConf.select(config, "hydra.output_subdir")),
                                       lock_for_run(folder, resume=resume)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -24,6 +24,26 @@ def test_an_empty_folder_key_is_refused(tmp_path, args):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("run_dir", [".", "mine"])
+def test_a_new_run_in_a_folder_holding_other_files_is_refused(tmp_path, run_dir):
+    """`hydra.run.dir=.` wrote the run's metrics, checkpoints, .hydra/ and log among the
+    user's files, as the empty `hydra.run.dir=` (refused above) did."""
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")
+    line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=tmp_path))
+    assert f"hydra.run.dir={run_dir!r} holds files that are not a run's" in line
+    assert "Fix: a new or empty folder" in line
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "mine", "mine/notes.txt"]
+
+
+def test_a_new_run_in_an_empty_folder_runs(tmp_path):
+    (tmp_path / "run").mkdir()
+    result = neurorun("debug=default", "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "run" / "checkpoints" / "state.pt").is_file()
+
+
 @pytest.mark.parametrize("args", [
     ["hydra.output_subdir=checkpoints"], ["hydra.output_subdir=./videos/"],
     ["hydra.output_subdir=metrics.csv"], ["hydra.output_subdir=neurorun.log"],
