@@ -17,12 +17,14 @@ from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import seed_everything
 from neurorun.config.checks import distributed_mode, validate_config
+from neurorun.envs.backends import parse_spec
 from neurorun.loggers import LoggerGroup, make_loggers
 from neurorun.loggers.console import show_library_messages
 from neurorun.loggers.videos import RunVideos
 from neurorun.loop.build import build_parts, choose_env_backend, make_evaluator, use_host_devices
 from neurorun.loop.status import StopLimits
 from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
+from neurorun.record.checkpoint import saved_env_name
 from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, run_dir_name, saved_config_path
 from neurorun.record.run_folder import RunFolder
 from neurorun.record.state import RunState, check_layout
@@ -124,6 +126,7 @@ class RunParts:
             if state is not None:  # before any env, metrics file or actor: e.g. a short center
                 check_layout(state, self.algorithm, self.problem,
                              self.run_dir / CHECKPOINT_DIR / STATE_FILE)
+                _check_env_kept(self.run_dir, config.env.id, self.problem.env_options.spec)
             self.limits = StopLimits(config.generations, config.max_interactions,
                                      config.max_time, config.target_score,
                                      self.algorithm.objective_sense)
@@ -141,3 +144,16 @@ class RunParts:
             if self.evaluator is not self.problem:
                 parts.callback(self.evaluator.close)  # e.g. ray actors
             self._close = parts.pop_all().close  # the run closes them when it ends
+
+
+def _check_env_kept(run_dir: Path, env_id: str, spec: str) -> None:
+    """ConfigError (one line) when a resumed run's env is not the one its checkpoints were
+    saved on: ``env.id`` edited in the saved config (a command line's change is refused as
+    it is read, ``config/resume.py``). The backend may change; the env may not."""
+    saved = saved_env_name(run_dir)
+    if saved is not None and saved != parse_spec(spec)[1]:
+        raise ConfigError(
+            f"resume: env.id={env_id!r} but the run's checkpoints were saved on {saved!r} (its "
+            f"checkpoints/last.json); a resumed run keeps its env (its policy, observation "
+            f"statistics and metrics belong to it). Fix: env.id as it was in "
+            f"{saved_config_path(run_dir)}, or start a new run.")

@@ -13,6 +13,7 @@ each `.json` say their format (record/format.py, which reads an older one).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ import torch
 from neurorun.common import jsonio
 from neurorun.common.atomic import Write, text_file, torch_file
 from neurorun.common.errors import one_line
+from neurorun.common.files import read_bounded
 from neurorun.common.values import is_exact_int
+from neurorun.envs.backends import parse_spec
 from neurorun.problems import RunningNorm
 from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped, upgrade_state
@@ -134,3 +137,14 @@ def load_state(run_dir: str | Path) -> RunState | None:
     upgrade_state(state, path)  # an older format's record in today's
     check_record(state, path)  # plain data can still lie: a negative count, a zero stdev
     return RunState.from_saved(state)
+
+
+def saved_env_name(run_dir: str | Path) -> str | None:
+    """The env name (its spec without the backend) the run's last checkpoint was saved on,
+    from its last.json; None where that file is missing or is no policy's .json (the tools
+    say why, when they read it)."""
+    try:
+        env = json.loads(read_bounded(policy_path(run_dir, LAST_POLICY, ".json"), 2**20))["env"]
+        return parse_spec(env)[1]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None

@@ -263,6 +263,18 @@ def test_resume_refuses_another_network_or_env(tmp_path, override):
     assert same.env.id == "CartPole-v1"
 
 
+def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path):
+    """The run went on in CartPole-v0, its policy files then naming that env."""
+    run(tiny("generations=1"), run_dir=tmp_path)
+    saved = tmp_path / ".hydra" / "config.yaml"
+    saved.write_text(saved.read_text().replace("id: CartPole-v1", "id: CartPole-v0"))
+    kept = {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()}
+    with pytest.raises(ConfigError, match=r"resume: env.id='CartPole-v0' but the run's "
+                                          r"checkpoints were saved on 'CartPole-v1'"):
+        run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()} == kept
+
+
 @pytest.mark.parametrize("started", [False, True])
 @pytest.mark.parametrize("changed", ["on the command line", "in the saved config"])
 def test_a_resume_cannot_change_observation_normalization(tmp_path, started, changed):
