@@ -5,7 +5,9 @@ env) and without running code or reading the environment the file names unless t
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
@@ -79,15 +81,26 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             OmegaConf.update(config, key, override.value(), merge=True,
                              force_add=override.is_add() or override.is_force_add())
         except (ConfigAttributeError, ConfigKeyError) as error:
-            raise ValueError(
-                f"resume: {override.input_line!r}: the saved config has no key {key!r}. "
-                f"Fix: check the spelling, or add it with +{override.input_line}."
-            ) from error
+            raise ValueError(f"resume: {override.input_line!r}: the saved config has no key "
+                             f"{key!r}. Fix: {_closest_key(config, key, override)}.") from error
     OmegaConf.set_struct(config, False)
     if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
         refuse_untrusted(named, source, opt_in)
     config.resume = str(run_dir)
     return config
+
+
+def _closest_key(config: DictConfig, key: str, override: Any) -> str:
+    """The fix for a key the saved config lacks: its closest sibling there, else adding it
+    (a key a later neurorun declares, missing from an older run's config)."""
+    section, _, name = key.rpartition(".")
+    node = OmegaConf.select(config, section) if section else config
+    siblings = [str(k) for k in node] if isinstance(node, DictConfig) else []
+    close = difflib.get_close_matches(name, siblings, n=1)
+    if close:  # a misspelling
+        value = override.input_line.partition("=")[2]
+        return f"{section + '.' if section else ''}{close[0]}={value}"
+    return f"check the spelling, or add it with +{override.input_line}"
 
 
 def _covers(override_key: str, key: str) -> bool:

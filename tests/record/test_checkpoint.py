@@ -263,6 +263,16 @@ def test_resume_refuses_another_network_or_env(tmp_path, override):
     assert same.env.id == "CartPole-v1"
 
 
+def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):
+    """It advised `+algo.popsiz=3`, which the config check then refused."""
+    run(tiny("generations=1"), run_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"no key 'algo.popsiz'\. Fix: algo.popsize=3\.$"):
+        resume.load_run_config(tmp_path, ["algo.popsiz=3"])
+    with pytest.raises(ValueError, match=r"Fix: check the spelling, or add it with "
+                                         r"\+algo.zzz=3\.$"):
+        resume.load_run_config(tmp_path, ["algo.zzz=3"])
+
+
 def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path):
     """The run went on in CartPole-v0, its policy files then naming that env."""
     run(tiny("generations=1"), run_dir=tmp_path)
