@@ -102,16 +102,36 @@ class BatchedPolicy:
         try:
             out = self(torch.zeros(1, obs_length))
         except (RuntimeError, ValueError) as error:
-            raise ValueError(
+            raise ValueError(self._inner_mismatch(obs_length) or (
                 f"the network cannot take {spec}'s observations of {obs_length} numbers "
                 f"({one_line(error, first_line=True)}). Fix: start it with obs_length inputs, "
-                "e.g. Linear(obs_length, ...)") from None
+                "e.g. Linear(obs_length, ...)")) from None
         width = int(np.prod(out.shape[1:]))
         if width != act_length:
             raise ValueError(
                 f"the network gives {width} numbers per step, but {spec} takes actions of "
                 f"{act_length}. Fix: end it with act_length outputs, e.g. "
                 "Linear(..., act_length)")
+
+    def _inner_mismatch(self, obs_length: int) -> str | None:
+        """Which layer past the first cannot take what the one before gives (zeros of
+        ``obs_length`` in, layer by layer); None where the first fails, or a layer gives no
+        plain tensor (a recurrent one) to follow further."""
+        x: Any = torch.zeros(1, obs_length)
+        for index, (_, layer) in enumerate(chain_members(self.module)):
+            try:
+                with torch.no_grad():
+                    out = layer(x)
+            except (RuntimeError, ValueError):
+                if index == 0:
+                    return None
+                return (f"layer {index + 1} of the network, {layer}, cannot take the "
+                        f"{x.shape[-1]} numbers layer {index} gives. Fix: give each layer the "
+                        "previous one's output width as its input width")
+            if not isinstance(out, Tensor):
+                return None
+            x = out
+        return None
 
     def update_rows(self, rows: np.ndarray, values: Tensor) -> None:
         """Give policies ``rows`` (indices) the vectors ``values (len(rows), D)`` and zero their
