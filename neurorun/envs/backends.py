@@ -48,7 +48,8 @@ def resolve_backend(spec: str, backend: str = "auto") -> str:
     from neurorun.envs.envpool_env import AUTO_GYMNASIUM, EQUIVALENT_IDS, envpool_available
 
     if backend not in BACKEND_CHOICES:
-        raise ValueError(f"env.backend={backend!r}; expected one of {list(BACKEND_CHOICES)}")
+        raise ValueError(f"env.backend={backend!r}; expected one of {list(BACKEND_CHOICES)}. "
+                         "Fix: env.backend=auto")
     kind, name = parse_spec(spec)
     explicit = "::" in spec or kind == "factory"
     if explicit:

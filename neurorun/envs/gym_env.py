@@ -49,8 +49,9 @@ def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
         close = difflib.get_close_matches(env_id, list(gym.registry), n=5, cutoff=0.5)
         hint = f"; closest registered ids: {', '.join(close)}" if close else ""
         raise UnknownEnvError(
-            f"unknown gymnasium env id {env_id!r}{hint}. Use a registered id (see "
-            "gymnasium.registry), 'brax::name' for brax, or 'pkg.module:factory'"
+            f"unknown gymnasium env id {env_id!r}{hint}. Fix: a registered id (see "
+            "gymnasium.registry; `neurorun --help` lists the presets), 'brax::name' for brax, "
+            "or 'pkg.module:factory'"
         ) from error
     if "mujoco" in str(spec.entry_point):
         route_mujoco_warnings()

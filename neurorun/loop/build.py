@@ -54,9 +54,6 @@ def choose_env_backend(config: RunConfig) -> tuple[RunConfig, str | None]:
     chosen = resolve_env_backend(config)
     if chosen is None:
         return config, None
-    logging.getLogger(__name__).info(
-        "env %s runs on %s (env.backend=auto picked it; set env.backend=gymnasium or envpool "
-        "to choose)", config.env.id, chosen)
     return dataclasses.replace(config, env=dataclasses.replace(config.env, backend=chosen)), chosen
 
 

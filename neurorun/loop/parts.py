@@ -122,6 +122,10 @@ class RunParts:
             self.videos = RunVideos.from_settings(config.logger, self.run_dir, config.env.id)
             parts.callback(self.videos.close)
             self.problem, self.algorithm = build_parts(config)
+            if self.backend_chosen:  # said once the env is known to exist
+                logging.getLogger(__name__).info(
+                    "env %s runs on %s (env.backend=auto picked it; set env.backend=gymnasium "
+                    "or envpool to choose)", config.env.id, self.backend_chosen)
             parts.callback(self.problem.close)
             if state is not None:  # before any env, metrics file or actor: e.g. a short center
                 check_layout(state, self.algorithm, self.problem,

@@ -62,6 +62,21 @@ def test_a_config_without_the_objective_key_ends_with_its_default(tmp_path):
     assert "objective:   best_center_eval = nan" in result.stdout
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    (["env=NoSuchEnv-v0"], "env.id='NoSuchEnv-v0': unknown gymnasium env id 'NoSuchEnv-v0'. "
+                           "Fix: a registered id"),
+    (["env.backend=bogus"], "env.backend='bogus'; expected one of ['auto', 'gymnasium', "
+                            "'envpool']. Fix: env.backend=auto"),
+])
+def test_an_unknown_env_or_backend_is_one_line_with_its_fix(tmp_path, args, expected):
+    """Before, "env NoSuchEnv-v0 runs on gymnasium (env.backend=auto picked it...)" came
+    first, and neither line said a fix."""
+    result = neurorun("debug=default", *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("neurorun: config error: ") and expected in line
+
+
 @pytest.mark.extras("envpool")
 def test_library_messages_print_once_and_reach_the_run_log_quiet_keeps_warnings(tmp_path):
     picked = "env Hopper-v5 runs on envpool (env.backend=auto picked it"
