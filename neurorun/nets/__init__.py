@@ -5,7 +5,7 @@
 vector; ``BatchedPolicy`` evaluates a whole population of parameter vectors at once.
 """
 
-from neurorun.nets.batched import BatchedPolicy
+from neurorun.nets.batched import BatchedPolicy, NetworkSizeError
 from neurorun.nets.chain import Chain, is_recurrent
 from neurorun.nets.layers import Apply, Bin, Clip, Round, Slice
 from neurorun.nets.network_spec import make_network
@@ -23,6 +23,7 @@ __all__ = [
     "Chain",
     "Clip",
     "NetworkParseError",
+    "NetworkSizeError",
     "Round",
     "Slice",
     "is_recurrent",

@@ -42,6 +42,15 @@ from neurorun.nets.steps import (
 )
 
 
+class NetworkSizeError(ValueError):
+    """A network whose widths do not fit its env's observations and actions: ``what`` is
+    wrong, and the ``fix`` for a network string."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(f"{what}. Fix: {fix}")
+        self.what = what
+
+
 class BatchedPolicy:
     """Evaluate P parameter vectors of one architecture on P observations at once.
 
@@ -96,24 +105,23 @@ class BatchedPolicy:
         return form if form.runs_on(numpy_ops()) else None
 
     def check_env_sizes(self, obs_length: int, act_length: int, spec: str) -> None:
-        """ValueError unless the network takes observations of ``obs_length`` and gives actions
-        of ``act_length`` (one forward pass on zeros, before any env of ``spec`` is stepped)."""
+        """NetworkSizeError unless the network takes observations of ``obs_length`` and gives
+        actions of ``act_length`` (a forward pass on zeros, before any env of ``spec`` steps)."""
         self.set_parameters(torch.zeros(1, self.solution_length))  # evaluations reset them
         try:
             out = self(torch.zeros(1, obs_length))
         except (RuntimeError, ValueError) as error:
-            raise ValueError(self._inner_mismatch(obs_length) or (
+            raise self._inner_mismatch(obs_length) or NetworkSizeError(
                 f"the network cannot take {spec}'s observations of {obs_length} numbers "
-                f"({one_line(error, first_line=True)}). Fix: start it with obs_length inputs, "
-                "e.g. Linear(obs_length, ...)")) from None
+                f"({one_line(error, first_line=True)})",
+                "start it with obs_length inputs, e.g. Linear(obs_length, ...)") from None
         width = int(np.prod(out.shape[1:]))
         if width != act_length:
-            raise ValueError(
+            raise NetworkSizeError(
                 f"the network gives {width} numbers per step, but {spec} takes actions of "
-                f"{act_length}. Fix: end it with act_length outputs, e.g. "
-                "Linear(..., act_length)")
+                f"{act_length}", "end it with act_length outputs, e.g. Linear(..., act_length)")
 
-    def _inner_mismatch(self, obs_length: int) -> str | None:
+    def _inner_mismatch(self, obs_length: int) -> NetworkSizeError | None:
         """Which layer past the first cannot take what the one before gives (zeros of
         ``obs_length`` in, layer by layer); None where the first fails, or a layer gives no
         plain tensor (a recurrent one) to follow further."""
@@ -125,9 +133,10 @@ class BatchedPolicy:
             except (RuntimeError, ValueError):
                 if index == 0:
                     return None
-                return (f"layer {index + 1} of the network, {layer}, cannot take the "
-                        f"{x.shape[-1]} numbers layer {index} gives. Fix: give each layer the "
-                        "previous one's output width as its input width")
+                return NetworkSizeError(
+                    f"layer {index + 1} of the network, {layer}, cannot take the "
+                    f"{x.shape[-1]} numbers layer {index} gives",
+                    "give each layer the previous one's output width as its input width")
             if not isinstance(out, Tensor):
                 return None
             x = out

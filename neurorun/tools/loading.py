@@ -23,7 +23,7 @@ from neurorun.common.errors import one_line
 from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.envs import env_spaces
-from neurorun.nets import NetworkParseError
+from neurorun.nets import NetworkParseError, NetworkSizeError
 from neurorun.nets.network_spec import NetworkFactoryError
 from neurorun.problems import make_problem
 from neurorun.problems.running_norm import RunningNorm
@@ -67,6 +67,10 @@ class LoadedPolicy:
             raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} ({where}) "
                             f"cannot be built: {one_line(error, with_type=True)}. Fix: restore "
                             "the architecture the run wrote") from error
+        except NetworkSizeError as error:  # the network does not fit the env
+            raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} does not "
+                            f"fit {self.env!r}: {error.what}. Fix: restore the architecture the "
+                            "run wrote, or give the env it was trained on") from error
         except Exception as error:
             raise _env_error(self, error) from error
         if problem.solution_length != self.solution.numel():

@@ -352,3 +352,19 @@ def test_an_fps_outside_the_range_is_refused(fps, run_dir, tmp_path, capsys):
     fails_with(capsys, "render", [str(run_dir), "--out", str(out), "--fps", fps],
                f"--fps {float(fps)}", "an fps from 0.1 to 1000.0")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("tool", ["eval", "export"])
+def test_a_network_that_does_not_fit_its_env_is_blamed_not_the_env(tool, run_dir, tmp_path,
+                                                                   capsys):
+    """It said the env 'cannot be made here' and to install gymnasium[mujoco] or pass --env
+    (which neurorun-export has not)."""
+    meta_path = run_dir / "checkpoints" / "best.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "architecture": "Linear(obs_length, 3)"}))
+    argv = [str(run_dir)] + (["--out", str(tmp_path / "p.pt"), "--format", "torchscript"]
+                             if tool == "export" else [])
+    line = fails_with(capsys, tool, argv, "its network 'Linear(obs_length, 3)' does not fit "
+                      "'CartPole-v1': the network gives 3 numbers per step",
+                      "Fix: restore the architecture the run wrote")
+    assert "cannot be made here" not in line and "gymnasium[mujoco]" not in line
