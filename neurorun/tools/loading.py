@@ -29,7 +29,7 @@ from neurorun.problems import make_problem
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
 from neurorun.record.format import FormatError, format_of
-from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR
+from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY
 from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
@@ -135,9 +135,12 @@ def _checkpoint_in(folder: Path, checkpoint: str, trust_pickle: bool) -> Path:
                         f"from), and its {checkpoint}.pkl is a pickle, which runs any code it "
                         "holds: not loaded. Fix: restore the .json from a copy of the run, or "
                         "pass --trust-pickle if you trust where the folder came from")
+    other = next((stem for stem in (BEST_POLICY, LAST_POLICY) if stem != checkpoint and
+                  is_input(base / f"{stem}.pt")), None)
+    fix = (f"pass --checkpoint {other} (the folder holds {other}.pt)" if other else
+           "pass a run folder (a sweep holds one run per subfolder) or a checkpoint file")
     raise ToolError(f"no checkpoint in {str(folder)!r}: expected {CHECKPOINT_DIR}/"
-                    f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; pass a run folder "
-                    "(a sweep holds one run per subfolder) or a checkpoint file")
+                    f"{checkpoint}.pt (+ .json) or {checkpoint}.pkl; {fix}")
 
 
 def _read_meta(path: Path) -> dict[str, Any]:

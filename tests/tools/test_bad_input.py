@@ -368,3 +368,12 @@ def test_a_network_that_does_not_fit_its_env_is_blamed_not_the_env(tool, run_dir
                       "'CartPole-v1': the network gives 3 numbers per step",
                       "Fix: restore the architecture the run wrote")
     assert "cannot be made here" not in line and "gymnasium[mujoco]" not in line
+
+
+def test_a_run_with_only_its_last_policy_is_told_to_ask_for_it(run_dir, capsys):
+    for suffix in (".pt", ".json", ".pkl"):
+        best = run_dir / "checkpoints" / f"best{suffix}"
+        if best.exists():
+            best.rename(best.with_name(f"last{suffix}"))
+    fails_with(capsys, "eval", [str(run_dir)], "no checkpoint in", "pass --checkpoint last")
+    assert evaluate.main([str(run_dir), "--checkpoint", "last", "--episodes", "1"]) == 0
