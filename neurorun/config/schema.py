@@ -33,7 +33,7 @@ from neurorun.problems.devices import check_devices
 from neurorun.problems.options import AliveBonus, RolloutOptions, parse_initial_bounds
 
 # objective=: the number a run hands back to a Hydra sweeper (loop/objective.py says each)
-OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K>",
+OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K >= 1>",
               "neg_interactions_to_target")
 MEAN_LAST = re.compile(r"mean_center_eval_last_([1-9][0-9]*)")
 

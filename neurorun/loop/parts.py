@@ -113,6 +113,8 @@ class RunParts:
                               f"seed={saved_seed} (its checkpoints/state.pt); a resumed run keeps "
                               f"it (its random state is saved). Fix: seed: {saved_seed} in "
                               f"{saved_config_path(self.run_dir)}, or start a new run.")
+        if state is not None:
+            _check_work_left(config, state)
         if config.torch_threads is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(config.torch_threads)
         seed_everything(config.seed)
@@ -161,3 +163,17 @@ def _check_env_kept(run_dir: Path, env_id: str, spec: str) -> None:
             f"checkpoints/last.json); a resumed run keeps its env (its policy, observation "
             f"statistics and metrics belong to it). Fix: env.id as it was in "
             f"{saved_config_path(run_dir)}, or start a new run.")
+
+
+def _check_work_left(config: RunConfig, state: RunState) -> None:
+    """ConfigError (one line) for a resume whose generations or max_interactions the run has
+    reached already: it would stop at once, its saved config rewritten to that limit."""
+    done = {"generations": state.generation,
+            "max_interactions": int(state.problem["interaction_count"])}
+    for key, limit in (("generations", config.generations),
+                       ("max_interactions", config.max_interactions)):
+        if limit is not None and done[key] >= limit:
+            raise ConfigError(
+                f"resume: {key}={limit:,} but the run has done {done[key]:,} already, so it "
+                f"would stop at once. Fix: {key}=<more than {done[key]}> to continue it (e.g. "
+                f"{key}={2 * done[key]}).")

@@ -55,7 +55,7 @@ def default_metric(runs: list[Run]) -> str:
 def compare(paths: list[str | Path], metric: str | None = None) -> tuple[str, list[dict]]:
     """`(metric, rows)`: one row per group with the CSV_COLUMNS keys."""
     runs = load_runs(paths)
-    metric = metric or default_metric(runs)
+    metric = default_metric(runs) if metric is None else metric
     check_column(runs, metric)
     rows = []
     for label, members in group_runs(runs).items():

@@ -273,6 +273,24 @@ def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):
         resume.load_run_config(tmp_path, ["algo.zzz=3"])
 
 
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["generations=1"], "generations=1 but the run has done 2 already"),
+    (["generations=5", "max_interactions=50"], "max_interactions=50 but the run has done "),
+])
+def test_a_resume_with_no_work_left_is_refused_and_changes_nothing(tmp_path, overrides,
+                                                                   expected):
+    """It printed "stopped: generations: 2 of 1 done" and rewrote the saved config to its
+    new limit, with a resume record, each time."""
+    run(tiny("generations=2"), run_dir=tmp_path)
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*")
+              if p.is_file() and p.name != ".neurorun.lock"}
+    with pytest.raises(ConfigError, match=rf"resume: {expected}.*so it would stop at once\. "
+                                          r"Fix: "):
+        run(resume.load_run_config(tmp_path, overrides), run_dir=tmp_path)
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*")
+            if p.is_file() and p.name != ".neurorun.lock"} == before
+
+
 def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path):
     """The run went on in CartPole-v0, its policy files then naming that env."""
     run(tiny("generations=1"), run_dir=tmp_path)
