@@ -26,7 +26,6 @@ from neurorun.record.run_folder import (
     refuse_existing_sweep,
     refuse_lost_state,
     refuse_misplaced,
-    refuse_other_files,
     refuse_unsafe_entries,
     require_creatable,
 )
@@ -51,6 +50,7 @@ def folder_error(argv: Sequence[str]) -> str | None:
                                  f". Fix: {key}=<a folder>, or leave {key}= out.")
         for key in ("hydra.run.dir", "hydra.sweep.dir"):
             if key in given and "${" not in given[key]:  # interpolated: known once composed
+                _refuse_current_folder(given[key], key)
                 require_creatable(given[key], key)
         if "resume" in given:
             _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
@@ -64,6 +64,16 @@ def folder_error(argv: Sequence[str]) -> str | None:
     except (FileNotFoundError, ValueError) as error:
         return str(error)
     return None
+
+
+def _refuse_current_folder(folder: str, key: str) -> None:
+    """ValueError when ``folder`` is the current folder or holds it (``hydra.run.dir=.``):
+    the run's files would go among the user's, as with an empty ``key=``."""
+    path, here = Path(folder).resolve(), Path.cwd().resolve()
+    if path == here or path in here.parents:
+        where = "the current folder" if path == here else "a folder that holds the current one"
+        raise ValueError(f"{key}={folder!r} is {where}: the run's files would go among "
+                         f"yours. Fix: {key}=<a new folder>, or leave {key}= out.")
 
 
 def _refuse_other_folder(resume: str, run_dir: str | None) -> None:
@@ -166,9 +176,6 @@ class FolderClaim(Callback):
             resume = OmegaConf.select(config, "resume") not in (None, "")
             _refuse_on_error(lambda: (check_hydra_names(config),
                                       refuse_unsafe_hydra_files(folder, config),
-                                      resume or refuse_other_files(
-                                          folder, OmegaConf.select(config, "hydra.job.name"),
-                                          OmegaConf.select(config, "hydra.output_subdir")),
                                       lock_for_run(folder, resume=resume)))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:

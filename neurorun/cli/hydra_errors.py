@@ -57,8 +57,13 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return _unknown_key(error.__cause__, argv)
     if isinstance(error, ConfigCompositionException) and isinstance(
             error.__cause__, ConfigTypeError) and str(error.__cause__).startswith("Cannot merge"):
-        key = error.__cause__.full_key  # a list given for a mapping (network.network_args=[1])
-        return str(mapping_expected(key, given_values(argv).get(key)))
+        key = error.__cause__.full_key  # a list for a mapping (network.network_args=[1])
+        given = given_values(argv).get(key)  # or a mapping for a list
+        if isinstance(given, list):
+            return str(mapping_expected(key, given))
+        if isinstance(given, dict):
+            return (f"{key}={given!r}: expected a list there. Fix: {key}=[...] (`neurorun "
+                    "--cfg job` shows the config).")
     if isinstance(error, ConfigCompositionException) and isinstance(error.__cause__,
                                                                     ValidationError):
         # a typed key of Hydra's or a plugin's (hydra.sweeper.sampler.seed=abc): six lines

@@ -99,8 +99,8 @@ def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
             close = difflib.get_close_matches(key, sorted(known), n=3)
             raise ValueError(f"env_config.{key}: EnvPool's {env_id} takes no option {key!r}"
                              f"{'; closest: ' + ', '.join(close) if close else ''}. Its options: "
-                             f"{', '.join(sorted(known))}. Fix: one of those, or "
-                             "env.backend=gymnasium for gymnasium's own env and its options")
+                             f"{', '.join(sorted(known))}. Fix: one of those, or the bare id "
+                             "with env.backend=gymnasium for gymnasium's env and its options")
         default, value = defaults[key], env_config[key]
         wanted = type(default)
         if wanted in (int, float, bool, str) and not fits(value, wanted):

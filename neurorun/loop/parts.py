@@ -115,6 +115,7 @@ class RunParts:
                               f"{saved_config_path(self.run_dir)}, or start a new run.")
         if state is not None:
             _check_work_left(config, state)
+            _check_env_kept(self.run_dir, config.env.id)
         if config.torch_threads is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(config.torch_threads)
         seed_everything(config.seed)
@@ -132,7 +133,6 @@ class RunParts:
             if state is not None:  # before any env, metrics file or actor: e.g. a short center
                 check_layout(state, self.algorithm, self.problem,
                              self.run_dir / CHECKPOINT_DIR / STATE_FILE)
-                _check_env_kept(self.run_dir, config.env.id, self.problem.env_options.spec)
             self.limits = StopLimits(config.generations, config.max_interactions,
                                      config.max_time, config.target_score,
                                      self.algorithm.objective_sense)
@@ -152,12 +152,16 @@ class RunParts:
             self._close = parts.pop_all().close  # the run closes them when it ends
 
 
-def _check_env_kept(run_dir: Path, env_id: str, spec: str) -> None:
+def _check_env_kept(run_dir: Path, env_id: str) -> None:
     """ConfigError (one line) when a resumed run's env is not the one its checkpoints were
     saved on: ``env.id`` edited in the saved config (a command line's change is refused as
     it is read, ``config/resume.py``). The backend may change; the env may not."""
     saved = saved_env_name(run_dir)
-    if saved is not None and saved != parse_spec(spec)[1]:
+    try:
+        name = parse_spec(env_id)[1]
+    except ValueError:  # building the env says what is wrong with the id
+        return
+    if saved is not None and saved != name:
         raise ConfigError(
             f"resume: env.id={env_id!r} but the run's checkpoints were saved on {saved!r} (its "
             f"checkpoints/last.json); a resumed run keeps its env (its policy, observation "

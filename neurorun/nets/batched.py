@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from neurorun.common.errors import one_line
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError, numpy_ops
+from neurorun.nets.chain import is_recurrent
 from neurorun.nets.steps import (
     Step,
     VmapStep,
@@ -122,23 +123,30 @@ class BatchedPolicy:
                 f"{act_length}", "end it with act_length outputs, e.g. Linear(..., act_length)")
 
     def _inner_mismatch(self, obs_length: int) -> NetworkSizeError | None:
-        """Which layer past the first cannot take what the one before gives (zeros of
-        ``obs_length`` in, layer by layer); None where the first fails, or a layer gives no
-        plain tensor (a recurrent one) to follow further."""
+        """The layer past the first with weights that cannot take what the layer before gives
+        (zeros of ``obs_length`` in, layer by layer); None where the observations are what
+        does not fit (no layer with weights before the failing one), or where the walk
+        cannot go on (a recurrent layer, a layer that fails otherwise)."""
         x: Any = torch.zeros(1, obs_length)
+        weighted = False  # a layer with weights came before: it set the width
         for index, (_, layer) in enumerate(chain_members(self.module)):
+            if is_recurrent(layer):
+                return None
             try:
                 with torch.no_grad():
                     out = layer(x)
             except (RuntimeError, ValueError):
-                if index == 0:
+                if not weighted:
                     return None
                 return NetworkSizeError(
                     f"layer {index + 1} of the network, {layer}, cannot take the "
                     f"{x.shape[-1]} numbers layer {index} gives",
                     "give each layer the previous one's output width as its input width")
+            except Exception:  # a user layer's own error: the forward pass above says it
+                return None
             if not isinstance(out, Tensor):
                 return None
+            weighted = weighted or any(True for _ in layer.parameters())
             x = out
         return None
 

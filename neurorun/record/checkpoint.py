@@ -146,5 +146,5 @@ def saved_env_name(run_dir: str | Path) -> str | None:
     try:
         env = json.loads(read_bounded(policy_path(run_dir, LAST_POLICY, ".json"), 2**20))["env"]
         return parse_spec(env)[1]
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return None

@@ -33,7 +33,6 @@ from neurorun.record.layout import (
     STATE_FILE,
     SWEEP_RECORD,
     VIDEOS_DIR,
-    WRITTEN,
     hydra_names,
     linked_names,
     misplaced_names,
@@ -61,22 +60,6 @@ def refuse_existing_run(folder: str | Path, source: str) -> None:
             f"{source}={str(folder)!r} already holds a run (checkpoints or metrics); a new run "
             f"there would overwrite it. Fix: `{resume_command(folder)}` to continue it, or "
             "another folder.")
-
-
-def refuse_other_files(folder: str | Path, job_name: Any = JOB_NAME,
-                       output_subdir: Any = HYDRA_DIR) -> None:
-    """ValueError (one line) when a new run's ``folder`` holds entries no run writes there
-    (``hydra.run.dir=.`` names the current folder): the run's files would go among them."""
-    own = {*METRIC_FILES, *(PurePosixPath(name).parts[0]
-                            for name in (*WRITTEN, *hydra_names(job_name, output_subdir)))}
-    others = sorted(entry.name for entry in Path(folder).iterdir()
-                    if entry.name not in own) if Path(folder).is_dir() else []
-    if others:
-        shown = ", ".join(repr(name) for name in others[:3]) + (", ..." if others[3:] else "")
-        raise ValueError(
-            f"hydra.run.dir={str(folder)!r} holds files that are not a run's ({shown}); a new "
-            "run would write its metrics, checkpoints and saved config among them. Fix: a new "
-            "or empty folder, e.g. hydra.run.dir=<that folder>/<a new name>.")
 
 
 def refuse_lost_state(folder: str | Path) -> None:

@@ -156,7 +156,7 @@ def write_output(path: str | Path, write: Callable[[Path], None], what: str,
         check_interrupted()
 
     try:
-        if path.exists() and not path.is_file():
+        if is_stream(path):
             _write_into(path, written, flag)
         else:
             atomic_write(path, written)
@@ -164,6 +164,13 @@ def write_output(path: str | Path, write: Callable[[Path], None], what: str,
         raise ToolError(f"cannot write the {what} to {str(path)!r}: {error.strerror or error}; "
                         f"pass a {flag} path in a writable folder") from error
     return path
+
+
+def is_stream(path: Path) -> bool:
+    """Whether ``path`` is written into, never replaced: a device, FIFO or socket, or a name
+    under /dev or /proc (``/dev/stdout`` is the shell's regular file under ``> out.csv``)."""
+    return path.exists() and (not path.is_file() or
+                              path.absolute().parts[1:2] in (("dev",), ("proc",)))
 
 
 def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
@@ -231,7 +238,7 @@ def check_out(path: str | Path, what: str, force: bool, flag: str = "--out") -> 
     unwritable folder (nothing is made), a run's own file, an existing file without --force.
     A device or FIFO (/dev/stdout) is written into."""
     path = Path(path)
-    if path.exists() and not path.is_file() and not path.is_dir():
+    if is_stream(path) and not path.is_dir():
         if os.access(path, os.W_OK):
             return
         raise ToolError(f"cannot write the {what} to {str(path)!r}: it is not writable; pass "

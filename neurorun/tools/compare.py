@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         metric, rows = compare(args.paths, args.metric)
         if args.csv is None:
             print_table(metric, rows)
-        elif args.csv == "-":
+        elif args.csv == "-" or Path(args.csv) == Path("/dev/stdout"):
             sys.stdout.write(to_csv(rows))
         else:
             text = to_csv(rows)

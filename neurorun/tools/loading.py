@@ -70,7 +70,7 @@ class LoadedPolicy:
         except NetworkSizeError as error:  # the network does not fit the env
             raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} does not "
                             f"fit {self.env!r}: {error.what}. Fix: restore the architecture the "
-                            "run wrote, or give the env it was trained on") from error
+                            "run wrote (the network is rebuilt from it)") from error
         except Exception as error:
             raise _env_error(self, error) from error
         if problem.solution_length != self.solution.numel():

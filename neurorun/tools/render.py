@@ -42,7 +42,7 @@ from neurorun.tools.episodes import run_episodes, step_limit
 from neurorun.tools.loading import load_policy
 from neurorun.tools.video import check_video_writer, no_renderer_error, write_video
 
-MIN_FPS, MAX_FPS = 0.1, 1000.0  # a frame of 1 ms to 10 s (a GIF stores whole hundredths)
+MIN_FPS, MAX_FPS = 0.1, 100.0  # a GIF's frame: 10 ms to 10 s, in whole hundredths
 
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,

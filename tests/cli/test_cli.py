@@ -502,6 +502,8 @@ def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path)
     # a list for a mapping: Hydra's "Cannot merge DictConfig with ListConfig" in four lines
     (["network.network_args=[1]"], "network.network_args=[1]: expected a mapping of keys to "
                                    "values there. Fix: network.network_args={key: value}"),
+    (["problem.alive_bonus_schedule=[1, 2]", "problem.alive_bonus_schedule={a: 1}"],
+     "problem.alive_bonus_schedule={'a': 1}: expected a list there."),
 ])
 def test_an_unknown_group_option_or_config_folder_is_one_line(tmp_path, args, expected):
     (tmp_path / "mine" / "algo").mkdir(parents=True)

@@ -24,24 +24,28 @@ def test_an_empty_folder_key_is_refused(tmp_path, args):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("run_dir", [".", "mine"])
-def test_a_new_run_in_a_folder_holding_other_files_is_refused(tmp_path, run_dir):
+@pytest.mark.parametrize(("run_dir", "said"), [(".", "the current folder"),
+                                               ("..", "a folder that holds the current one")])
+def test_a_new_run_in_the_current_folder_is_refused(tmp_path, run_dir, said):
     """`hydra.run.dir=.` wrote the run's metrics, checkpoints, .hydra/ and log among the
-    user's files, as the empty `hydra.run.dir=` (refused above) did."""
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "mine" / "notes.txt").write_text("the user's")
-    line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=tmp_path))
-    assert f"hydra.run.dir={run_dir!r} holds files that are not a run's" in line
-    assert "Fix: a new or empty folder" in line
+    user's files, where the empty `hydra.run.dir=` (refused above) was refused for that."""
+    here = tmp_path / "sub"
+    here.mkdir()
+    (here / "notes.txt").write_text("the user's")
+    line = config_error(neurorun("debug=default", f"hydra.run.dir={run_dir}", cwd=here))
+    assert f"hydra.run.dir={run_dir!r} is {said}: the run's files would go among yours" in line
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
-        "mine", "mine/notes.txt"]
+        "sub", "sub/notes.txt"]
 
 
-def test_a_new_run_in_an_empty_folder_runs(tmp_path):
+def test_a_new_run_in_a_folder_of_other_files_runs(tmp_path):
+    """A scheduler's log put there first (SLURM's --output) stays, beside the run's files."""
     (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "slurm-1.out").write_text("the scheduler's")
     result = neurorun("debug=default", "hydra.run.dir=run", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "run" / "checkpoints" / "state.pt").is_file()
+    assert (tmp_path / "run" / "slurm-1.out").read_text() == "the scheduler's"
 
 
 @pytest.mark.parametrize("args", [

@@ -136,7 +136,7 @@ def tiny(*overrides):
     (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost=0.1"],
      "EnvPool's Hopper-v5 takes no option 'ctrl_cost'; closest: ctrl_cost_weight"),
     (["env=Pendulum-v1", "+env.env_config.g=9.0"],  # gymnasium's Pendulum takes g
-     "takes no option 'g'.*Fix: one of those, or env.backend=gymnasium for gymnasium's own"),
+     "takes no option 'g'.*Fix: one of those, or the bare id with env.backend=gymnasium"),
     (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=-1"],
      r"env_config.max_episode_steps=-1: expected >= 1"),
     (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=abc"],

@@ -172,6 +172,7 @@ def test_a_per_parameter_center_init_is_checked_against_the_sized_problem(tmp_pa
     ("Linear(obs_length, act_length + 3)", "the network gives 5 numbers per step, but "
      "CartPole-v1 takes actions of 2"),
     ("Linear(obs_length + 1, act_length)", "cannot take CartPole-v1's observations of 4 numbers"),
+    ("Tanh() >> Linear(obs_length + 1, act_length)", "cannot take CartPole-v1's observations"),
     # an inner width: it blamed the observations, with numpy's broadcasting message
     ("Linear(obs_length, 8) >> Tanh() >> Linear(9, act_length)", r"layer 3 of the network, "
      r"Linear\(in_features=9, out_features=2, bias=True\), cannot take the 8 numbers layer 2 "

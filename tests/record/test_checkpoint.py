@@ -291,13 +291,15 @@ def test_a_resume_with_no_work_left_is_refused_and_changes_nothing(tmp_path, ove
             if p.is_file() and p.name != ".neurorun.lock"} == before
 
 
-def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path):
-    """The run went on in CartPole-v0, its policy files then naming that env."""
+@pytest.mark.parametrize("edited", ["CartPole-v0", "Acrobot-v1", "NoSuchEnv-v0"])
+def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path, edited):
+    """The run went on in CartPole-v0, its policy files then naming that env; an env of other
+    sizes was refused as a state.pt of another layout."""
     run(tiny("generations=1"), run_dir=tmp_path)
     saved = tmp_path / ".hydra" / "config.yaml"
-    saved.write_text(saved.read_text().replace("id: CartPole-v1", "id: CartPole-v0"))
+    saved.write_text(saved.read_text().replace("id: CartPole-v1", f"id: {edited}"))
     kept = {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()}
-    with pytest.raises(ConfigError, match=r"resume: env.id='CartPole-v0' but the run's "
+    with pytest.raises(ConfigError, match=rf"resume: env.id='{edited}' but the run's "
                                           r"checkpoints were saved on 'CartPole-v1'"):
         run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
     assert {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()} == kept

@@ -346,11 +346,11 @@ def test_a_runs_own_file_is_no_output_even_with_force(name, sweep, capsys):
     assert own.read_bytes() == before
 
 
-@pytest.mark.parametrize("fps", ["nan", "inf", "0.001", "1e-9", "0", "-1", "5000"])
+@pytest.mark.parametrize("fps", ["nan", "inf", "0.001", "1e-9", "0", "-1", "101"])
 def test_an_fps_outside_the_range_is_refused(fps, run_dir, tmp_path, capsys):
     out = tmp_path / "out.gif"
     fails_with(capsys, "render", [str(run_dir), "--out", str(out), "--fps", fps],
-               f"--fps {float(fps)}", "an fps from 0.1 to 1000.0")
+               f"--fps {float(fps)}", "an fps from 0.1 to 100.0")
     assert not out.exists()
 
 
