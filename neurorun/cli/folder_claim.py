@@ -50,8 +50,9 @@ def folder_error(argv: Sequence[str]) -> str | None:
                                  f". Fix: {key}=<a folder>, or leave {key}= out.")
         for key in ("hydra.run.dir", "hydra.sweep.dir"):
             if key in given and "${" not in given[key]:  # interpolated: known once composed
-                _refuse_current_folder(given[key], key)
                 require_creatable(given[key], key)
+        if "hydra.run.dir" in given and "${" not in given["hydra.run.dir"]:
+            _refuse_current_folder(given["hydra.run.dir"])
         if "resume" in given:
             _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
             refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
@@ -66,14 +67,15 @@ def folder_error(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _refuse_current_folder(folder: str, key: str) -> None:
-    """ValueError when ``folder`` is the current folder or holds it (``hydra.run.dir=.``):
-    the run's files would go among the user's, as with an empty ``key=``."""
+def _refuse_current_folder(folder: str) -> None:
+    """ValueError when a run's ``folder`` is the current folder or holds it
+    (``hydra.run.dir=.``): its files would go among the user's, as with an empty key. (A
+    sweep's jobs write into folders of their own.)"""
     path, here = Path(folder).resolve(), Path.cwd().resolve()
     if path == here or path in here.parents:
         where = "the current folder" if path == here else "a folder that holds the current one"
-        raise ValueError(f"{key}={folder!r} is {where}: the run's files would go among "
-                         f"yours. Fix: {key}=<a new folder>, or leave {key}= out.")
+        raise ValueError(f"hydra.run.dir={folder!r} is {where}: the run's files would go "
+                         "among yours. Fix: hydra.run.dir=<a new folder>, or leave it out.")
 
 
 def _refuse_other_folder(resume: str, run_dir: str | None) -> None:

@@ -112,7 +112,7 @@ def check_record(state: Mapping[str, Any], path: Path) -> None:
     for key, value in (("status.generation", status.get("generation")),
                        ("loggers.rows", loggers.get("rows"))):
         if value is not None and value != generation:
-            check.refuse(key, value, f"{generation}, the state's generation")
+            check.refuse("generation", generation, f"the {value} of its {key} (they disagree)")
 
 
 def _check_global_generators(check: RecordCheck, rng: Mapping[str, Any]) -> None:

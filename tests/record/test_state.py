@@ -98,11 +98,12 @@ def test_an_attempt_with_a_key_more_is_refused_when_read(trained):
 
 @pytest.mark.parametrize("key", ["loggers.rows", "status.generation"])
 def test_a_count_that_disagrees_with_the_generation_is_named_with_its_value(trained, key):
-    """It read "generation is 2, expected 100 (its loggers.rows)": the other way round."""
+    """It read "generation is 2, expected 100 (its loggers.rows)", as if generation were the
+    changed one: either may be."""
     generation = torch.load(trained / "checkpoints" / "state.pt", weights_only=True)["generation"]
     prefix, _, name = key.partition(".")
     path = craft_state(trained, lambda state: state[prefix].update({name: generation + 98}))
     with pytest.raises(ConfigError) as refused:
         load_state(trained)
-    assert (f"{path}: {key} is {generation + 98}, expected {generation}, the state's "
-            "generation;") in str(refused.value)
+    assert (f"{path}: generation is {generation}, expected the {generation + 98} of its {key} "
+            "(they disagree);") in str(refused.value)
