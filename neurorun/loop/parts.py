@@ -178,6 +178,6 @@ def _check_work_left(config: RunConfig, state: RunState) -> None:
                        ("max_interactions", config.max_interactions)):
         if limit is not None and done[key] >= limit:
             raise ConfigError(
-                f"resume: {key}={limit:,} but the run has done {done[key]:,} already, so it "
+                f"resume: {key}={limit} but the run has done {done[key]:,} already, so it "
                 f"would stop at once. Fix: {key}=<more than {done[key]}> to continue it (e.g. "
                 f"{key}={2 * done[key]}).")
