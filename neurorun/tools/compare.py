@@ -20,7 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from neurorun.tools.common import check_out, format_mean_std, mean_std, run_tool, write_output
+from neurorun.tools.common import (
+    check_out,
+    format_mean_std,
+    is_stream,
+    mean_std,
+    run_tool,
+    write_output,
+)
 from neurorun.tools.runs import Run, check_column, group_runs, load_runs
 
 CSV_COLUMNS = ("group", "runs", "final_mean", "final_std", "best_mean", "best_std",
@@ -122,13 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         metric, rows = compare(args.paths, args.metric)
         if args.csv is None:
             print_table(metric, rows)
-        elif args.csv == "-" or Path(args.csv) == Path("/dev/stdout"):
+        elif args.csv == "-":
             sys.stdout.write(to_csv(rows))
         else:
             text = to_csv(rows)
             write_output(args.csv, lambda tmp: tmp.write_text(text, encoding="utf-8"), "CSV",
                          "--csv")
-            print(f"wrote {args.csv} ({metric})")
+            if not is_stream(Path(args.csv)):  # /dev/stdout: the CSV is all it gets
+                print(f"wrote {args.csv} ({metric})")
 
     return run_tool("neurorun-compare", body)
 
