@@ -157,13 +157,14 @@ def table(report: dict) -> list[str]:
                         f"{ref['score']:,}."]
 
 
-GPU_PENDING = ("**brax and Playground on a GPU**: not yet measured in full: the GPU sessions "
-               "(four of 15 minutes, 2026-11-26: three on an H200, one on an H100) measured "
-               "Playground CheetahRun "
-               "only (the GPU item below the tables). `make bench-gpu` measures brax ant and "
-               "humanoid and Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / "
-               "16,384 against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, "
-               "and 30 minutes of `experiment=brax_humanoid`.")
+GPU_PENDING = ("**brax and Playground on a GPU**: `make bench-gpu` not yet run in full. The GPU "
+               "sessions measured Playground CheetahRun (2026-11-26, three on an H200, one on an "
+               "H100; the GPU item below the tables) and the brax humanoid headline at popsize "
+               "256 / 1,024 / 4,096 (2026-11-28, an H100: `humanoid_gpu.json`, "
+               "docs/humanoid.md). `make bench-gpu` measures brax ant and humanoid and "
+               "Playground CheetahRun and HumanoidWalk at popsize 1,024 / 4,096 / 16,384 "
+               "against the raw jitted step, GPU memory, EvoJAX's brax ant PGPE setup, and 30 "
+               "minutes of `experiment=brax_humanoid`.")
 
 
 if __name__ == "__main__":
