@@ -51,8 +51,8 @@ def folder_error(argv: Sequence[str]) -> str | None:
         for key in ("hydra.run.dir", "hydra.sweep.dir"):
             if key in given and "${" not in given[key]:  # interpolated: known once composed
                 require_creatable(given[key], key)
-        if "hydra.run.dir" in given and "${" not in given["hydra.run.dir"]:
-            _refuse_current_folder(given["hydra.run.dir"])
+                if key == "hydra.run.dir":  # a sweep's jobs write into folders of their own
+                    _refuse_current_folder(given[key])
         if "resume" in given:
             _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
             refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
@@ -69,8 +69,7 @@ def folder_error(argv: Sequence[str]) -> str | None:
 
 def _refuse_current_folder(folder: str) -> None:
     """ValueError when a run's ``folder`` is the current folder or holds it
-    (``hydra.run.dir=.``): its files would go among the user's, as with an empty key. (A
-    sweep's jobs write into folders of their own.)"""
+    (``hydra.run.dir=.``): its files would go among the user's, as with an empty key."""
     path, here = Path(folder).resolve(), Path.cwd().resolve()
     if path == here or path in here.parents:
         where = "the current folder" if path == here else "a folder that holds the current one"
