@@ -101,3 +101,13 @@ def trained_once(tmp_path_factory) -> Path:
 def trained(trained_once, tmp_path) -> Path:
     """A copy of the trained run in tmp_path/run, this test's to change."""
     return Path(shutil.copytree(trained_once, tmp_path / "run"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A program compiled ahead on a thread and never called (a test's last evaluation) would
+    be stopped inside XLA by the interpreter's exit, which aborts the process: wait for it."""
+    import sys
+
+    compiling = sys.modules.get("neurorun.problems.jax.compiling")
+    if compiling is not None:
+        compiling.wait_for_compiles()

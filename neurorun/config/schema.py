@@ -130,6 +130,8 @@ class ProblemConfig:
     decrease_rewards_by: float | None = setting(0.0, rule=_rollout("decrease_rewards_by"))
     alive_bonus_schedule: Any = setting(None, rule=_alive_bonus)  # [t, b] or [t0, t1, b]
     action_noise_stdev: float | None = setting(None, rule=_rollout("action_noise_stdev"))
+    # [[steps, length], ...]: the training episodes' length by the interactions so far
+    episode_length_schedule: Any = setting(None, rule=_rollout("episode_length_schedule"))
     max_num_envs: int | None = setting(None, ge=1)
     streaming: bool = True
     initial_bounds: Any = setting(None, rule=_initial_bounds)  # [low, high]

@@ -151,6 +151,15 @@ class TorchVecEnv:
         """Seed the next episode of each of ``envs`` (indices) with ``seeds`` (backends with
         ``seeds_episodes``; a no-op elsewhere)."""
 
+    # Backends that set ``ends_episodes = True`` can cut an episode short: ``end_episodes``
+    # makes each of ``envs`` (indices) start its next episode at its next step, as after a
+    # step that reported ``done`` (an episode-length curriculum cuts training episodes so).
+    ends_episodes: bool = False
+
+    def end_episodes(self, envs: np.ndarray) -> None:
+        """The next step of each of ``envs`` resets it (backends with ``ends_episodes``)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot end single episodes")
+
     def reset_arrays(self, seed: int | None = None) -> np.ndarray:
         """``reset`` on numpy arrays (backends with ``host_arrays``)."""
         raise NotImplementedError(f"{type(self).__name__} has no numpy interface")

@@ -158,6 +158,7 @@ class EnvPoolVecEnv(TorchVecEnv):
 
     host_arrays = True
     skips_inactive = True
+    ends_episodes = True
 
     def __init__(self, env_id: str, num_envs: int, *, device: torch.device | str = "cpu",
                  seed: int | None = None, episode_length: int | None = None,
@@ -187,6 +188,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         self._obs = np.zeros((self.num_envs, int(np.prod(self.single_observation_space.shape))),
                              dtype=np.float32)
         self._all = np.arange(self.num_envs, dtype=np.int32)
+        self._cut = np.zeros(self.num_envs, dtype=bool)  # envs whose next step resets them
+        self._cutting = False  # any of them (a flag: the common step reads no array)
 
     def reset_arrays(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
         """A seed (env i: seed + i) or one seed per env; with a seed, a new pool is built."""
@@ -199,7 +202,25 @@ class EnvPoolVecEnv(TorchVecEnv):
                 self.pool = self._new_pool()
             obs, _ = self.pool.reset()
         self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
+        self._cut[:], self._cutting = False, False
         return self._obs
+
+    def end_episodes(self, envs: np.ndarray) -> None:
+        self._cut[envs] = True
+        self._cutting = True
+
+    def _reset_cut(self, active: np.ndarray | None) -> np.ndarray:
+        """Reset the cut envs among ``active`` (None: all), as EnvPool's autoreset would after
+        ``done``; returns the envs of ``active`` left to step."""
+        reset = self._cut if active is None else self._cut & active
+        ids = self._all[reset]
+        if len(ids):
+            obs, _ = self.pool.reset(ids)
+            self._obs = self._obs.copy()
+            self._obs[ids] = obs.reshape(len(ids), -1)
+        self._cut &= ~reset
+        self._cutting = bool(self._cut.any())
+        return ~reset if active is None else active & ~reset
 
     def _new_pool(self) -> Any:
         """A pool of the current seeds. One that fails to build from the copy of its models
@@ -220,11 +241,13 @@ class EnvPoolVecEnv(TorchVecEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``step`` on numpy arrays. The env never writes into an observation array it returned
         (it replaces its record of the last observations): a caller may keep them."""
+        if self.pool is None:
+            self.reset_arrays()
+        if self._cutting:
+            active = self._reset_cut(active)
         everyone = active is None or np.count_nonzero(active) == self.num_envs
         if not everyone and not np.count_nonzero(active):
             return self._obs, np.zeros(self.num_envs), np.zeros(self.num_envs, dtype=bool)
-        if self.pool is None:
-            self.reset_arrays()
         # every env stepped (the common case): EnvPool's arrays are used as they come; its
         # sync mode returns the envs in the order of the ids sent
         ids = None if everyone else self._all[active]

@@ -187,6 +187,7 @@ class GymVecEnv(TorchVecEnv):
         # a user's subclass may change how stepping works: only plain ones are stepped here
         self._stepper = SubEnvStepper(env, spec) if type(env) is SyncVectorEnv else None
         self.skips_inactive = self.seeds_episodes = self._stepper is not None
+        self.ends_episodes = self._stepper is not None
         # Sync/Async vector envs seed env i with seed[i]; other vector envs take one seed
         self._seeds_per_env = isinstance(env, SyncVectorEnv | AsyncVectorEnv)
         self.device = torch.device(device)
@@ -234,6 +235,11 @@ class GymVecEnv(TorchVecEnv):
     def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
         if self._stepper is not None:
             self._stepper.next_seeds[envs] = seeds
+
+    def end_episodes(self, envs: np.ndarray) -> None:
+        if self._stepper is None:
+            super().end_episodes(envs)
+        self._stepper.needs_reset[envs] = True
 
     def reset_arrays(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
         if seed is not None and not np.isscalar(seed):

@@ -47,6 +47,7 @@ class JaxVecEnv(TorchVecEnv):
     """
 
     seeds_episodes = True
+    ends_episodes = True
 
     def __init__(self, spec: str, env: Any, num_envs: int, *,
                  device: torch.device | str = "cpu", seed: int | None = None):
@@ -108,6 +109,9 @@ class JaxVecEnv(TorchVecEnv):
     def seed_next_episodes(self, envs: np.ndarray, seeds: np.ndarray) -> None:
         """The next episode of each of ``envs`` starts from its seed's key."""
         self._keys = self._keys.at[np.asarray(envs)].set(episode_keys(seeds))
+
+    def end_episodes(self, envs: np.ndarray) -> None:
+        self._pending = self._pending.at[np.asarray(envs)].set(True)
 
     def step(
         self, actions: Tensor, active: np.ndarray | None = None,

@@ -217,9 +217,11 @@ class RayEvaluator:
         obs_state = self._obs_state()
         obs_ref = None if obs_state is None else ray.put(obs_state)
 
+        cut = self.problem.episode_cut()
+
         def job(first: int, stop: int):
             return lambda slot: ("evaluate", (array[first:stop], base + first,
-                                              mix_seed(base, first), obs_ref))
+                                              mix_seed(base, first), obs_ref, cut))
 
         results = self._run([job(f, s) for f, s in bounds], obs_state)
         fitness = torch.cat([torch.tensor(r["fitness"]) for r in results])
@@ -276,7 +278,10 @@ class RayEvaluator:
         transfers: list[dict[str, int]] = []
 
         def evaluate_round(first: int) -> tuple[int, int]:
-            round_shares, round_results = self._sample_round(algo, draw, state_ref, first)
+            # a curriculum's cut after the rounds before, as a local run's evaluate calls count
+            cut = self.problem.episode_cut(self.problem.interaction_count + sum(
+                r["stats"].num_interactions for r in results))
+            round_shares, round_results = self._sample_round(algo, draw, state_ref, first, cut)
             shares.extend(round_shares)
             results.extend(round_results)
             slots.extend(self.pool.last_slots)
@@ -310,10 +315,11 @@ class RayEvaluator:
         return fitness
 
     def _sample_round(self, algo: SearchAlgorithm, draw: int, state_ref: Any,
-                      first: int) -> tuple[list[Share], list[dict[str, Any]]]:
+                      first: int, cut: int | None) -> tuple[list[Share], list[dict[str, Any]]]:
         """Distributed mode, step 2, for a round of ``popsize`` samples from index ``first``:
-        the actors sample and evaluate its shares. The round draws a base seed and seeds share
-        ``[first + f, ...)`` with ``base + f``, as ``evaluate`` seeds a population."""
+        the actors sample and evaluate its shares, episodes cut after ``cut`` steps. The round
+        draws a base seed and seeds share ``[first + f, ...)`` with ``base + f``, as
+        ``evaluate`` seeds a population."""
         import ray
 
         shares = plan_round(algo, first, num_actors=self.num_actors,
@@ -326,7 +332,7 @@ class RayEvaluator:
             offset = share.first - first
             return lambda slot: ("sample_and_evaluate", (
                 *self._replica_for(slot), state_ref, draw, share.first, share.size,
-                base + offset, mix_seed(base, offset), obs_ref))
+                base + offset, mix_seed(base, offset), obs_ref, cut))
 
         return shares, self._run([job(share) for share in shares], obs_state)
 

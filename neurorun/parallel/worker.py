@@ -48,10 +48,11 @@ class EvaluationWorker:
                 "obs_delta": None if delta is None else delta.state_dict()}
 
     def evaluate(self, params: np.ndarray, seed: int, noise_seed: int,
-                 obs_state: dict[str, Any] | None) -> dict[str, Any]:
-        """Fitness of one sub-batch; its solution ``j`` is seeded ``seed + j``."""
+                 obs_state: dict[str, Any] | None, cut: int | None = None) -> dict[str, Any]:
+        """Fitness of one sub-batch; its solution ``j`` is seeded ``seed + j``, its episodes
+        cut after ``cut`` steps (the main process's curriculum; None: none)."""
         self._prepare(obs_state, noise_seed)
-        fitness = self.problem.evaluate(torch.tensor(params), seed=int(seed))
+        fitness = self.problem.evaluate(torch.tensor(params), seed=int(seed), cut=cut)
         return self._finish(fitness, self.problem.last_stats)
 
     def _set_replica(self, replica: Any, table: Any) -> Any:
@@ -67,10 +68,12 @@ class EvaluationWorker:
 
     def sample_and_evaluate(self, replica: Any, table: Any, state: dict[str, torch.Tensor],
                             draw: int, first: int, size: int, env_seed: int, noise_seed: int,
-                            obs_state: dict[str, Any] | None) -> dict[str, Any]:
+                            obs_state: dict[str, Any] | None,
+                            cut: int | None = None) -> dict[str, Any]:
         """Distributed mode, step 2: make samples ``first .. first + size - 1`` of generation
-        ``draw`` from the sampling state, evaluate them (envs seeded ``env_seed + j``); keep
-        their noise for ``weighted_sums``. ``replica`` (and the noise ``table``) come once."""
+        ``draw`` from the sampling state, evaluate them (envs seeded ``env_seed + j``, episodes
+        cut after ``cut`` steps); keep their noise for ``weighted_sums``. ``replica`` (and the
+        noise ``table``) come once."""
         algo = self._set_replica(replica, table)
         if any(key[0] != draw for key in self.noise):  # a new generation: drop the last one's
             self.noise = {}
@@ -78,7 +81,7 @@ class EvaluationWorker:
         noise = algo.noise_rows(draw, first, size)
         self.noise[(draw, first)] = noise
         self._prepare(obs_state, noise_seed)
-        fitness = self.problem.evaluate(algo.samples(noise), seed=int(env_seed))
+        fitness = self.problem.evaluate(algo.samples(noise), seed=int(env_seed), cut=cut)
         result = self._finish(fitness, self.problem.last_stats)
         result["norms"] = (noise.square().sum(1).cpu().numpy() if algo.NEEDS_NORMS else None)
         return result

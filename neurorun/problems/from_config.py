@@ -25,6 +25,7 @@ def make_problem(
     decrease_rewards_by: float | None = 0.0,
     alive_bonus_schedule: Sequence[float] | None = None,
     action_noise_stdev: float | None = None,
+    episode_length_schedule: Sequence[Sequence[int]] | None = None,
     observation_normalization: bool = False,
     max_num_envs: int | None = None,
     initial_bounds: Sequence[float] | None = None,
@@ -49,6 +50,8 @@ def make_problem(
         decrease_rewards_by: subtracted from every reward.
         alive_bonus_schedule: (t, b) or (t0, t1, b), see AliveBonus.
         action_noise_stdev: stdev of Gaussian noise added to the policy outputs.
+        episode_length_schedule: [[steps, length], ...], the training episodes' length by
+            the interactions so far (a curriculum; see EpisodeLengths).
         observation_normalization: normalize observations with running statistics.
         max_num_envs: at most this many envs at once; more solutions run in sub-batches.
             None: one env per solution of an evaluate call.
@@ -72,7 +75,8 @@ def make_problem(
         devices=devices,
     )
     rollout_options = RolloutOptions.parse(num_episodes, decrease_rewards_by,
-                                           alive_bonus_schedule, action_noise_stdev)
+                                           alive_bonus_schedule, action_noise_stdev,
+                                           episode_length_schedule)
     return Problem(env_options, network, rollout_options,
                    network_args=dict(network_args or {}),
                    observation_normalization=bool(observation_normalization),

@@ -76,17 +76,25 @@ class HostEvaluation:
 
     def __call__(self, purpose: str, params: Tensor, first: int, options: RolloutOptions, *,
                  seed: int, slots: int, normalizer: RunningNorm | None,
-                 collect: RunningNorm | None, noise: torch.Generator) -> RolloutResult:
-        """Solutions ``first..`` (``params (n, D)``) on ``slots`` env slots; a failing env step
-        is retried once on a fresh env, and ``collect`` starts again with it."""
+                 collect: RunningNorm | None, noise: torch.Generator,
+                 cut: int | None = None) -> RolloutResult:
+        """Solutions ``first..`` (``params (n, D)``) on ``slots`` env slots, their episodes
+        ended after ``cut`` steps (None: where the env ends them); a failing env step is
+        retried once on a fresh env, and ``collect`` starts again with it."""
         spec, streaming = self.envs.options.spec, self.envs.options.streaming
         n = params.shape[0]
         for attempt in range(2):
             env = self.envs.get(purpose, slots)
+            if cut is not None and not env.ends_episodes:
+                raise ValueError(
+                    f"problem.episode_length_schedule: the envs of {spec!r} "
+                    f"({type(env).__name__}, vectorization={self.envs.options.vectorization}) "
+                    "cannot end single episodes. Fix: problem.vectorization=sync, or "
+                    "problem.episode_length=<steps> for a fixed length")
             try:
                 return rollout(env, self.policy, params, options, seed=seed,
                                streaming=streaming, slots=slots, normalizer=normalizer,
-                               collect=collect, noise=noise)
+                               collect=collect, noise=noise, cut=cut)
             except EnvStepError as error:
                 who = (f"solution {first + error.solution}" if error.solution is not None
                        else f"one of solutions {first}..{first + n - 1}")

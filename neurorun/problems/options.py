@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +34,7 @@ class AliveBonus:
         """``(t, b)`` means ``(t, t, b)``; ``(t0, t1, b)`` as is; None stays None."""
         if schedule is None:
             return None
-        items = list(schedule) if isinstance(schedule, Sequence) and not isinstance(
-            schedule, str) else []
+        items = _items(schedule)
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
         numbers = all(is_number(x) and math.isfinite(x) for x in items)
@@ -55,11 +55,62 @@ class AliveBonus:
         return cls(t0, t1, bonus)
 
 
+@dataclass(frozen=True)
+class EpisodeLengths:
+    """An episode-length curriculum: the training episodes are cut after ``at(steps)`` steps,
+    ``steps`` being the run's interactions before the generation. ``points`` are (steps,
+    length) with increasing steps; between two points the length grows (or shrinks)
+    linearly, rounded down; before the first point it is the first's, after the last the
+    last's. The env's own limit and ``episode_length`` still end episodes earlier; test
+    episodes are never cut."""
+
+    points: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def parse(cls, schedule: Any) -> EpisodeLengths | None:
+        """``[[steps, length], ...]``; None stays None."""
+        if schedule is None:
+            return None
+        fix = ("Fix: e.g. episode_length_schedule=[[0,200],[20000000,1000]] (interactions, "
+               "episode length), or null")
+        points = [_items(p) for p in _items(schedule)]
+        whole = all(len(p) == 2 and all(is_number(x) and math.isfinite(x) and x == int(x)
+                                        for x in p) for p in points)
+        if not points or not whole:
+            raise ValueError(f"episode_length_schedule={schedule!r}; expected a list of "
+                             f"[steps, length] pairs of whole numbers. {fix}")
+        pairs = tuple((int(steps), int(length)) for steps, length in points)
+        for steps, length in pairs:
+            if not 0 <= steps <= MAX_STEP or not 1 <= length <= MAX_STEP:
+                raise ValueError(f"episode_length_schedule={schedule!r}: the point "
+                                 f"[{steps}, {length}] is out of range; expected steps from 0 "
+                                 f"and a length from 1, both up to {MAX_STEP:.0e}. {fix}")
+        if any(b[0] <= a[0] for a, b in itertools.pairwise(pairs)):
+            raise ValueError(f"episode_length_schedule={schedule!r}: its steps do not "
+                             f"increase; expected each point's steps above the last's. {fix}")
+        return cls(pairs)
+
+    def at(self, steps: int) -> int:
+        """The training episodes' length after ``steps`` interactions."""
+        first_steps, length = self.points[0]
+        if steps <= first_steps:
+            return length
+        for (s0, l0), (s1, l1) in itertools.pairwise(self.points):
+            if steps < s1:
+                return l0 + (l1 - l0) * (steps - s0) // (s1 - s0)
+        return self.points[-1][1]
+
+
+def _items(value: Any) -> list[Any]:
+    """A list or tuple's items (none for anything else)."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else []
+
+
 def parse_initial_bounds(bounds: Any) -> tuple[float, float]:
     """``problem.initial_bounds`` as (low, high); None: REFERENCE_INITIAL_BOUNDS."""
     if bounds is None:
         return REFERENCE_INITIAL_BOUNDS
-    items = list(bounds) if isinstance(bounds, Sequence) and not isinstance(bounds, str) else []
+    items = _items(bounds)
     if len(items) != 2 or not all(is_number(x) and abs(x) <= MAX_CENTER  # where centers start
                                   for x in items) or not items[0] <= items[1]:
         raise ValueError(f"initial_bounds={bounds!r}; expected [low, high], low <= high, both "
@@ -76,6 +127,7 @@ class RolloutOptions:
     decrease_rewards_by: float = 0.0
     alive_bonus: AliveBonus | None = None
     action_noise_stdev: float | None = None
+    episode_lengths: EpisodeLengths | None = None  # the training episodes' curriculum
 
     def __post_init__(self) -> None:
         if self.num_episodes < 1:
@@ -91,8 +143,8 @@ class RolloutOptions:
 
     @classmethod
     def parse(cls, num_episodes: Any = 1, decrease_rewards_by: Any = 0.0,
-              alive_bonus_schedule: Any = None, action_noise_stdev: Any = None
-              ) -> RolloutOptions:
+              alive_bonus_schedule: Any = None, action_noise_stdev: Any = None,
+              episode_length_schedule: Any = None) -> RolloutOptions:
         """From plain options (a config's `problem.*`); ValueError naming the bad one."""
         for key, value, hint in (("num_episodes", num_episodes, int),
                                  ("decrease_rewards_by", decrease_rewards_by, float | None),
@@ -103,7 +155,8 @@ class RolloutOptions:
         return cls(num_episodes=num_episodes, decrease_rewards_by=float(decrease_rewards_by or 0),
                    alive_bonus=AliveBonus.parse(alive_bonus_schedule),
                    action_noise_stdev=None if action_noise_stdev is None
-                   else float(action_noise_stdev))
+                   else float(action_noise_stdev),
+                   episode_lengths=EpisodeLengths.parse(episode_length_schedule))
 
     @property
     def shapes_rewards(self) -> bool:

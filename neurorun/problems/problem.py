@@ -140,9 +140,10 @@ class Problem:
         return params
 
     def _run(self, purpose: str, params: Tensor, first: int, options: RolloutOptions,
-             seed: int, collect: RunningNorm | None, slots: int) -> RolloutResult:
-        """Solutions ``first..`` on ``slots`` env slots; a failing env step is retried once on
-        a fresh env."""
+             seed: int, collect: RunningNorm | None, slots: int,
+             cut: int | None = None) -> RolloutResult:
+        """Solutions ``first..`` on ``slots`` env slots, episodes cut after ``cut`` steps; a
+        failing env step is retried once on a fresh env."""
         if self.jax_rollout is not None:
             noise_seed = 0
             if options.action_noise_stdev:
@@ -151,9 +152,10 @@ class Problem:
             return self.jax_rollout(params, options, seed=seed, slots=slots,
                                     streaming=self.env_options.streaming,
                                     normalizer=self.obs_stats, collect=collect,
-                                    noise_seed=noise_seed, population=purpose != "test")
+                                    noise_seed=noise_seed, population=purpose != "test",
+                                    cut=cut)
         return self.host(purpose, params, first, options, seed=seed, slots=slots,
-                         normalizer=self.obs_stats, collect=collect, noise=self._noise)
+                         normalizer=self.obs_stats, collect=collect, noise=self._noise, cut=cut)
 
     def draw_seed(self) -> int:
         """The base seed of the next evaluation: what ``evaluate(params)`` uses without one."""
@@ -163,10 +165,19 @@ class Problem:
         """Restart the action-noise generator (ray actors: per sub-batch, not per actor)."""
         self._noise.manual_seed(int(seed))
 
-    def evaluate(self, params: Any, seed: int | None = None) -> Tensor:
-        """Fitness ``(P,)`` (mean return over ``num_episodes`` episodes) of ``params (P, D)``."""
+    def episode_cut(self, interactions: int | None = None) -> int | None:
+        """The training episodes' length after ``interactions`` (None: this problem's count):
+        the curriculum's (None: no curriculum)."""
+        lengths = self.rollout_options.episode_lengths
+        count = self.interaction_count if interactions is None else interactions
+        return None if lengths is None else lengths.at(count)
+
+    def evaluate(self, params: Any, seed: int | None = None, cut: int | None = None) -> Tensor:
+        """Fitness ``(P,)`` (mean return over ``num_episodes`` episodes) of ``params (P, D)``,
+        their episodes cut after ``cut`` steps (None: ``episode_cut()``)."""
         started = time.perf_counter()
         params = self._as_params(params)
+        cut = self.episode_cut() if cut is None else int(cut)
         total = params.shape[0]
         base = self.draw_seed() if seed is None else int(seed)
         slots = self._slots(total)
@@ -177,7 +188,7 @@ class Problem:
             part = RunningNorm(self.obs_length) if collected is not None else None
             results.append(self._run("eval", params[first:first + chunk], first,
                                      self.rollout_options, base + first, part,
-                                     min(slots, total - first)))
+                                     min(slots, total - first), cut))
             if part is not None:
                 collected.update(part)
         if collected is not None:

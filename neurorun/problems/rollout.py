@@ -176,6 +176,7 @@ def rollout(
     normalizer: RunningNorm | None = None,
     collect: RunningNorm | None = None,
     noise: torch.Generator | None = None,
+    cut: int | None = None,
 ) -> RolloutResult:
     """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``env``'s slots.
 
@@ -190,6 +191,8 @@ def rollout(
         normalizer: frozen statistics the observations are normalized with (None: raw).
         collect: statistics that the observations seen are added to (None: not collected).
         noise: generator of the Gaussian action noise (options.action_noise_stdev).
+        cut: end each episode after this many counted steps (an episode-length curriculum;
+            needs ``env.ends_episodes``); None: episodes end where the env ends them.
 
     Raises:
         EnvStepError: a simulator failed; ``error.solution`` names the solution it ran.
@@ -210,7 +213,7 @@ def rollout(
         # envs of slots without a pair are not simulated where the backend can skip them
         step = env.step_arrays if host else env.step
         try:
-            trace = _run_steps(step, env, policy, params, act, buffer, schedule, obs)
+            trace = _run_steps(step, env, policy, params, act, buffer, schedule, obs, cut)
         except EnvStepError as error:
             slot = error.env_index
             error.solution = None if slot is None else int(schedule.solutions(slot))
@@ -223,7 +226,7 @@ def rollout(
 def _run_steps(
     step: Callable[[Array, np.ndarray], tuple[Array, Array, Array]], env: TorchVecEnv,
     policy: BatchedPolicy, params: Tensor, act: Callable[[Array], Array],
-    buffer: _StatsBuffer, schedule: Schedule, obs: Array,
+    buffer: _StatsBuffer, schedule: Schedule, obs: Array, cut: int | None,
 ) -> tuple[list[Array], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Steps until every pair has run; per step rewards, counted, slot pairs and busy flags.
 
@@ -235,6 +238,7 @@ def _run_steps(
     done = np.zeros(len(schedule.slot_pair), dtype=bool)
     busy = schedule.slot_pair >= 0
     just_reset = done  # slots whose last step was the autoreset step: a new episode starts
+    elapsed = np.zeros(len(done), dtype=np.int64)  # counted steps of each slot's episode (cut)
     rewards, counted, pairs, stepped = [], [], [], []
     while True:
         if policy.is_recurrent and just_reset.any():
@@ -252,6 +256,8 @@ def _run_steps(
         pairs.append(schedule.slot_pair)
         stepped.append(busy)
         just_reset, done = done, _host(done_array)
+        if cut is not None:
+            done = _cut_episodes(env, cut, elapsed, counts, done)
         ends = done & counts
         if np.count_nonzero(ends):  # count_nonzero: no Python-level wrapper, unlike any()
             taken = schedule.end(ends)
@@ -266,6 +272,19 @@ def _run_steps(
                 return rewards, counted, pairs, stepped
         elif not np.count_nonzero(busy):
             return rewards, counted, pairs, stepped
+
+
+def _cut_episodes(env: TorchVecEnv, cut: int, elapsed: np.ndarray, counts: np.ndarray,
+                  done: np.ndarray) -> np.ndarray:
+    """``done`` with the episodes that reached ``cut`` counted steps ended too (their envs
+    reset at their next step); ``elapsed`` (per slot) counts this step, 0 after an end."""
+    elapsed += counts
+    over = counts & ~done & (elapsed >= cut)
+    if np.count_nonzero(over):
+        env.end_episodes(np.flatnonzero(over))
+        done = done | over
+    elapsed[done] = 0
+    return done
 
 
 def _alive_bonus_totals(schedule: AliveBonus, lengths: Tensor) -> Tensor:

@@ -40,6 +40,7 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
     from neurorun.envs.jax_env import TracedOnce
     from neurorun.nets.arrays import ArrayPolicy
     from neurorun.problems.jax import program as jax_program
+    from neurorun.problems.jax.rollout import NO_CUT
 
     walk = Walk()
     traced = TracedOnce(walk)
@@ -52,7 +53,7 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
             params=jnp.asarray([[0.0, 0.5], [0.0, -0.25]], jnp.float32),
             pair_solution=jnp.arange(2, dtype=jnp.int32), pair_keys=jnp.zeros((2, 2), jnp.uint32),
             noise_keys=jnp.zeros((2, 2), jnp.uint32), center=jnp.zeros(1), scale=jnp.ones(1),
-            shift=jnp.zeros(1), stdev=jnp.float32(0))
+            shift=jnp.zeros(1), stdev=jnp.float32(0), cut=jnp.int32(NO_CUT))
         static = jax_program.ProgramShape(slots=slots, chunk=slots, solutions=2, pairs=2,
                                     following=0, normalize=False, collect=False, noisy=False)
         carry = jax_program.first_carry(env, policy, static, inputs, slots)

@@ -203,33 +203,38 @@ def test_cartpole_equals_local_evaluator_over_generations():
 RUNNER_COMMON = ["debug=default", "logger.console.quiet=true", "generations=3",
                  "problem.vectorization=sync", "target_score=null",
                  "problem.observation_normalization=false"]
+# CartPole's first episodes last about 10 steps: cut to 5, then longer as interactions grow
+CURRICULUM = "problem.episode_length_schedule=[[0,5],[150,30]]"
 RAY_OPTIONS = ["parallel=ray", "parallel.num_actors=2", "+parallel.actor_config.num_cpus=0.5"]
 
 
-def test_runner_with_ray_equals_the_local_run(tmp_path):
+@pytest.mark.parametrize("extra", [[], [CURRICULUM]])
+def test_runner_with_ray_equals_the_local_run(tmp_path, extra):
     """The whole command path: `parallel=ray` gives the local run's metrics, generation by
-    generation (sync vectorization: each solution's episodes seeded by its index)."""
+    generation (sync vectorization: each solution's episodes seeded by its index); with a
+    curriculum, whose cut the main process sends."""
     from neurorun.cli.app import compose_config
     from neurorun.loop.runner import run
 
-    local = run(compose_config(RUNNER_COMMON), run_dir=tmp_path / "local")
-    remote = run(compose_config(RUNNER_COMMON + RAY_OPTIONS + ["algo.distributed=false"]),
-                 run_dir=tmp_path / "ray")
+    local = run(compose_config(RUNNER_COMMON + extra), run_dir=tmp_path / "local")
+    remote = run(compose_config(RUNNER_COMMON + extra + RAY_OPTIONS +
+                                ["algo.distributed=false"]), run_dir=tmp_path / "ray")
     assert remote["generation"] == 3
     for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
         assert remote[key] == local[key], key
     assert remote["total_episode_count"] == 3 * 10  # popsize 10, one episode each
 
 
-@pytest.mark.parametrize(("algo", "mode"), [("pgpe", "auto"), ("ars", "true")])
-def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode):
+@pytest.mark.parametrize(("algo", "mode", "extra"), [("pgpe", "auto", []), ("ars", "true", []),
+                                                    ("pgpe", "auto", [CURRICULUM])])
+def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode, extra):
     """Distributed mode from the command path (`auto`, the default, picks it on ray): the
     local run's metrics, generation by generation (sync vectorization: each solution's
-    episodes seeded by its index)."""
+    episodes seeded by its index); with a curriculum too."""
     from neurorun.cli.app import compose_config
     from neurorun.loop.runner import run
 
-    choice = [] if algo == "pgpe" else ["algo=ars", "algo.popsize=10"]
+    choice = ([] if algo == "pgpe" else ["algo=ars", "algo.popsize=10"]) + extra
     local = run(compose_config(RUNNER_COMMON + choice), run_dir=tmp_path / "local")
     remote = run(compose_config(RUNNER_COMMON + choice + RAY_OPTIONS +
                                 [f"algo.distributed={mode}"]), run_dir=tmp_path / "ray")

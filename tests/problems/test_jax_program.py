@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from torch import nn
 
+from neurorun.problems.jax.rollout import NO_CUT
+
 pytestmark = pytest.mark.extras("jax")
 
 
@@ -29,9 +31,10 @@ class Counter:
                              info={"t": t, "length": state.info["length"]})
 
 
-def inputs_of(lengths, nan_pairs=()):
+def inputs_of(lengths, nan_pairs=(), cut=NO_CUT):
     """Solutions 0, 1, 2 act 0.5, -0.25 and 2 (clipped to 1) at every step; pairs are
-    episode-major (pair k runs solution k % 3) with the given episode lengths."""
+    episode-major (pair k runs solution k % 3) with the given episode lengths, cut after
+    ``cut`` steps."""
     from neurorun.problems.jax import program as jax_program
 
     pairs = len(lengths)
@@ -40,7 +43,8 @@ def inputs_of(lengths, nan_pairs=()):
     inputs = jax_program.Inputs(
         params=params, pair_solution=jnp.arange(pairs, dtype=jnp.int32) % 3,
         pair_keys=jnp.asarray(keys), noise_keys=jnp.zeros((pairs, 2), jnp.uint32),
-        center=jnp.zeros(1), scale=jnp.ones(1), shift=jnp.zeros(1), stdev=jnp.float32(0))
+        center=jnp.zeros(1), scale=jnp.ones(1), shift=jnp.zeros(1), stdev=jnp.float32(0),
+        cut=jnp.int32(cut))
     return inputs
 
 
@@ -58,11 +62,11 @@ def static_of(slots, pairs, chunk=None, solutions=3):
                               noisy=False)
 
 
-def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1):
+def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1, cut=NO_CUT):
     """One phase of the lengths' pairs on ``slots`` env slots in chunks of ``chunk``."""
     from neurorun.problems.jax import program as jax_program
 
-    inputs = inputs_of(lengths, nan_pairs)
+    inputs = inputs_of(lengths, nan_pairs, cut)
     static = static_of(slots, len(lengths), chunk)
     carry = jax_program.first_carry(Counter(), policy(), static, inputs, slots)
     return jax_program.phase(Counter(), policy(), static, inputs, carry, jnp.int32(limit))
@@ -77,6 +81,17 @@ def test_pairs_stream_over_two_slots_with_an_autoreset_step_between_episodes():
     assert int(c.steps) == 8
     assert np.asarray(c.queue.finished).all()
     assert np.asarray(c.queue.failed).tolist() == [False, False, False, True]  # row 3: padding
+
+
+def test_a_cut_ends_episodes_and_their_slots_reset_as_after_an_end():
+    # cut 2: slot 0: pair 0 (steps 1-2), reset at 3, pair 2 (step 4), reset at 5, pair 4
+    # (6-7); slot 1: pair 1 cut after steps 1-2, reset at 3, pair 3 (4-5), reset at 6,
+    # pair 5 (step 7): the lengths of [2, 3, 1, 2, 2, 1] with 3 cut to 2, a step sooner
+    c = run([2, 3, 1, 2, 2, 1], cut=2)
+    assert np.asarray(c.lengths).tolist() == [2, 2, 1, 2, 2, 1]
+    np.testing.assert_allclose(np.asarray(c.returns), [1.0, -0.5, 1.0, 1.0, -0.5, 1.0])
+    assert int(c.steps) == 7
+    assert np.asarray(c.queue.finished).all()
 
 
 def test_a_nan_observation_fails_its_solution_and_skips_its_other_pairs():

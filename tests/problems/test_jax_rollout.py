@@ -91,6 +91,28 @@ def test_brax_ant_equals_the_step_by_step_path_with_a_recurrent_policy():
     _assert_same_evaluations(stepwise, compiled, generations=1, test_rtol=1e-3)
 
 
+def test_a_curriculum_cuts_the_compiled_episodes_where_the_step_by_step_path_does():
+    """[[0, 12], [400, 30]] over 40-step episodes: the first generation's cut is 12, the
+    second's 12 + 18 * 60 // 400 = 14 (after its 60 interactions)."""
+    stepwise, compiled = _problems("brax::inverted_pendulum", LSTM, 40,
+                                   episode_length_schedule=[[0, 12], [400, 30]])
+    _assert_same_evaluations(stepwise, compiled)
+    assert stepwise.last_stats.episode_length_max == 14  # the cut; uncut, an episode ran 40
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_fixed_schedule_on_a_jax_env_equals_the_same_episode_length(jit):
+    """The cut ends and reseeds episodes as brax's own episode limit does."""
+    kwargs = dict(env="brax::inverted_pendulum", network=LSTM, num_episodes=2,
+                  max_num_envs=SLOTS, seed=3, devices=1, jit=jit)
+    scheduled = make_problem(episode_length_schedule=[[0, 9]], episode_length=40, **kwargs)
+    fixed = make_problem(episode_length=9, **kwargs)
+    params = _population(fixed, 0)
+    torch.testing.assert_close(scheduled.evaluate(params, seed=2), fixed.evaluate(params, seed=2))
+    assert scheduled.last_stats.num_interactions == fixed.last_stats.num_interactions
+    assert scheduled.last_stats.episode_length_max == 9
+
+
 @pytest.mark.parametrize("network", ["Linear(obs_length, act_length)",
                                      pytest.param(MLP, marks=pytest.mark.slow)])
 def test_playground_cartpole_balance_equals_the_step_by_step_path(network):
@@ -159,24 +181,28 @@ def _metrics(run_dir):
                 for row in csv.DictReader(file)]
 
 
-def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path):
-    """Three generations straight, the same again, and two then one more after a resume."""
+@pytest.mark.parametrize("options", [[], ["problem.episode_length_schedule=[[0,8],[200,40]]"]])
+def test_a_jax_run_resumes_exactly_and_repeats_with_its_seed(tmp_path, options):
+    """Three generations straight, the same again, and two then one more after a resume;
+    with a curriculum too (its cut follows the interactions, which the state holds)."""
     from omegaconf import OmegaConf
 
     from neurorun.config import resume
     from neurorun.loop.runner import run
     from neurorun.record.layout import saved_config_path
 
-    run(_jax_run("generations=3"), run_dir=tmp_path / "a")
-    run(_jax_run("generations=3"), run_dir=tmp_path / "b")
+    run(_jax_run("generations=3", *options), run_dir=tmp_path / "a")
+    run(_jax_run("generations=3", *options), run_dir=tmp_path / "b")
     split = tmp_path / "split"
-    cfg = _jax_run("generations=2")
+    cfg = _jax_run("generations=2", *options)
     run(cfg, run_dir=split)
     saved_config_path(split).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(cfg, saved_config_path(split))
     run(resume.load_run_config(split, ["generations=3"]), run_dir=split)
     assert _metrics(tmp_path / "a") == _metrics(tmp_path / "b") == _metrics(split)
     assert len(_metrics(split)) == 3
+    if options:  # the first generation's episodes were cut at 8 steps
+        assert float(_metrics(split)[0]["episode_length_max"]) == 8
 
 
 def test_neurorun_eval_of_a_jax_run_reproduces_its_center_evaluation(tmp_path):

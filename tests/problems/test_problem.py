@@ -1,5 +1,7 @@
 """Evaluator semantics on the toy env, whose returns and lengths are known by hand."""
 
+import dataclasses
+import functools
 import warnings
 
 import numpy as np
@@ -75,6 +77,61 @@ def test_episode_length_truncates():
     lengths = [[min(n, 5) for n in episode_lengths(SEED, j, 4, 2)] for j in range(3)]
     np.testing.assert_allclose(fitness.numpy(), [sum(ls) / 2 for ls in lengths])
     assert problem.interaction_count == sum(map(sum, lengths))
+
+
+def test_an_episode_length_schedule_cuts_training_episodes_by_the_steps_so_far():
+    """[[0, 3], [30, 6]]: the toy's episodes of 4-6 steps are cut to 3 + 3 * count // 30
+    steps after ``count`` interactions: 3, then 4 (12 interactions), then 5 (28)."""
+    problem = toy_problem(num_episodes=2, max_num_envs=2, observation_normalization=True,
+                          episode_length_schedule=[[0, 3], [30, 6]])
+    params = bias_params([0.5, 0.0])
+    count, cuts = 0, []
+    for _ in range(3):
+        cut = 3 + (6 - 3) * count // 30
+        cuts.append(cut)
+        fitness = problem.evaluate(params, seed=SEED)
+        lengths = [[min(n, cut) for n in episode_lengths(SEED, j, 4, 2)] for j in range(2)]
+        np.testing.assert_allclose(fitness.numpy(), [
+            per_step_reward(b) * sum(ls) / 2
+            for b, ls in zip([0.5, 0.0], lengths, strict=True)])
+        count += sum(map(sum, lengths))
+        assert problem.interaction_count == count
+        assert problem.last_stats.num_episodes == 4
+    assert float(problem.obs_stats.count) == count  # no observation after a cut was acted on
+    assert cuts == [3, 4, 5]
+    # test episodes are never cut: 4 + seed % 3 steps
+    _, test_lengths = problem.test_episodes(params[0], 2, seed=SEED)
+    assert test_lengths.tolist() == [4 + (SEED + k) % 3 for k in range(2)]
+
+
+@pytest.mark.parametrize("env", [TOY_ID, "envpool::Pendulum-v1"])
+def test_a_fixed_schedule_equals_the_same_episode_length(env):
+    """A cut made by the schedule ends, counts and seeds episodes as ``episode_length`` does
+    (the env's own time limit), on the sub-env stepper and on EnvPool's pool."""
+    if env.startswith("envpool"):
+        pytest.importorskip("envpool")
+    options = dict(num_episodes=3, max_num_envs=2, observation_normalization=True)
+    if env == TOY_ID:
+        options["env_config"] = {"length": 6}
+    cut = toy_problem if env == TOY_ID else functools.partial(make_problem, env, seed=0)
+    scheduled = cut(episode_length_schedule=[[0, 5]], **options)
+    fixed = cut(episode_length=5, **options)
+    params = torch.randn(3, scheduled.solution_length, generator=torch.Generator().manual_seed(0))
+    for _ in range(2):
+        torch.testing.assert_close(scheduled.evaluate(params, seed=SEED),
+                                   fixed.evaluate(params, seed=SEED))
+        assert scheduled.last_stats == dataclasses.replace(
+            fixed.last_stats, eval_time_s=scheduled.last_stats.eval_time_s)
+    assert scheduled.last_stats.episode_length_max == 5
+    torch.testing.assert_close(scheduled.obs_stats.mean, fixed.obs_stats.mean)
+
+
+def test_an_episode_length_schedule_is_refused_where_envs_cannot_end_one_episode():
+    problem = make_problem(TOY_ID, vectorization="async", episode_length_schedule=[[0, 3]])
+    with pytest.raises(ValueError, match=r"episode_length_schedule: the envs of .* cannot end "
+                                         r"single episodes. Fix: problem.vectorization=sync"):
+        problem.evaluate(bias_params([0.0]), seed=SEED)
+    problem.close()
 
 
 def bonus_total(length, t0, t1, bonus):

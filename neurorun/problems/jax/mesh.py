@@ -92,7 +92,7 @@ class DevicePrograms:
         inputs = Inputs(
             shape(drain.solutions + 1, width), shape(drain.pairs, dtype=np.int32),
             shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
-            shape(size), shape(size), shape(size), shape())
+            shape(size), shape(size), shape(size), shape(), shape(dtype=np.int32))
         carry = jax.eval_shape(self(ProgramKind.FIRST, (drain, drain.slots)).function, inputs)
         # an array without elements comes out replicated (MJX's empty fields)
         carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(

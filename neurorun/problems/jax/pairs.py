@@ -29,6 +29,7 @@ class SharedInputs(NamedTuple):
     scale: np.ndarray  # (O,)
     shift: np.ndarray  # (O,)
     stdev: np.floating  # ()
+    cut: np.integer  # () int32
 
 
 class PairTables(NamedTuple):
@@ -40,14 +41,14 @@ class PairTables(NamedTuple):
 
 
 def stacked_inputs(params: Any, pair_solution: Any, pair_keys: Any, noise_keys: Any,
-                    center: Any, scale: Any, shift: Any, stdev: Any) -> Any:
+                    center: Any, scale: Any, shift: Any, stdev: Any, cut: Any) -> Any:
     """``jax_program.Inputs`` of every device, stacked on a leading device axis."""
     from neurorun.problems.jax import program as jax_program
 
     return jax_program.Inputs(np.ascontiguousarray(params), pair_solution, pair_keys,
                               noise_keys, np.ascontiguousarray(center),
                               np.ascontiguousarray(scale), np.ascontiguousarray(shift),
-                              np.ascontiguousarray(stdev))
+                              np.ascontiguousarray(stdev), np.ascontiguousarray(cut))
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): two of its calls 
 # of the queue program's
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
+NO_CUT = 2**31 - 1  # the cut of episodes that end where the env ends them (int32's largest)
 STALL_SECONDS = 120  # a compile (or evaluation) this long is said to be still running
 
 
@@ -153,7 +154,7 @@ class JaxRollout:
     def __call__(self, params: Tensor, options: RolloutOptions, *, seed: int, streaming: bool,
                  slots: int, normalizer: RunningNorm | None = None,
                  collect: RunningNorm | None = None, noise_seed: int = 0,
-                 population: bool = True) -> RolloutResult:
+                 population: bool = True, cut: int | None = None) -> RolloutResult:
         """Run each of ``params (n, D)`` for ``options.num_episodes`` episodes on ``slots``
         env slots in all (the arguments of :func:`neurorun.problems.rollout.rollout`);
         ``population``: a generation's (not a center's test episodes: their split is no news)."""
@@ -171,7 +172,8 @@ class JaxRollout:
         center = (normalizer.mean.float().cpu().numpy() if normalizer is not None
                   else np.zeros(size, np.float32))
         shared = SharedInputs(np.asarray(center, np.float32), scale.numpy(), shift.numpy(),
-                        np.float32(options.action_noise_stdev or 0.0))
+                        np.float32(options.action_noise_stdev or 0.0),
+                        np.int32(NO_CUT if cut is None else min(cut, NO_CUT)))
         tables = split.tables(seed, noise_seed)
         usable = split.slots(slots)
         sums = PhaseSums(size)
