@@ -237,7 +237,7 @@ class GymVecEnv(TorchVecEnv):
             self._stepper.next_seeds[envs] = seeds
 
     def end_episodes(self, envs: np.ndarray) -> None:
-        if self._stepper is None:
+        if self._stepper is None:  # a native or async vector env: refused (raises)
             super().end_episodes(envs)
         self._stepper.needs_reset[envs] = True
 

@@ -216,8 +216,7 @@ class RayEvaluator:
                                  subbatch_size=self.subbatch_size)
         obs_state = self._obs_state()
         obs_ref = None if obs_state is None else ray.put(obs_state)
-
-        cut = self.problem.episode_cut()
+        cut = self.problem.episode_cut()  # a curriculum's, from this process's count
 
         def job(first: int, stop: int):
             return lambda slot: ("evaluate", (array[first:stop], base + first,

@@ -9,6 +9,9 @@ depend on the seeds and on the order in which episodes end, not on which slot ra
 for action noise, which one generator draws per slot and step (the compiled jax loop draws a
 pair's from its own key instead).
 
+With a cut (an episode-length curriculum), an episode that reaches the cut's counted steps
+ends as one the env ended: the env resets the slot at its next step (``env.end_episodes``).
+
 Per slot and step: the slot is *busy* while it holds a pair. A step *counts* (an interaction)
 when the slot was busy and the step was not gymnasium's next-step autoreset (the step right
 after ``done``, which starts the slot's next episode). Observations that a busy policy acts

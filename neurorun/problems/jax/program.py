@@ -17,10 +17,11 @@ program of its own makes the first env states.
 Each later step does what ``rollout._run_steps`` does per step, on arrays: recurrent state
 reset, non-finite observations retire their slot's solution, observation statistics from
 counted steps, the policy on normalized observations, action noise, the env step with
-next-step autoreset, per-pair returns and lengths, and the next pending pairs for slots whose
-episode ended. The queue's rules (which pair a slot runs, which steps count, what a
-non-finite observation retires) are :mod:`neurorun.problems.schedule`'s, the host loop's own,
-on jax arrays. Nothing here communicates across devices: each device's loop ends on its own.
+next-step autoreset, per-pair returns and lengths, the end of episodes that reached the
+curriculum's cut (``Inputs.cut``), and the next pending pairs for slots whose episode ended.
+The queue's rules (which pair a slot runs, which steps count, what a non-finite observation
+retires) are :mod:`neurorun.problems.schedule`'s, the host loop's own, on jax arrays.
+Nothing here communicates across devices: each device's loop ends on its own.
 """
 
 from __future__ import annotations
