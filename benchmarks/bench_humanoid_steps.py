@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import RESULTS, write_result
+from omegaconf import OmegaConf
 
 from neurorun.config.saved_yaml import read_config
 from neurorun.record.layout import saved_config_path
@@ -87,6 +88,8 @@ def summary(folder: Path) -> dict[str, Any]:
             "policy": _policy(config.network.spec, config.network.network_args),
             "shaped": bool(config.problem.decrease_rewards_by
                            or config.problem.alive_bonus_schedule),
+            # the training episodes' curriculum (a config older than the option has none)
+            "episode_length_schedule": _plain(config.problem.get("episode_length_schedule")),
             "generations": int(rows[-1]["generation"]),
             "steps": int(rows[-1]["total_interaction_count"]),
             "wall_s": round(float(rows[-1]["elapsed_s"])),
@@ -148,6 +151,19 @@ def main() -> None:
         print({k: v for k, v in result.items() if k != "curve"})
 
 
+def _plain(value: Any) -> Any:
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def _cut(row: dict) -> str:
+    """The training fitness column's note of a curriculum: its [steps, length] points."""
+    points = row.get("episode_length_schedule")
+    if not points:
+        return ""
+    return ", episodes cut " + " → ".join(f"{length:,} at {steps / 1e6:g}M" for steps, length
+                                          in points)
+
+
 TABLES = [("humanoid_steps.json",
            "brax humanoid in env steps: steps to stand per algorithm (`bench_humanoid_steps.py`)")]
 
@@ -164,7 +180,7 @@ def table(report: dict) -> list[str]:
         lines.append(
             f"| {r['run']} | {r['algo']} | {r['seed']} | {r['backend']} | "
             f"`{r['policy']}` | "
-            f"{'shaped' if r['shaped'] else 'own reward'} | "
+            f"{'shaped' if r['shaped'] else 'own reward'}{_cut(r)} | "
             f"{'not yet' if up is None else f'{up / 1e6:.2f}M'} | {stood} | "
             f"{r['best_center_eval']:,.1f} ({r['best_center_eval_length']:.0f}) at "
             f"{r['best_at_steps'] / 1e6:.1f}M | {r['steps'] / 1e6:.1f}M | "
