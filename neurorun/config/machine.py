@@ -101,8 +101,9 @@ def check_machine(config: RunConfig) -> None:
     if backend is not None:
         with _as_config_error():
             backend.require(config.env.id)  # brax:: needs neurorun[jax], ...
-            backend.check_episode_length(config.env.id, config.problem.episode_length,
-                                         key="problem.episode_length")
+            for key in ("episode_length", "episode_length_schedule"):
+                backend.check_episode_length(config.env.id, getattr(config.problem, key),
+                                             key=f"problem.{key}")
     _check_device(config, backend)
     _check_num_threads(config)
     _check_local_actors(config)

@@ -212,13 +212,18 @@ class EnvPoolVecEnv(TorchVecEnv):
     def _reset_cut(self, active: np.ndarray | None) -> np.ndarray:
         """Reset the cut envs among ``active`` (None: all), as EnvPool's autoreset would after
         ``done``; returns the envs of ``active`` left to step."""
-        reset = self._cut if active is None else self._cut & active
+        reset = self._cut.copy() if active is None else self._cut & active
         ids = self._all[reset]
         if len(ids):
-            obs, _ = self.pool.reset(ids)
+            try:
+                obs, _ = self.pool.reset(ids)
+            except Exception as error:  # a C++ exception surfaces as RuntimeError
+                raise EnvStepError(f"env {self.spec!r}: EnvPool raised {type(error).__name__} "
+                                   f"resetting envs {ids.tolist()}: {error}", None) from error
             self._obs = self._obs.copy()
             self._obs[ids] = obs.reshape(len(ids), -1)
         self._cut &= ~reset
+        # envs left out (idle slots) stay cut until stepped: their reset waits for them
         self._cutting = bool(self._cut.any())
         return ~reset if active is None else active & ~reset
 

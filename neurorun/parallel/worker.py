@@ -50,7 +50,8 @@ class EvaluationWorker:
     def evaluate(self, params: np.ndarray, seed: int, noise_seed: int,
                  obs_state: dict[str, Any] | None, cut: int | None = None) -> dict[str, Any]:
         """Fitness of one sub-batch; its solution ``j`` is seeded ``seed + j``, its episodes
-        cut after ``cut`` steps (the main process's curriculum; None: none)."""
+        cut after ``cut`` steps (the main process's curriculum; None where it has none, as
+        this replica then has none either)."""
         self._prepare(obs_state, noise_seed)
         fitness = self.problem.evaluate(torch.tensor(params), seed=int(seed), cut=cut)
         return self._finish(fitness, self.problem.last_stats)

@@ -49,6 +49,10 @@ def no_problem(monkeypatch):
     (["algo.center_init=[a,b]"], ["algo.center_init=['a', 'b']", "list of numbers", "Fix:"]),
     (["env=tests.cli.failing_env:make"],  # debug=default cuts episodes at 50 steps
      ["problem.episode_length=50", "env factory", "Fix: problem.episode_length=null"]),
+    (["env=tests.cli.failing_env:make", "problem.episode_length=null",
+      "problem.episode_length_schedule=[[0,10]]"],
+     ["problem.episode_length_schedule=[[0, 10]]", "env factory",
+      "Fix: problem.episode_length_schedule=null"]),
     # ARS and OpenAI-ES options
     (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
                                              "Fix:"]),  # debug=default: popsize 10, N = 5

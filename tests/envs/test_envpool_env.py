@@ -90,6 +90,24 @@ def test_next_step_autoreset_and_episode_length():
     assert abs(obs[0, 0] - 1.25) < 0.01  # a fresh hopper's height
 
 
+@pytest.mark.parametrize("active", [None, np.array([True, True])])
+def test_an_ended_episode_resets_at_the_next_step_as_after_done(active):
+    """end_episodes (a curriculum's cut): the env's next step is its autoreset step (reward 0,
+    not done, a fresh hopper), whether the step names the envs to step or not; the others
+    step on."""
+    env = make_env("envpool::Hopper-v5", 2, seed=0)
+    env.reset_arrays()
+    zeros = np.zeros((2, 3), dtype=np.float32)
+    for _ in range(20):  # the hopper falls from its start height
+        env.step_arrays(zeros)
+    env.end_episodes(np.array([1]))
+    obs, reward, done = env.step_arrays(zeros, active)
+    assert reward[1] == 0 and reward[0] != 0 and not done.any()
+    assert abs(obs[1, 0] - 1.25) < 0.01 and abs(obs[0, 0] - 1.25) > 0.01
+    obs, reward, _ = env.step_arrays(zeros, active)  # both step on
+    assert reward[0] != 0 and reward[1] != 0
+
+
 def test_reset_with_one_seed_per_env_equals_pools_seeded_alike():
     env = make_env("envpool::Pendulum-v1", 3, seed=0)
     obs = env.reset_arrays([11, 40, 7])

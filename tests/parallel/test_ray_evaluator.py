@@ -6,6 +6,7 @@ Tests that change the shared evaluator's actors (kill, restart limit, close) com
 """
 
 import copy
+import csv
 import json
 import threading
 
@@ -205,6 +206,13 @@ RUNNER_COMMON = ["debug=default", "logger.console.quiet=true", "generations=3",
                  "problem.observation_normalization=false"]
 # CartPole's first episodes last about 10 steps: cut to 5, then longer as interactions grow
 CURRICULUM = "problem.episode_length_schedule=[[0,5],[150,30]]"
+
+
+def _first_row(run_dir):
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return next(csv.DictReader(file))
+
+
 RAY_OPTIONS = ["parallel=ray", "parallel.num_actors=2", "+parallel.actor_config.num_cpus=0.5"]
 
 
@@ -223,10 +231,14 @@ def test_runner_with_ray_equals_the_local_run(tmp_path, extra):
     for key in ("mean_eval", "pop_best_eval", "center_eval", "total_interaction_count"):
         assert remote[key] == local[key], key
     assert remote["total_episode_count"] == 3 * 10  # popsize 10, one episode each
+    if extra:  # the first generation's episodes were cut at 5 steps
+        assert _first_row(tmp_path / "ray")["episode_length_max"] == "5.0"
 
 
-@pytest.mark.parametrize(("algo", "mode", "extra"), [("pgpe", "auto", []), ("ars", "true", []),
-                                                    ("pgpe", "auto", [CURRICULUM])])
+@pytest.mark.parametrize(("algo", "mode", "extra"), [
+    ("pgpe", "auto", []), ("ars", "true", []),
+    # rounds of an adaptive popsize until 80 interactions: each round's cut counts the last's
+    ("pgpe", "auto", [CURRICULUM, "algo.num_interactions=80", "algo.popsize_max=40"])])
 def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode, extra):
     """Distributed mode from the command path (`auto`, the default, picks it on ray): the
     local run's metrics, generation by generation (sync vectorization: each solution's
@@ -244,6 +256,8 @@ def test_runner_in_distributed_mode_equals_the_local_run(tmp_path, algo, mode, e
              for side in ("local", "ray")]
     torch.testing.assert_close(saved[1]["solution"], saved[0]["solution"], rtol=1e-5,
                                atol=1e-6)
+    if extra:  # rounds of 10 until 80 interactions: the cut grew between them
+        assert int(_first_row(tmp_path / "ray")["popsize"]) > 10
 
 
 def test_two_actors_on_one_device_each_equal_one_process_on_two_devices(tmp_path):

@@ -85,10 +85,9 @@ def test_an_episode_length_schedule_cuts_training_episodes_by_the_steps_so_far()
     problem = toy_problem(num_episodes=2, max_num_envs=2, observation_normalization=True,
                           episode_length_schedule=[[0, 3], [30, 6]])
     params = bias_params([0.5, 0.0])
-    count, cuts = 0, []
-    for _ in range(3):
-        cut = 3 + (6 - 3) * count // 30
-        cuts.append(cut)
+    count = 0
+    for cut in (3, 4, 5):
+        assert cut == 3 + (6 - 3) * count // 30  # the schedule, by hand
         fitness = problem.evaluate(params, seed=SEED)
         lengths = [[min(n, cut) for n in episode_lengths(SEED, j, 4, 2)] for j in range(2)]
         np.testing.assert_allclose(fitness.numpy(), [
@@ -97,8 +96,8 @@ def test_an_episode_length_schedule_cuts_training_episodes_by_the_steps_so_far()
         count += sum(map(sum, lengths))
         assert problem.interaction_count == count
         assert problem.last_stats.num_episodes == 4
+        assert problem.last_stats.episode_length_max == cut
     assert float(problem.obs_stats.count) == count  # no observation after a cut was acted on
-    assert cuts == [3, 4, 5]
     # test episodes are never cut: 4 + seed % 3 steps
     _, test_lengths = problem.test_episodes(params[0], 2, seed=SEED)
     assert test_lengths.tolist() == [4 + (SEED + k) % 3 for k in range(2)]

@@ -235,8 +235,7 @@ def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, 
     inside = jnp.minimum(index, pairs - 1)
     total, error = kahan(c.returns[inside], c.returns_error[inside], reward)
     # an episode that reached the cut ends as if the env had ended it: its slot resets next
-    lengths = c.lengths.at[index].add(1, mode="drop")
-    done = done | (counts & (lengths[inside] >= inputs.cut))
+    done = done | (counts & (c.lengths[inside] + 1 >= inputs.cut))
     ends = done & counts
     queue, slot_params, slot_keys = jax.lax.cond(
         ends.any(), lambda a: _take_next(static, inputs, ends, *a), lambda a: a,
@@ -246,8 +245,8 @@ def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, 
         env=env, slot_keys=slot_keys, done=done, just_reset=c.done, queue=queue,
         slot_params=slot_params, policy_state=policy_state,
         returns=c.returns.at[index].set(total, mode="drop"),
-        returns_error=c.returns_error.at[index].set(error, mode="drop"), lengths=lengths,
-        steps=c.steps + 1,
+        returns_error=c.returns_error.at[index].set(error, mode="drop"),
+        lengths=c.lengths.at[index].add(1, mode="drop"), steps=c.steps + 1,
         simulated=c.simulated + jnp.where(counting, chunks * static.chunk, 0), **statistics)
 
 
