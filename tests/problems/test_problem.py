@@ -103,18 +103,17 @@ def test_an_episode_length_schedule_cuts_training_episodes_by_the_steps_so_far()
     assert test_lengths.tolist() == [4 + (SEED + k) % 3 for k in range(2)]
 
 
-@pytest.mark.parametrize("env", [TOY_ID, "envpool::Pendulum-v1"])
+@pytest.mark.parametrize("env", [
+    TOY_ID, pytest.param("envpool::Pendulum-v1", marks=pytest.mark.extras("envpool"))])
 def test_a_fixed_schedule_equals_the_same_episode_length(env):
     """A cut made by the schedule ends, counts and seeds episodes as ``episode_length`` does
     (the env's own time limit), on the sub-env stepper and on EnvPool's pool."""
-    if env.startswith("envpool"):
-        pytest.importorskip("envpool")
     options = dict(num_episodes=3, max_num_envs=2, observation_normalization=True)
     if env == TOY_ID:
         options["env_config"] = {"length": 6}
-    cut = toy_problem if env == TOY_ID else functools.partial(make_problem, env, seed=0)
-    scheduled = cut(episode_length_schedule=[[0, 5]], **options)
-    fixed = cut(episode_length=5, **options)
+    build = toy_problem if env == TOY_ID else functools.partial(make_problem, env, seed=0)
+    scheduled = build(episode_length_schedule=[[0, 5]], **options)
+    fixed = build(episode_length=5, **options)
     params = torch.randn(3, scheduled.solution_length, generator=torch.Generator().manual_seed(0))
     for _ in range(2):
         torch.testing.assert_close(scheduled.evaluate(params, seed=SEED),
