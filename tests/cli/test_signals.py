@@ -3,6 +3,7 @@ the last finished generation, the resume command, exit status 128 + signal, no t
 
 from __future__ import annotations
 
+import csv
 import signal
 import subprocess
 import sys
@@ -174,3 +175,36 @@ def test_a_stop_signal_while_the_command_loads_its_modules_is_one_line(tmp_path,
     out, err = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, err
     assert err.strip() == f"neurorun: stopped by {signal.Signals(signum).name}" and out == ""
+
+
+def _metrics(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "metrics.csv", newline="") as file:
+        return [{k: v for k, v in row.items() if k not in ("elapsed_s", "steps_per_s")}
+                for row in csv.DictReader(file)]
+
+
+def test_a_curriculum_run_stopped_by_a_signal_resumes_to_the_same_metrics(tmp_path):
+    """SIGTERM mid-run, then a resume: every generation's metrics equal a run straight through
+    (the cut follows the saved interaction count)."""
+    curriculum = ["problem.episode_length_schedule=[[0,10],[3000,50]]",
+                  "problem.vectorization=sync"]
+    stopped = tmp_path / "stopped"
+    process = start(stopped, *curriculum)
+    wait_for_rows(process, stopped, 3)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    finished = torch.load(stopped / "checkpoints" / "state.pt", weights_only=True)["generation"]
+    total = finished + 3
+    resumed = subprocess.run([*NEURORUN, f"resume={stopped}", f"generations={total}"],
+                             capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    straight = tmp_path / "straight"
+    done = subprocess.run([*RUN, *curriculum, f"generations={total}",
+                           f"hydra.run.dir={straight}"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = _metrics(straight)
+    assert _metrics(stopped) == rows and len(rows) == total
+    assert float(rows[0]["episode_length_max"]) == 10  # the first generation was cut
+    assert float(rows[-1]["episode_length_max"]) > 10  # and the cut grew
