@@ -89,7 +89,8 @@ def summary(folder: Path) -> dict[str, Any]:
             "shaped": bool(config.problem.decrease_rewards_by
                            or config.problem.alive_bonus_schedule),
             # the training episodes' curriculum (a config older than the option has none)
-            "episode_length_schedule": _plain(config.problem.get("episode_length_schedule")),
+            "episode_length_schedule": OmegaConf.to_container(config.problem).get(
+                "episode_length_schedule"),
             "generations": int(rows[-1]["generation"]),
             "steps": int(rows[-1]["total_interaction_count"]),
             "wall_s": round(float(rows[-1]["elapsed_s"])),
@@ -149,10 +150,6 @@ def main() -> None:
     plot(results, RESULTS / args.plot)
     for result in results:
         print({k: v for k, v in result.items() if k != "curve"})
-
-
-def _plain(value: Any) -> Any:
-    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
 def _cut(row: dict) -> str:

@@ -12,6 +12,7 @@ import ast
 import os
 import shutil
 import signal
+import sys
 import tomllib
 from importlib.util import find_spec
 from pathlib import Path
@@ -106,8 +107,6 @@ def trained(trained_once, tmp_path) -> Path:
 def pytest_sessionfinish(session, exitstatus):
     """A program compiled ahead on a thread and never called (a test's last evaluation) would
     be stopped inside XLA by the interpreter's exit, which aborts the process: wait for it."""
-    import sys
-
     compiling = sys.modules.get("neurorun.problems.jax.compiling")
     if compiling is not None:
         compiling.wait_for_compiles()

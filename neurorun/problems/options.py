@@ -59,11 +59,10 @@ class AliveBonus:
 class EpisodeLengths:
     """An episode-length curriculum: the training episodes are cut after ``at(steps)`` steps,
     ``steps`` being the run's interactions before the ``evaluate`` call (each round of an
-    adaptive popsize). ``points`` are (steps,
-    length) with increasing steps; between two points the length grows (or shrinks)
-    linearly, rounded down; before the first point it is the first's, after the last the
-    last's. The env's own limit and ``episode_length`` still end episodes earlier; test
-    episodes are never cut."""
+    adaptive popsize). ``points`` are (steps, length) with increasing steps; between two
+    points the length grows (or shrinks) linearly, rounded down; before the first point it is
+    the first's, after the last the last's. The env's own limit and ``episode_length`` still
+    end episodes earlier; test episodes are never cut."""
 
     points: tuple[tuple[int, int], ...]
 
