@@ -12,9 +12,9 @@ __version__ = "0.1.0"
 
 # torch's CPU allocator backs buffers of 2 MB and more with transparent huge pages: a
 # generation's samples and noise (popsize x D numbers, fresh each generation) then cost a few
-# hundred page faults instead of one per 4 KB page, which were most of an ask + tell at large D
-# (docs/benchmarks.md). torch reads the variable once, at its first allocation, so it is set
-# before neurorun imports torch; a value the user set wins.
+# hundred page faults instead of one per 4 KB page (docs/benchmarks.md). torch reads the
+# variable once, at its first allocation, so it is set before neurorun imports torch; a value
+# the user set wins.
 os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
 

@@ -150,8 +150,8 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
             and not resume
             and hydra_cfg.runtime.choices.get("experiment") in (None, "null")):
         # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be. A Ctrl-C
-        # waits for the end of it: inside Hydra's compose one became a composition error,
-        # or was lost and the run went on (`_main` turned signals into interrupts)
+        # waits for the end of it: inside Hydra's compose it would be taken for a
+        # composition error
         with held():
             hooks = preset_hint(read_key(cfg, "env.id"), read_key(cfg, "algo"),
                                 lambda name: compose("config",

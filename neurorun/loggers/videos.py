@@ -27,6 +27,8 @@ from neurorun.common.extras import require
 from neurorun.common.settings import setting
 from neurorun.record.layout import video_path
 
+# problems/playback.py (gymnasium and the envs) is imported where a video is made: loading the
+# loggers does not load the envs
 if TYPE_CHECKING:
     from neurorun.loggers.base import Logger
     from neurorun.problems import Problem

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+# ray_evaluator (ray) is imported when a ray run builds its evaluator: a local run never loads ray
 if TYPE_CHECKING:
     from neurorun.parallel.ray_evaluator import RayEvaluator
     from neurorun.problems import Problem

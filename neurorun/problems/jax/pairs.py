@@ -21,6 +21,9 @@ from neurorun.envs.jax_env import episode_keys
 from neurorun.problems.running_norm import NormRecord, RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
+# jax_program (jax) is imported in the one function that builds its inputs: the host-side
+# layout here needs numpy only
+
 
 class SharedInputs(NamedTuple):
     """What every pair of a rollout reads alike (the tail of ``jax_program.Inputs``)."""

@@ -14,8 +14,8 @@ Compiling a physics program takes seconds to minutes on a CPU, so a run compiles
 can, each once per shape (and keeps them in jax's persistent cache for later runs):
 
 - a **queue** program per population shape steps the pairs over the env slots, in chunks
-  that cost only while they hold a busy slot (a jax batch steps every env, busy or not: brax
-  ant early in training runs a few 1000-step episodes among many of tens of steps);
+  that cost only while they hold a busy slot (a jax batch steps every env, busy or not, and
+  a population's episodes end at very different steps);
 - one **drain** program finishes every rollout's last ``DRAIN_SLOTS`` busy slots per device in
   smaller chunks, and runs every rollout whose pairs all fit in it at once whole: the center's
   test episodes, ``neurorun-eval``'s and a small population's. Its shape depends on nothing
@@ -24,9 +24,9 @@ can, each once per shape (and keeps them in jax's persistent cache for later run
 
 Every rollout of a given shape runs the same programs in the same order, moving slots only at
 points the episodes' ends decide, so the same seed gives the same results. A physics program
-rounds differently at another chunk size or slot (brax ant: 1e-6 on the first step, which a
-chaotic env amplifies over an episode), so against the step-by-step path the results are
-equal up to that rounding (``one_batch`` steps every slot in one call, as that path does).
+rounds differently at another chunk size or slot (a chaotic env amplifies that over an
+episode), so against the step-by-step path the results are equal up to that rounding
+(``one_batch`` steps every slot in one call, as that path does).
 """
 
 from __future__ import annotations
@@ -63,10 +63,11 @@ from neurorun.problems.options import EnvOptions, RolloutOptions
 from neurorun.problems.rollout import RolloutResult, pair_results
 from neurorun.problems.running_norm import RunningNorm
 
+# jax and the jax-importing modules (program.py, lapack.py) are imported in the methods that
+# use them: the factory here is imported on every run, host envs included
 log = logging.getLogger(__name__)
-QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU): the cheapest per env
-DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): two of its calls cost about one
-# of the queue program's
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU; docs/benchmarks.md, chunks)
+DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): fewer than a queue chunk's
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
 NO_CUT = 2**31 - 1  # the cut of episodes that end where the env ends them (int32's largest)
