@@ -59,3 +59,20 @@ def test_every_file_and_name_the_architecture_cites_exists():
               and attribute.group(1) not in defined.get(attribute.group(2), set())):
             wrong.append(f"{attribute.group(2)} in a module {attribute.group(1)}.py")
     assert not wrong, wrong
+
+
+def _placed() -> list[tuple[str, str]]:
+    """The (name, file) pairs the doc places: "`name` (`file.py`)" and "`file.py`'s `name`"."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    return ([(name, path) for name, path in
+             re.findall(r"`([A-Za-z_]\w*)` \(`((?:[\w-]+/)*[\w-]+\.py)`\)", text)]
+            + [(name, path) for path, name in
+               re.findall(r"`((?:[\w-]+/)*[\w-]+\.py)`'s `([A-Za-z_]\w*)`", text)])
+
+
+def test_every_name_the_architecture_places_in_a_file_is_defined_there():
+    placed, defined = _placed(), _definitions()
+    assert len(placed) >= 15  # the doc's pairs are read at all
+    wrong = [f"{name} in {path}" for name, path in placed
+             if Path(path).stem not in defined.get(name, set())]
+    assert not wrong, wrong

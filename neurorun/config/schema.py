@@ -52,11 +52,7 @@ def check_objective(name: Any) -> None:
                          "Fix: objective=best_center_eval.")
 
 
-# ----- the rules the parts own
-
-def _vectorization(value: Any) -> None:
-    check_vectorization(value)
-
+# ----- rules of one key (a part's own check is passed as the rule itself)
 
 def _torch_device(value: Any) -> None:
     try:
@@ -66,18 +62,6 @@ def _torch_device(value: Any) -> None:
     except (RuntimeError, TypeError):
         raise ValueError(f"device={value!r}: not a torch device. Fix: device=cpu (or cuda, "
                          "cuda:1 where a GPU is).") from None
-
-
-def _devices(value: Any) -> None:
-    check_devices(value)
-
-
-def _alive_bonus(value: Any) -> None:
-    AliveBonus.parse(value)
-
-
-def _initial_bounds(value: Any) -> None:
-    parse_initial_bounds(value)
 
 
 def _true_false_auto(value: Any) -> None:
@@ -128,17 +112,17 @@ class ProblemConfig:
     num_episodes: int = setting(1, ge=1)
     episode_length: int | None = setting(None, ge=1)
     decrease_rewards_by: float | None = setting(0.0, rule=_rollout("decrease_rewards_by"))
-    alive_bonus_schedule: Any = setting(None, rule=_alive_bonus)  # [t, b] or [t0, t1, b]
+    alive_bonus_schedule: Any = setting(None, rule=AliveBonus.parse)  # [t, b] or [t0, t1, b]
     action_noise_stdev: float | None = setting(None, rule=_rollout("action_noise_stdev"))
     # [[steps, length], ...]: the training episodes' length by the interactions so far
     episode_length_schedule: Any = setting(None, rule=_rollout("episode_length_schedule"))
     max_num_envs: int | None = setting(None, ge=1)
     streaming: bool = True
-    initial_bounds: Any = setting(None, rule=_initial_bounds)  # [low, high]
+    initial_bounds: Any = setting(None, rule=parse_initial_bounds)  # [low, high]
     device: str = setting("cpu", rule=_torch_device)
     jit: bool = True
-    devices: Any = setting("auto", rule=_devices)  # auto, a count or a list of ids
-    vectorization: str = setting("auto", rule=_vectorization)
+    devices: Any = setting("auto", rule=check_devices)  # auto, a count or a list of ids
+    vectorization: str = setting("auto", rule=check_vectorization)
 
 
 @dataclass(frozen=True)
