@@ -39,12 +39,12 @@ PARTS = {  # name: (owner, attribute) of the function timed
     "pool build + reset (per call)": (envpool_env.EnvPoolVecEnv, "reset_arrays"),
     "env.step_arrays": (envpool_env.EnvPoolVecEnv, "step_arrays"),
     "normalization + policy": (rollout, "make_act"),
-    "statistics buffer": (rollout._StatsBuffer, "add"),
+    "statistics buffer": (rollout.StatsBuffer, "add"),
     "schedule.observe": (rollout.Schedule, "observe"),
     "schedule.end": (rollout.Schedule, "end"),
-    "finiteness check": (rollout, "_all_finite"),
-    "summary (per call)": (rollout, "_summarize"),
-    "loop": (rollout, "_run_steps"),
+    "finiteness check": (rollout, "all_finite"),
+    "summary (per call)": (rollout, "summarize"),
+    "loop": (rollout, "run_steps"),
 }
 
 

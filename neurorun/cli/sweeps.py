@@ -8,9 +8,9 @@ trial. `SearchCheck` (hydra.callbacks in conf/config.yaml) runs what the sweeper
 before it starts: each search space is built, and the config is composed with one value of
 each searched key (and with each choice of a searched config group, e.g. algo=choice(pgpe,cem)).
 A problem is one line and exit status 2, as any config error (an interval with an infinite or
-NaN end too: Optuna took it, and its sampler failed at the first trial with an OverflowError).
-Any sweep over no value (`seed=range(0,0)`) is refused too: it ran no job, exited 0 and left a
-folder holding only multirun.yaml.
+NaN end too: Optuna takes it, and its sampler fails at the first trial with an OverflowError).
+Any sweep over no value (`seed=range(0,0)`) is refused too: Hydra would run no job, exit 0 and
+leave a folder holding only multirun.yaml.
 """
 
 from __future__ import annotations

@@ -63,12 +63,11 @@ class RolloutResult:
 Array = Tensor | np.ndarray  # per-env data: numpy arrays on the host path, else tensors
 
 
-class _StatsBuffer:
+class StatsBuffer:
     """Gathers the counted observations of ``steps_per_flush`` steps, then adds them to a
     RunningNorm in one update. On the host each step's rows are copied into one float64
-    buffer of a chunk's size, which the update then squares in place (what a gathering of
-    the whole chunk's arrays cost, 6-8 ns a number, was most of a Humanoid step's Python
-    time); elsewhere the (obs, mask) pairs are kept and selected at the flush."""
+    buffer of a chunk's size, which the update then squares in place (no gathering of the
+    chunk's arrays); elsewhere the (obs, mask) pairs are kept and selected at the flush."""
 
     def __init__(self, stats: RunningNorm | None):
         self.stats = stats
@@ -123,7 +122,7 @@ def _stack(rows: list[Array]) -> Tensor:
     return torch.stack(rows)
 
 
-def _all_finite(obs: Array) -> bool:
+def all_finite(obs: Array) -> bool:
     # one reduction: the sum of finite values is finite (or overflows: then the rows are checked)
     if isinstance(obs, np.ndarray):
         return math.isfinite(np.add.reduce(obs, axis=None))  # the ufunc: no Python wrapper
@@ -208,7 +207,7 @@ def rollout(
     slot_params = params[torch.from_numpy(schedule.solutions(np.arange(num_slots)))]
     policy.set_parameters(slot_params)
     act = make_act(policy, params, normalizer, options.action_noise_stdev or 0.0, noise, host)
-    buffer = _StatsBuffer(collect)
+    buffer = StatsBuffer(collect)
     # grad off once for the whole loop, not per policy call (a switch costs microseconds)
     with torch.no_grad():
         seeds = schedule.reset_seeds()
@@ -216,20 +215,20 @@ def rollout(
         # envs of slots without a pair are not simulated where the backend can skip them
         step = env.step_arrays if host else env.step
         try:
-            trace = _run_steps(step, env, policy, params, act, buffer, schedule, obs, cut)
+            trace = run_steps(step, env, policy, params, act, buffer, schedule, obs, cut)
         except EnvStepError as error:
             slot = error.env_index
             error.solution = None if slot is None else int(schedule.solutions(slot))
             raise
     buffer.flush()
-    return _summarize(trace, schedule, device, options, collect,
+    return summarize(trace, schedule, device, options, collect,
                       simulated_all=not env.skips_inactive)
 
 
-def _run_steps(
+def run_steps(
     step: Callable[[Array, np.ndarray], tuple[Array, Array, Array]], env: TorchVecEnv,
     policy: BatchedPolicy, params: Tensor, act: Callable[[Array], Array],
-    buffer: _StatsBuffer, schedule: Schedule, obs: Array, cut: int | None,
+    buffer: StatsBuffer, schedule: Schedule, obs: Array, cut: int | None,
 ) -> tuple[list[Array], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Steps until every pair has run; per step rewards, counted, slot pairs and busy flags.
 
@@ -246,7 +245,7 @@ def _run_steps(
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        if _all_finite(obs):
+        if all_finite(obs):
             counts = schedule.observe(done, None)
         else:  # rare: zero the non-finite rows; their solutions fail, their slots retire
             obs, finite = _finite_rows(obs)
@@ -330,7 +329,7 @@ def pair_results(returns: Tensor, lengths: Tensor, finished: np.ndarray, failed:
     return fitness, nonfinite, done & ~nonfinite.repeat(num_eps)
 
 
-def _summarize(
+def summarize(
     trace: tuple[list[Array], list[np.ndarray], list[np.ndarray], list[np.ndarray]],
     schedule: Schedule, device: torch.device, options: RolloutOptions,
     collect: RunningNorm | None, *, simulated_all: bool,

@@ -14,7 +14,7 @@ the busy slots, not to the batch, within one compiled program. A rollout's first
 every slot (its carry starts with every slot's env pending a reset, ``first_carry``), so no
 program of its own makes the first env states.
 
-Each later step does what ``rollout._run_steps`` does per step, on arrays: recurrent state
+Each later step does what ``rollout.run_steps`` does per step, on arrays: recurrent state
 reset, non-finite observations retire their slot's solution, observation statistics from
 counted steps, the policy on normalized observations, action noise, the env step with
 next-step autoreset, per-pair returns and lengths, the end of episodes that reached the
@@ -208,7 +208,7 @@ def _compact(static: ProgramShape, c: Carry) -> Carry:
 
 
 def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c: Carry) -> Carry:
-    """One vector step: what ``rollout._run_steps`` does per step, on arrays, the policy and
+    """One vector step: what ``rollout.run_steps`` does per step, on arrays, the policy and
     the env step chunk by chunk."""
     c = _compact(static, c)
     pairs, ops = static.pairs, jax_ops()
