@@ -1,4 +1,4 @@
-"""The compiled evaluation's programs on the devices: each one jitted once per kind and shape,
+"""The compiled evaluation's programs on the devices: each one jitted once per shape,
 every device running its share of the pairs (``shard_map`` over a one-axis mesh).
 
 jax is imported inside the methods: this module loads with ``neurorun.problems``, which runs
@@ -7,7 +7,6 @@ on envs without jax too.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,17 +18,9 @@ from neurorun.problems.jax.compiling import Program
 AXIS = "devices"  # the mesh axis the pairs are split over
 
 
-class ProgramKind(enum.Enum):
-    """The compiled evaluation's programs (each compiled once per ``ProgramShape``)."""
-
-    FIRST = "first"  # a rollout's first carry: every slot pending its pair's reset
-    QUEUE = "queue"  # steps the pairs over the env slots (a population's shape)
-    DRAIN = "drain"  # the queue's last busy slots, or a small rollout whole
-    HAND_OVER = "hand over"  # the queue's last busy slots as the drain's inputs and carry
-
-
 class DevicePrograms:
-    """The programs of one env and one network on ``devices``, by kind and shape.
+    """The programs of one env and one network on ``devices``, each compiled at its first call
+    for its shapes (``ProgramShape``): ``first``, ``queue``, ``drain`` and ``hand_over``.
 
     ``label`` names what makes the programs what they are (the env's config and the network)
     in the record of compile times; ``spec`` names the env in messages.
@@ -44,7 +35,7 @@ class DevicePrograms:
         self.devices = list(devices)
         self.mesh = Mesh(np.array(self.devices), (AXIS,))
         self._split = NamedSharding(self.mesh, P(AXIS))  # each leaf's first axis over them
-        self._programs: dict[tuple[ProgramKind, Any], Program] = {}
+        self._programs: dict[tuple, Program] = {}
 
     def put(self, tree: Any) -> Any:
         """``tree`` on the devices, each leaf's first axis split over them."""
@@ -52,23 +43,57 @@ class DevicePrograms:
 
         return jax.device_put(tree, self._split)
 
-    def __call__(self, kind: ProgramKind, shape: Any) -> Program:
-        """The program ``kind`` of ``shape`` (FIRST: ``(shape, slots)``; HAND_OVER: ``(queue
-        shape, drain shape)``), compiled at its first call; the physics programs (queue,
-        drain) say what they compile."""
-        key = (kind, shape)
-        if key not in self._programs:
-            label = description = None
-            if kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
-                import jax
+    def first(self, shape: Any, slots: int) -> Program:
+        """A rollout's first carry: each of ``slots`` slots pending its pair's reset."""
+        from neurorun.problems.jax import program
 
-                devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
-                description = (f"the {kind.value} program of {self.spec} for {shape.slots} env "
-                               f"slots x {devices} ({shape.pairs} pairs each, {shape.chunk} "
-                               "envs a step call)")
-                label = (f"{self.label} | {kind.value} {shape} | {devices} | "
-                         f"jax {jax.__version__}")
-            self._programs[key] = Program(self._traced(kind, shape), label, description or "")
+        return self._program(("first", shape, slots), lambda inputs: program.first_carry(
+            self.env, self.policy, shape, inputs, slots), split=1)
+
+    def queue(self, shape: Any) -> Program:
+        """Steps a population's pairs over the env slots, until at most ``limit`` are busy
+        and no pair waits (-1: to the end)."""
+        return self._phase("queue", shape)
+
+    def drain(self, shape: Any) -> Program:
+        """The queue's last busy slots to their end, or a small rollout whole."""
+        return self._phase("drain", shape)
+
+    def hand_over(self, queue: Any, drain: Any) -> Program:
+        """The queue program's last busy slots as the drain program's inputs and carry."""
+        from neurorun.problems.jax import program
+
+        return self._program(("hand over", queue, drain), lambda inputs, carry:
+                             program.hand_over(inputs, carry, queue, drain), split=2)
+
+    def _phase(self, name: str, shape: Any) -> Program:
+        """A physics program (queue or drain): it says what it compiles."""
+        import jax
+
+        from neurorun.problems.jax import program
+
+        devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
+        description = (f"the {name} program of {self.spec} for {shape.slots} env slots x "
+                       f"{devices} ({shape.pairs} pairs each, {shape.chunk} envs a step call)")
+        label = f"{self.label} | {name} {shape} | {devices} | jax {jax.__version__}"
+        return self._program((name, shape), lambda inputs, carry, limit: program.phase(
+            self.env, self.policy, shape, inputs, carry, limit), split=2, replicated=1,
+            label=label, description=description)
+
+    def _program(self, key: tuple, function: Any, split: int, replicated: int = 0,
+                 label: str | None = None, description: str = "") -> Program:
+        """``function`` on every device, jitted once per ``key``: its first ``split`` arguments
+        per-device arrays (a device gets its block), the next ``replicated`` the same on all."""
+        if key not in self._programs:
+            import jax
+            from jax.sharding import PartitionSpec as P
+
+            def body(*arguments: Any) -> Any:
+                return _stacked(function(*map(_local, arguments[:split]), *arguments[split:]))
+            specs = (P(AXIS),) * split + (P(),) * replicated
+            jitted = jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
+                                           out_specs=P(AXIS), check_vma=False))
+            self._programs[key] = Program(jitted, label, description)
         return self._programs[key]
 
     @property
@@ -93,36 +118,12 @@ class DevicePrograms:
             shape(drain.solutions + 1, width), shape(drain.pairs, dtype=np.int32),
             shape(drain.pairs, 2, dtype=np.uint32), shape(drain.pairs, 2, dtype=np.uint32),
             shape(size), shape(size), shape(size), shape(), shape(dtype=np.int32))
-        carry = jax.eval_shape(self(ProgramKind.FIRST, (drain, drain.slots)).function, inputs)
+        carry = jax.eval_shape(self.first(drain, drain.slots).function, inputs)
         # an array without elements comes out replicated (MJX's empty fields)
         carry = jax.tree_util.tree_map(lambda leaf: jax.ShapeDtypeStruct(
             leaf.shape, leaf.dtype, sharding=self._split if leaf.size else
             NamedSharding(self.mesh, P())), carry)
         return inputs, carry, jax.ShapeDtypeStruct((), jnp.int32)
-
-    def _traced(self, kind: ProgramKind, shape: Any) -> Any:
-        import jax
-        from jax.sharding import PartitionSpec as P
-
-        from neurorun.problems.jax import program
-
-        env, policy = self.env, self.policy
-        if kind is ProgramKind.FIRST:
-            def body(inputs: Any) -> Any:
-                return _stacked(program.first_carry(env, policy, shape[0], _local(inputs),
-                                                    shape[1]))
-            specs: tuple = (P(AXIS),)
-        elif kind in (ProgramKind.QUEUE, ProgramKind.DRAIN):
-            def body(inputs: Any, carry: Any, limit: Any) -> Any:
-                return _stacked(program.phase(env, policy, shape, _local(inputs),
-                                              _local(carry), limit))
-            specs = (P(AXIS), P(AXIS), P())
-        else:
-            def body(inputs: Any, carry: Any) -> Any:
-                return _stacked(program.hand_over(_local(inputs), _local(carry), *shape))
-            specs = (P(AXIS), P(AXIS))
-        return jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
-                                     out_specs=P(AXIS), check_vma=False))
 
 
 def _local(tree: Any) -> Any:

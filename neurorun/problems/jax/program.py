@@ -104,15 +104,15 @@ def kahan(total: Any, error: Any, value: Any) -> tuple[Any, Any]:
     return t, (t - total) - y
 
 
-def first_carry(env: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs,
+def first_carry(env: Any, policy: ArrayPolicy, shape: ProgramShape, inputs: Inputs,
                 usable: Any) -> Carry:
     """A device's carry before its rollout: slot b takes pair b (none past the pairs, past
     ``usable`` slots, on a padding pair or, lock-step, past the device's solutions), and every
     slot's env pends a reset from its pair's key, so the rollout's first step makes the first
     env states (its env state is zeros until then: no physics runs here)."""
-    slots, pairs = static.slots, static.pairs
-    queue = schedule.start(jax_ops(), inputs.pair_solution, static.solutions, slots,
-                           static.following, usable)
+    slots, pairs = shape.slots, shape.pairs
+    queue = schedule.start(jax_ops(), inputs.pair_solution, shape.solutions, slots,
+                           shape.following, usable)
     index = jnp.minimum(jnp.arange(slots), pairs - 1)
     slot_keys = inputs.pair_keys[index]
     shapes = jax.eval_shape(env.reset, slot_keys)
@@ -134,7 +134,7 @@ def _zero_statistics(xp: Any, slots: int, size: int) -> dict[str, Any]:
             "obs_squares_error": zeros, "obs_count": xp.zeros(slots, xp.int32)}
 
 
-def phase(env: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, carry: Carry,
+def phase(env: Any, policy: ArrayPolicy, shape: ProgramShape, inputs: Inputs, carry: Carry,
           limit: Any) -> Carry:
     """Steps until no slot is busy, or (``limit >= 0``) the queue is empty and at most
     ``limit`` slots are busy; the phase's step counts and statistics start from zero."""
@@ -144,16 +144,16 @@ def phase(env: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c
         queue = c.queue
         busy = jnp.count_nonzero(queue.slot_pair >= 0)
         # an open pair waits (not padding, nor of a failed solution)
-        pending = static.streaming and (queue.open_before[-1] > queue.open_before[
+        pending = shape.streaming and (queue.open_before[-1] > queue.open_before[
             queue.next_pair])
         return (busy > 0) & ((limit < 0) | pending | (busy > limit))
 
     carry = carry._replace(steps=jnp.minimum(carry.steps, 0), simulated=jnp.int32(0),
                            **_zero_statistics(jnp, *carry.obs_sum.shape))
-    return jax.lax.while_loop(going, lambda c: _step(step, policy, static, inputs, c), carry)
+    return jax.lax.while_loop(going, lambda c: _step(step, policy, shape, inputs, c), carry)
 
 
-def hand_over(inputs: Inputs, carry: Carry, static: ProgramShape,
+def hand_over(inputs: Inputs, carry: Carry, shape: ProgramShape,
               drain: ProgramShape) -> tuple[Inputs, Carry, Any]:
     """The queue program's last busy slots (at most ``drain.slots``; no pair waits) as the
     drain program's inputs and carry: drain slot k runs the k-th busy slot's pair on, as the
@@ -162,17 +162,18 @@ def hand_over(inputs: Inputs, carry: Carry, static: ProgramShape,
     c = _reordered(carry, jnp.argsort(carry.queue.slot_pair < 0, stable=True)[:drain.slots])
     pair = c.queue.slot_pair
     busy = pair >= 0
-    inside = jnp.maximum(pair, 0)
-    own = jnp.where(busy, jnp.arange(drain.slots), drain.solutions).astype(
+    pair_of_slot = jnp.maximum(pair, 0)
+    slot_solution = jnp.where(busy, jnp.arange(drain.slots), drain.solutions).astype(
         inputs.pair_solution.dtype)
-    queue = schedule.start(jax_ops(), own, drain.solutions, drain.slots, 0)
+    queue = schedule.start(jax_ops(), slot_solution, drain.solutions, drain.slots, 0)
     zeros = jnp.zeros((1, c.slot_params.shape[1]), c.slot_params.dtype)
-    drained = inputs._replace(params=jnp.concatenate([c.slot_params, zeros]), pair_solution=own,
-                              pair_keys=c.slot_keys, noise_keys=inputs.noise_keys[inside])
+    drained = inputs._replace(params=jnp.concatenate([c.slot_params, zeros]),
+                              pair_solution=slot_solution, pair_keys=c.slot_keys,
+                              noise_keys=inputs.noise_keys[pair_of_slot])
     c = c._replace(queue=queue._replace(dead=c.queue.dead),
-                   returns=jnp.where(busy, c.returns[inside], 0.0),
-                   returns_error=jnp.where(busy, c.returns_error[inside], 0.0),
-                   lengths=jnp.where(busy, c.lengths[inside], 0))
+                   returns=jnp.where(busy, c.returns[pair_of_slot], 0.0),
+                   returns_error=jnp.where(busy, c.returns_error[pair_of_slot], 0.0),
+                   lengths=jnp.where(busy, c.lengths[pair_of_slot], 0))
     return drained, c, jnp.where(busy, pair, -1)
 
 
@@ -186,59 +187,59 @@ def _reordered(carry: Carry, order: Any) -> Carry:
     return Carry(**fields)
 
 
-def _chunks_in_use(static: ProgramShape, slot_pair: Any) -> tuple[Any, Any]:
+def _chunks_in_use(shape: ProgramShape, slot_pair: Any) -> tuple[Any, Any]:
     """(chunks holding a busy slot from the first to the last, fewest chunks the busy slots
     need)."""
     busy = slot_pair >= 0
-    last = jnp.max(jnp.where(busy, jnp.arange(static.slots), -1))
-    chunk = static.chunk
+    last = jnp.max(jnp.where(busy, jnp.arange(shape.slots), -1))
+    chunk = shape.chunk
     return (last + chunk) // chunk, (jnp.count_nonzero(busy) + chunk - 1) // chunk
 
 
-def _compact(static: ProgramShape, c: Carry) -> Carry:
+def _compact(shape: ProgramShape, c: Carry) -> Carry:
     """Busy slots into the first chunks when they would fill fewer chunks than they span
     (idle ones stay idle: a slot goes idle only once the queue is empty, or retires)."""
-    if static.slots == static.chunk:
+    if shape.slots == shape.chunk:
         return c
-    spanned, needed = _chunks_in_use(static, c.queue.slot_pair)
+    spanned, needed = _chunks_in_use(shape, c.queue.slot_pair)
     return jax.lax.cond(
         needed < spanned,
         lambda c: _reordered(c, jnp.argsort(c.queue.slot_pair < 0, stable=True)),
         lambda c: c, c)
 
 
-def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c: Carry) -> Carry:
+def _step(step: Any, policy: ArrayPolicy, shape: ProgramShape, inputs: Inputs, c: Carry) -> Carry:
     """One vector step: what ``rollout.run_steps`` does per step, on arrays, the policy and
     the env step chunk by chunk."""
-    c = _compact(static, c)
-    pairs, ops = static.pairs, jax_ops()
+    c = _compact(shape, c)
+    pairs, ops = shape.pairs, jax_ops()
     policy_state = _zero_rows(c.policy_state, c.just_reset)
     obs = c.env.obs
     finite = jnp.isfinite(obs).all(axis=1)
     obs = jnp.where(finite[:, None], obs, 0.0)
-    queue, counts = schedule.observe(ops, inputs.pair_solution, static.following, c.queue,
+    queue, counts = schedule.observe(ops, inputs.pair_solution, shape.following, c.queue,
                                      c.done, finite)
     statistics = {}
-    if static.collect:
+    if shape.collect:
         centered = jnp.where(counts[:, None], obs - inputs.center, 0.0)
         total, error = kahan(c.obs_sum, c.obs_sum_error, centered)
         squares, squares_error = kahan(c.obs_squares, c.obs_squares_error, centered * centered)
         statistics = {"obs_sum": total, "obs_sum_error": error, "obs_squares": squares,
                       "obs_squares_error": squares_error, "obs_count": c.obs_count + counts}
-    inside = jnp.minimum(jnp.maximum(queue.slot_pair, 0), pairs - 1)
-    chunks, _ = _chunks_in_use(static, queue.slot_pair)
+    pair_of_slot = jnp.minimum(jnp.maximum(queue.slot_pair, 0), pairs - 1)
+    chunks, _ = _chunks_in_use(shape, queue.slot_pair)
     moved = jax.lax.fori_loop(0, chunks, lambda k, m: _chunk_step(
-        step, policy, static, inputs, c, obs, inside, k, m),
-        (c.env, c.slot_keys, c.done, policy_state, jnp.zeros(static.slots, jnp.float32)))
+        step, policy, shape, inputs, c, obs, pair_of_slot, k, m),
+        (c.env, c.slot_keys, c.done, policy_state, jnp.zeros(shape.slots, jnp.float32)))
     env, slot_keys, done, policy_state, reward = moved
     index = jnp.where(counts, queue.slot_pair, pairs)  # not counted: out of range, dropped
-    inside = jnp.minimum(index, pairs - 1)
-    total, error = kahan(c.returns[inside], c.returns_error[inside], reward)
+    pair_of_slot = jnp.minimum(index, pairs - 1)
+    total, error = kahan(c.returns[pair_of_slot], c.returns_error[pair_of_slot], reward)
     # an episode that reached the cut ends as if the env had ended it: its slot resets next
-    done = done | (counts & (c.lengths[inside] + 1 >= inputs.cut))
+    done = done | (counts & (c.lengths[pair_of_slot] + 1 >= inputs.cut))
     ends = done & counts
     queue, slot_params, slot_keys = jax.lax.cond(
-        ends.any(), lambda a: _take_next(static, inputs, ends, *a), lambda a: a,
+        ends.any(), lambda a: _take_next(shape, inputs, ends, *a), lambda a: a,
         (queue, c.slot_params, slot_keys))
     counting = c.steps >= 0  # the rollout's first step only resets
     return c._replace(
@@ -247,15 +248,15 @@ def _step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, 
         returns=c.returns.at[index].set(total, mode="drop"),
         returns_error=c.returns_error.at[index].set(error, mode="drop"),
         lengths=c.lengths.at[index].add(1, mode="drop"), steps=c.steps + 1,
-        simulated=c.simulated + jnp.where(counting, chunks * static.chunk, 0), **statistics)
+        simulated=c.simulated + jnp.where(counting, chunks * shape.chunk, 0), **statistics)
 
 
-def _chunk_step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: Inputs, c: Carry,
-                obs: Any, inside: Any, k: Any, moved: tuple) -> tuple:
+def _chunk_step(step: Any, policy: ArrayPolicy, shape: ProgramShape, inputs: Inputs, c: Carry,
+                obs: Any, pair_of_slot: Any, k: Any, moved: tuple) -> tuple:
     """Chunk ``k``'s slots act and step: their policy rows on their (normalized)
     observations, action noise, the env step with next-step autoreset."""
     env, slot_keys, done, policy_state, reward = moved
-    first, size, ops = k * static.chunk, static.chunk, jax_ops()
+    first, size, ops = k * shape.chunk, shape.chunk, jax_ops()
 
     def take(x: Any) -> Any:
         return jax.lax.dynamic_slice_in_dim(x, first, size)
@@ -264,12 +265,12 @@ def _chunk_step(step: Any, policy: ArrayPolicy, static: ProgramShape, inputs: In
         return jax.lax.dynamic_update_slice_in_dim(x, part.astype(x.dtype), first, 0)
 
     x = take(obs)
-    if static.normalize:
+    if shape.normalize:
         x = x * inputs.scale + inputs.shift
     actions, state = policy(ops, policy.rows(take(c.slot_params)), x,
                             tuple(take(s) for s in policy_state))
-    if static.noisy:  # the pair's key and its step: the same noise on any slot or device
-        pair = take(inside)
+    if shape.noisy:  # the pair's key and its step: the same noise on any slot or device
+        pair = take(pair_of_slot)
         keys = jax.vmap(jax.random.fold_in)(inputs.noise_keys[pair], c.lengths[pair])
         drawn = jax.vmap(lambda k: jax.random.normal(k, actions.shape[1:], actions.dtype))(keys)
         actions = actions + inputs.stdev * drawn
@@ -284,12 +285,12 @@ def _zero_rows(state: tuple, mask: Any) -> tuple:
     return tuple(jnp.where(mask[:, None], 0.0, s) for s in state)
 
 
-def _take_next(static: ProgramShape, inputs: Inputs, ends: Any, queue: Queue, slot_params: Any,
+def _take_next(shape: ProgramShape, inputs: Inputs, ends: Any, queue: Queue, slot_params: Any,
                slot_keys: Any) -> tuple:
     """The ending slots take their next pairs (``schedule.end``); the slots that took one get
     its solution's parameters and its reset key (their recurrent state is zeroed after the
     autoreset step, as every slot's is)."""
-    queue, taken = schedule.end(jax_ops(), inputs.pair_solution, static.following, queue, ends)
+    queue, taken = schedule.end(jax_ops(), inputs.pair_solution, shape.following, queue, ends)
     pair = jnp.maximum(queue.slot_pair, 0)
     slot_params = jnp.where(taken[:, None], inputs.params[inputs.pair_solution[pair]],
                             slot_params)

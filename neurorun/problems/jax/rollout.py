@@ -46,7 +46,7 @@ from neurorun.envs.jax_env import use_compilation_cache
 from neurorun.nets.arrays import ArrayPolicy, NoArrayFormError
 from neurorun.problems.devices import jax_devices
 from neurorun.problems.jax.compiling import watched
-from neurorun.problems.jax.mesh import DevicePrograms, ProgramKind
+from neurorun.problems.jax.mesh import DevicePrograms
 from neurorun.problems.jax.pairs import (
     PairSplit,
     PairTables,
@@ -231,7 +231,7 @@ class JaxRollout:
         shape = self._queue_shape(split, usable, normalizer is not None,
                                     collect is not None, float(shared.stdev) > 0)
         drain = self._drain_shape(shape.normalize)
-        drain_program = self.programs(ProgramKind.DRAIN, drain)
+        drain_program = self.programs.drain(drain)
         if not (self.one_batch or drain_program.ready):  # compiles beside the queue program
             drain_program.compile_ahead(*self.programs.drain_arguments(
                 drain, params.shape[1], self._observation_size()))
@@ -239,18 +239,17 @@ class JaxRollout:
         inputs = self.programs.put(stacked_inputs(
             np.broadcast_to(params, (devices, *params.shape)), *tables,
             *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
-        carry = self.programs(ProgramKind.FIRST, (shape, usable))(inputs)
+        carry = self.programs.first(shape, usable)(inputs)
         hands_over = (self.cpu and split.streaming and not self.one_batch
                       and shape.slots > drain.slots)
-        carry = self.programs(ProgramKind.QUEUE, shape)(inputs, carry,
-                                               jnp.int32(drain.slots if hands_over else -1))
+        carry = self.programs.queue(shape)(inputs, carry,
+                                             jnp.int32(drain.slots if hands_over else -1))
         sums.add(carry)
         out = pair_arrays(carry)
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
-            hand_over = self.programs(ProgramKind.HAND_OVER, (shape, drain))
+            hand_over = self.programs.hand_over(shape, drain)
             drain_inputs, drain_carry, origin = hand_over(inputs, carry)
-            drain_carry = self.programs(ProgramKind.DRAIN, drain)(drain_inputs, drain_carry,
-                                                        jnp.int32(-1))
+            drain_carry = self.programs.drain(drain)(drain_inputs, drain_carry, jnp.int32(-1))
             sums.add(drain_carry)
             merge_drained(out, pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
         return out
@@ -272,8 +271,8 @@ class JaxRollout:
             pair_params, solution, padded_to(tables.pair_keys, shape.pairs, 0),
             padded_to(tables.noise_keys, shape.pairs, 0),
             *(np.broadcast_to(x, (devices, *x.shape)) for x in shared)))
-        carry = self.programs(ProgramKind.FIRST, (shape, shape.slots))(inputs)
-        carry = self.programs(ProgramKind.DRAIN, shape)(inputs, carry, jnp.int32(-1))
+        carry = self.programs.first(shape, shape.slots)(inputs)
+        carry = self.programs.drain(shape)(inputs, carry, jnp.int32(-1))
         sums.add(carry)
         drained = pair_arrays(carry)
         out = {name: value[:, :pairs] for name, value in drained.items() if name != "failed"}
