@@ -51,10 +51,10 @@ from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
 from neurorun.loop.runner import Runner
 from neurorun.loop.signals import (
-    held,
-    hold,
+    defer_signals,
+    deferred_signals,
     interrupts_on_signals,
-    release,
+    stop_deferring_signals,
 )
 from neurorun.record import claims
 from neurorun.record.run_folder import unlock_unstarted
@@ -106,7 +106,7 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
     sweep = hydra_cfg.mode == RunMode.MULTIRUN
     run_dir = Path(hydra_cfg.runtime.output_dir)
     try:
-        release()  # a signal during Hydra's set-up of a single run is raised here
+        stop_deferring_signals()  # a signal during Hydra's set-up of a single run is raised here
         config, result = _train(cfg, hydra_cfg, run_dir, sweep, kept_back)
     except (Exception, KeyboardInterrupt) as error:
         try:
@@ -152,7 +152,7 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
         # a bare `neurorun env=Hopper-v5`: said what its tuned preset would be. A Ctrl-C
         # waits for the end of it: inside Hydra's compose it would be taken for a
         # composition error
-        with held():
+        with deferred_signals():
             hooks = preset_hint(read_key(cfg, "env.id"), read_key(cfg, "algo"),
                                 lambda name: compose("config",
                                                      overrides=[f"experiment={name}"]))
@@ -209,17 +209,17 @@ def _main() -> None:
         """One job; returns its objective, for sweepers."""
         return _job(cfg, failed_jobs, kept_back)
 
-    # one run: signals wait from here until its job starts (`_job` releases them), so Hydra's
+    # one run: signals wait from here until its job starts (`_job` stops deferring them), so Hydra's
     # set-up (run folder, logging, saved configs) runs whole. Not in a sweep, whose jobs may
-    # run in other processes (submitit), never releasing them here
+    # run in other processes (submitit), never stopping that here
     try:
         with interrupts_on_signals():
             if not arguments.asks_for_sweep(sys.argv[1:]):
-                hold()
+                defer_signals()
             try:
                 app()
             finally:
-                release()
+                stop_deferring_signals()
     except yaml.YAMLError as error:  # a user's config file (--config-dir) Hydra could not read
         print(f"neurorun: config error: {hydra_errors.yaml_error_line(error)}", file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)

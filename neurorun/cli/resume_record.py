@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from neurorun.common.atomic import atomic_write
 from neurorun.loop.callbacks import Callbacks
 from neurorun.loop.runner import Runner
-from neurorun.loop.signals import held
+from neurorun.loop.signals import deferred_signals
 from neurorun.record.claims import new_folder
 from neurorun.record.layout import resume_record
 
@@ -24,7 +24,7 @@ class ResumeRecord(Callbacks):
         self.overrides = overrides
 
     def on_run_start(self, runner: Runner) -> None:
-        with held():  # a signal now waits for the record's end: never an empty folder
+        with deferred_signals():  # a signal now waits for the record's end: never an empty folder
             folder = Path(new_folder(resume_record(runner.run_dir)))
             for name, config in (("config.yaml", OmegaConf.create(runner.composed())),
                                  ("overrides.yaml", OmegaConf.create(self.overrides))):

@@ -34,7 +34,7 @@ from neurorun.loop.generation import search_step
 from neurorun.loop.objective import objective_value
 from neurorun.loop.parts import RunParts
 from neurorun.loop.restarts import RestartSchedule, restart
-from neurorun.loop.signals import held, interrupts_on_signals
+from neurorun.loop.signals import deferred_signals, interrupts_on_signals
 from neurorun.record import checkpoint
 from neurorun.record.best import BestCenter
 from neurorun.record.layout import (
@@ -211,7 +211,8 @@ class Runner(RunParts):
                         self.restart_due = False
                     status = self.step(started)
                     row = status.as_dict()
-                    with held():  # a logged generation is in the snapshot a signal saves
+                    # a logged generation is in the snapshot a signal saves
+                    with deferred_signals():
                         self.loggers.log(self.generation, row)
                         reason = self.limits.reason(status)
                         self.restart_due = self.schedule.restart_due(status.popsize,

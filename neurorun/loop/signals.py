@@ -6,10 +6,11 @@ Inside `interrupts_on_signals()` each raises `RunInterrupted`, a KeyboardInterru
 the main thread is (a signal the process was started ignoring stays ignored: `nohup` keeps a
 run alive through SIGHUP); the runner then checkpoints the last finished generation, prints the
 resume command, and the command exits with 128 + the signal number (130 for Ctrl-C). Inside
-`held()` a signal (Ctrl-C too) waits until the block ends, a second one does not: the runner
-logs a finished generation and takes its snapshot there, so what was logged is what gets saved.
-Between `hold()` and `release()` signals wait the same way: the command holds them while Hydra
-sets a run up, where a KeyboardInterrupt could be raised inside code that only reports it.
+`deferred_signals()` a signal (Ctrl-C too) waits until the block ends, a second one does not:
+the runner logs a finished generation and takes its snapshot there, so what was logged is what
+gets saved. Between `defer_signals()` and `stop_deferring_signals()` signals wait the same way:
+the command defers them while Hydra sets a run up, where a KeyboardInterrupt could be raised
+inside code that only reports it.
 
 Python runs a signal's handler only between bytecodes of the main thread, so a main thread
 stuck in compiled code (jax making its devices, XLA compiling, a C library waiting) would let a
@@ -60,7 +61,7 @@ def exit_status(error: KeyboardInterrupt) -> int:
     return 128 + getattr(error, "signum", signal.SIGINT)
 
 
-_held: list[int] | None = None  # inside held(): the signal that arrived, if one did
+_deferred: list[int] | None = None  # inside deferred_signals(): the signal that arrived, if one did
 _stopping_since: float | None = None  # when a signal was raised: the run is stopping
 _depth = 0  # interrupts_on_signals blocks entered
 
@@ -69,10 +70,10 @@ def _raise(signum: int, frame: object) -> None:
     answered()
     if _stopping_since is not None and time.monotonic() - _stopping_since < GRACE_S:
         return  # stopping already: the state is saved and the loggers closed first
-    if _held is not None and not _held:  # the first one waits for the block's end
-        _held.append(signum)
+    if _deferred is not None and not _deferred:  # the first one waits for the block's end
+        _deferred.append(signum)
         return
-    raise _stop(signum)  # outside held(), or asked twice: at once
+    raise _stop(signum)  # outside deferred_signals(), or asked twice: at once
 
 
 def _stop(signum: int) -> RunInterrupted:
@@ -84,48 +85,48 @@ def _stop(signum: int) -> RunInterrupted:
 
 
 @contextmanager
-def held() -> Iterator[None]:
+def deferred_signals() -> Iterator[None]:
     """A signal that arrives inside (while `interrupts_on_signals` is on) is raised as the
     block ends, so the block runs whole; a second signal is raised at once (a block stuck in
     a tracker's retries still stops on a second Ctrl-C). When the block raises an error with a
     signal waiting, the signal is raised from that error: the run was asked to stop (the
     error may be its consequence, e.g. a print to a terminal that hung up). Nested, the
     outermost block raises it."""
-    global _held
-    outer, _held = _held, []
+    global _deferred
+    outer, _deferred = _deferred, []
     try:
         yield
     except Exception as error:
-        arrived, _held = _held, outer
+        arrived, _deferred = _deferred, outer
         if arrived:
             raise _stop(arrived[0]) from error
         raise
     except BaseException:  # the second signal (or another interrupt): as it is
-        _held = outer
+        _deferred = outer
         raise
-    arrived, _held = _held, outer
+    arrived, _deferred = _deferred, outer
     if arrived and outer is not None:
         outer[:] = outer or arrived  # the outer block raises it as it ends
     elif arrived:
         raise _stop(arrived[0])
 
 
-def hold() -> None:
-    """From here until `release()`, a signal (while `interrupts_on_signals` is on) waits, as
-    inside `held()`, for code that cannot be wrapped in one block: Hydra's set-up of a run
-    (its run folder, its logging, its saved configs) runs between the command and the task
-    function, and a KeyboardInterrupt raised where Python only reports it (a finalizer, a
-    weakref callback while logging swaps its handlers) would be lost and the run go on.
-    Outside any `held()` block; a no-op while holding already."""
-    global _held
-    if _held is None:
-        _held = []
+def defer_signals() -> None:
+    """From here until `stop_deferring_signals()`, a signal (while `interrupts_on_signals` is on)
+    waits, as inside `deferred_signals()`, for code that cannot be wrapped in one block:
+    Hydra's set-up of a run (its run folder, its logging, its saved configs) runs between the
+    command and the task function, and a KeyboardInterrupt raised where Python only reports it
+    (a finalizer, a weakref callback while logging swaps its handlers) would be lost and the
+    run go on. Outside any `deferred_signals()` block; a no-op while deferring already."""
+    global _deferred
+    if _deferred is None:
+        _deferred = []
 
 
-def release() -> None:
-    """Stop `hold()`ing: a signal that waited is raised now; later ones are raised at once."""
-    global _held
-    arrived, _held = _held, None
+def stop_deferring_signals() -> None:
+    """Stop deferring: a signal that waited is raised now; later ones are raised at once."""
+    global _deferred
+    arrived, _deferred = _deferred, None
     if arrived:
         raise _stop(arrived[0])
 
