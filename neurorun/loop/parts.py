@@ -4,6 +4,7 @@ messages given up once when the run ends."""
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -44,8 +45,8 @@ def _default_run_dir(config: RunConfig) -> Path:
 
 
 class RunParts:
-    """Attributes: cfg (the config as composed, its `${...}` as written), config (the typed
-    `RunConfig` every part is built from, read once from cfg), backend_chosen (what
+    """Attributes: config (the typed `RunConfig` every part is built from, read once from
+    the composed config, which `composed()` gives back as written), backend_chosen (what
     env.backend=auto picked, or None: the saved config records it, `composed()`), folder (the
     RunFolder it owns), run_dir, problem, algorithm, evaluator, loggers, videos, limits,
     distributed."""
@@ -57,7 +58,7 @@ class RunParts:
         # the one read of the composed config; the host device count is set before anything
         # imports jax (XLA reads it once)
         config = validate_config(cfg, prepare=use_host_devices)
-        self.cfg = cfg
+        self._composed = OmegaConf.to_container(cfg, resolve=False)
         self.run_dir = Path(run_dir) if run_dir is not None else _default_run_dir(config)
         self._restore_console = show_library_messages(quiet=config.logger.console.quiet)
         try:
@@ -90,7 +91,7 @@ class RunParts:
 
     def composed(self) -> dict[str, Any]:
         """The config as composed, its `${...}` as written, with the backend auto chose."""
-        plain = OmegaConf.to_container(self.cfg, resolve=False)
+        plain = copy.deepcopy(self._composed)
         if self.backend_chosen:
             plain["env"] = {**(plain.get("env") or {}), "backend": self.backend_chosen}
         return plain

@@ -64,7 +64,7 @@ def run(cfg: DictConfig | Mapping[str, Any], *, run_dir: str | Path | None = Non
 
 
 class Runner(RunParts):
-    """One run: `Runner(cfg).run()`. Its parts (`RunParts`: cfg, config, folder, run_dir,
+    """One run: `Runner(cfg).run()`. Its parts (`RunParts`: config, folder, run_dir,
     problem, evaluator, algorithm, loggers, limits) and its progress: generation, best (the
     BestCenter), status (the last GenerationStatus, None before generation 1)."""
 
