@@ -229,7 +229,7 @@ class RunConfig:
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
     # `logger_section()`'s dataclass, made at load: the videos' keys and a section per row
-    logger: Any = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
+    logger: VideoSettings = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
                           load_section(logger_section(), raw, path))
 
     def as_record(self) -> dict[str, Any]:
