@@ -51,7 +51,7 @@ def generations(run_dir: Path) -> tuple[list[int], list[int]]:
     return rows, [json.loads(line)["generation"] for line in lines]
 
 
-# ----- item 2: FIFOs, sockets, devices where a run opens a file -----
+# ----- FIFOs, sockets, devices where a run opens a file -----
 @pytest.mark.parametrize("name, expected", [("neurorun.log", "a regular file"),
                                             (".hydra", "a folder")])
 def test_a_fifo_in_a_new_runs_folder_is_refused_instead_of_blocking(tmp_path, name, expected):
@@ -152,7 +152,7 @@ def test_neurorun_eval_of_a_run_with_a_fifo_config_ends(run_copy, tmp_path):
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
-# ----- item 4: a run that never checkpointed -----
+# ----- a run that never checkpointed -----
 def test_a_run_that_never_checkpointed_resumes_from_generation_0(run_copy, tmp_path):
     """What SIGKILL before the first periodic checkpoint (or a full disk at the first one)
     leaves: a saved config and metric rows, no checkpoints/. resume= said there was nothing
@@ -209,7 +209,7 @@ def test_the_slurm_example_resumes_a_task_killed_before_its_first_checkpoint(tmp
     assert not (tmp_path / "scontrol.log").exists()  # requeued only after SIGUSR1 (138)
 
 
-# ----- item 5: nothing is written into a folder before its lock is held -----
+# ----- nothing is written into a folder before its lock is held -----
 def test_a_refused_concurrent_resume_writes_nothing(run_copy, tmp_path):
     """Two resumes of one folder at once: the one refused as 'in use' had passed the check
     before the other took the lock, and Hydra wrote its overrides and config there."""
@@ -250,7 +250,7 @@ def test_a_refused_resume_leaves_no_record(run_copy, tmp_path):
     assert sorted(p.relative_to(run_copy) for p in run_copy.rglob("*")) == before
 
 
-# ----- item 6: a sweep's folder, and a run's, is its own -----
+# ----- a sweep's folder, and a run's, is its own -----
 def test_a_sweep_never_writes_into_another_sweeps_folder(tmp_path):
     """Two sweeps started in the same second shared runs/multirun/<second>/: each lost a job
     ('in use') and multirun.yaml recorded one. Here every name of the next two minutes is
@@ -298,7 +298,7 @@ def test_every_job_of_a_sweep_names_the_claimed_folder(tmp_path, monkeypatch):
     assert [p.name for p in (tmp_path / "runs" / "multirun").iterdir()] == [Path(folder).name]
 
 
-# ----- item 8: Hydra keys that name files -----
+# ----- Hydra keys that name files -----
 @pytest.mark.parametrize("override, outside", [
     ("hydra.job.name=../../x", "x.log"), ("hydra.job.name=/tmp/../x", "x.log"),
     ("hydra.output_subdir=../../x", "x"), ("hydra.output_subdir=/tmp", None)])
@@ -312,7 +312,7 @@ def test_hydra_keys_that_would_write_outside_the_run_folder_are_refused(tmp_path
     assert outside is None or not (tmp_path / outside).exists()
 
 
-# ----- item 9: the printed resume command -----
+# ----- the printed resume command -----
 @pytest.mark.parametrize("path", ["runs/a/b", "runs/ünï cødé/r2", "it's \"q\"", "a\\",
                                   "a\\\"b c", "x${y}z", "a,b=c"])
 def test_the_resume_command_reads_back_as_the_path(path):
@@ -347,7 +347,7 @@ def test_the_printed_resume_command_runs_from_a_shell(tmp_path):
     assert generations(home / "r 2")[0] == list(range(1, done + 3))
 
 
-# ----- item 11 and small items -----
+# ----- smaller cases -----
 @pytest.mark.parametrize("key, value", [("env.id", "A" * 300 + "-v0"), ("algo.name", "a" * 300),
                                         ("seed", "9" * 300)])
 def test_a_very_long_name_part_is_one_line_and_leaves_no_folder(tmp_path, key, value):

@@ -75,7 +75,7 @@ def _tool(tool, run: Path, *args: str) -> int:
     return evaluate.main([str(run), "--episodes", "1", *args])
 
 
-# ----- item 1: a checkpoint's .json -----
+# ----- a checkpoint's .json -----
 @pytest.mark.parametrize("tool", [evaluate, render], ids=["eval", "render"])
 @pytest.mark.parametrize("changes", [
     {"architecture": "os:system", "network_args": {"command": "touch {marker}"}},
@@ -129,7 +129,7 @@ def test_what_names_code(spec, what, expected):
     assert names_code(spec, what) is expected
 
 
-# ----- item 2: a run folder's saved config on resume= -----
+# ----- a run folder's saved config on resume= -----
 def _saved_run(folder: Path, **changes) -> Path:
     """A run folder with a saved config (the debug run's) and `changes` (key: value) in it."""
     config = compose_config(["debug=default"])
@@ -275,7 +275,7 @@ def test_resume_never_unpickles_code_from_state_pt(tmp_path):
     assert not marker.exists()
 
 
-# ----- item 3: no write follows a symbolic link out of the run folder -----
+# ----- no write follows a symbolic link out of the run folder -----
 def _link_out(run: Path, name: str) -> tuple[Path, dict[str, bytes]]:
     """Replace `name` in `run` by a link to a copy outside the folder (a file: its bytes and 200
     lines more, which a resume would cut and append to); returns the outside path and its
@@ -346,7 +346,7 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
     assert (tmp_path / "best.json").read_text() == "new\n"
 
 
-# ----- the probe's cases: state.pt and saved config -----
+# ----- more crafted state.pt files and saved configs -----
 @pytest.mark.parametrize(("key", "value", "named"), [  # probe C21, C22, C23, C25, C26, C28
     ("generation", -5, "generation"),
     ("generation", 100, "generation"),

@@ -225,8 +225,8 @@ def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key
 
 
 def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
-    """The check before any env refused `noise_table_size=10` on CartPole's linear
-    policy (D = 4 x 2 + 2 = 10) as "smaller than the solution length 16", its probe's length."""
+    """`noise_table_size=10` fits CartPole's linear policy (D = 4 x 2 + 2 = 10): the check
+    reads the run's solution length, not a stand-in's."""
     table = ("algo.noise_source=table", "generations=1")
     Runner(tiny(*table, "algo.noise_table_size=10"), run_dir=tmp_path / "fits").run()
     with pytest.raises(ConfigError, match=r"algo.noise_table_size=9; expected an integer >= "
