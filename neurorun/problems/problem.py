@@ -81,6 +81,7 @@ class Problem:
         self._rng = np.random.default_rng(seed)
         self._noise = torch.Generator(device=self.device)
         self._noise.manual_seed(int(self._rng.integers(2**63 - 1)))
+        # the compiled evaluation (jax envs with a jax form of the network), else None
         self.jax_rollout = (compiled_rollout(env, self.network, self.architecture, self.device)
                             if jit else None)
 
@@ -88,10 +89,6 @@ class Problem:
     def env_options(self) -> EnvOptions:
         """The env's options: one record, which the host loop reads too."""
         return self.host.envs.options
-
-    @env_options.setter
-    def env_options(self, options: EnvOptions) -> None:
-        self.host.envs.options = options
 
     def _slots(self, total: int) -> int:
         """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
@@ -116,11 +113,6 @@ class Problem:
                            device=self.device, devices=len(self.jax_rollout.devices),
                            spec=self.env_options.spec)
         check_results(popsize, self.rollout_options.num_episodes, num_test_episodes)
-
-    @property
-    def compiled(self) -> bool:
-        """Whether evaluations run as one compiled jax program (jax envs)."""
-        return self.jax_rollout is not None
 
     @property
     def observation_normalization(self) -> bool:

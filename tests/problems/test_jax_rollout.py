@@ -44,7 +44,7 @@ def _population(problem, generation: int) -> torch.Tensor:
 
 def _assert_same_evaluations(stepwise, compiled, generations: int = 2,
                              test_rtol: float = 1e-5) -> None:
-    assert compiled.compiled and not stepwise.compiled
+    assert compiled.jax_rollout is not None and stepwise.jax_rollout is None
     for generation in range(generations):  # the second one normalizes with collected stats
         params = _population(stepwise, generation)
         expected, got = stepwise.evaluate(params), compiled.evaluate(params)
@@ -159,7 +159,7 @@ def test_a_torch_module_keeps_the_step_by_step_path_and_says_why(caplog):
     with caplog.at_level(logging.WARNING, logger="neurorun"):
         problem = make_problem("brax::inverted_pendulum",
                                f"{user_policies.__name__}:ResidualPolicy", episode_length=20)
-    assert not problem.compiled
+    assert problem.jax_rollout is None
     (record,) = [r for r in caplog.records if "no jax form" in r.getMessage()]
     assert "ResidualPolicy" in record.getMessage() and "step by step" in record.getMessage()
     assert problem.evaluate(_population(problem, 0)).shape == (POPSIZE,)
@@ -242,6 +242,6 @@ def test_a_generation_the_device_cannot_hold_is_refused_before_anything_compiles
         problem.check_capacity(64)
     fits = int(str(caught.value).split("problem.max_num_envs=")[1].split()[0].replace(",", ""))
     assert 1 <= fits < 64
-    problem.env_options = dataclasses.replace(problem.env_options, max_num_envs=fits)
+    problem.host.envs.options = dataclasses.replace(problem.env_options, max_num_envs=fits)
     problem.check_capacity(64)  # the suggested number of slots fits
     problem.close()
