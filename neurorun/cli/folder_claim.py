@@ -160,7 +160,7 @@ def refuse_unsafe_hydra_files(folder: str | Path, config: DictConfig) -> None:
     """ValueError (one line) where Hydra's log or saved configs in ``folder``, named by the
     config's ``hydra.job.name`` and ``hydra.output_subdir``, are symbolic links (Hydra would
     write through them), or a FIFO, socket, device or the wrong kind of entry (Hydra would
-    block opening them, with signals held)."""
+    block opening them, with signals deferred)."""
     refuse_unsafe_entries(folder, OmegaConf.select(config, "hydra.job.name"),
                           OmegaConf.select(config, "hydra.output_subdir"))
 

@@ -52,7 +52,7 @@ def check_objective(name: Any) -> None:
                          "Fix: objective=best_center_eval.")
 
 
-# ----- rules of one key (a part's own check is passed as the rule itself)
+# ----- rules of one key (where a part's own check takes the value alone, it is the rule)
 
 def _torch_device(value: Any) -> None:
     try:
@@ -229,8 +229,9 @@ class RunConfig:
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
     algo: AlgoConfig = setting(factory=AlgoConfig, loader=load_algo)
     # `logger_section()`'s dataclass, made at load: the videos' keys and a section per row
-    logger: VideoSettings = setting(factory=lambda: logger_section()(), loader=lambda raw, path:
-                          load_section(logger_section(), raw, path))
+    logger: VideoSettings = setting(factory=lambda: logger_section()(),
+                                    loader=lambda raw, path: load_section(logger_section(), raw,
+                                                                          path))
 
     def as_record(self) -> dict[str, Any]:
         """Every key as plain values, ``algo``'s options flat beside its own keys, as written in

@@ -222,7 +222,7 @@ def rollout(
             raise
     buffer.flush()
     return summarize(trace, schedule, device, options, collect,
-                      simulated_all=not env.skips_inactive)
+                     simulated_all=not env.skips_inactive)
 
 
 def run_steps(

@@ -185,7 +185,7 @@ def refuse_misplaced(run_dir: str | Path,
                      found: list[tuple[str, str, str]] | None = None) -> None:
     """ValueError (one line) when a name that a run or the tools open in ``run_dir`` is a
     FIFO, a socket, a device, or a folder where a file belongs (or the reverse): opening a FIFO
-    blocks for good, with signals held while the run is set up. ``found``: what was found
+    blocks for good, with signals deferred while the run is set up. ``found``: what was found
     already (``layout.misplaced_names``' triples; by default Hydra's files are its defaults')."""
     found = misplaced_names(run_dir) if found is None else found
     if found:

@@ -1,5 +1,5 @@
 """A Hydra callback for the signal tests: as the job starts (``on_job_start``, while the command
-holds signals for Hydra's set-up) the main thread waits for ever inside a C call, where Python
+defers signals for Hydra's set-up) the main thread waits for ever inside a C call, where Python
 never runs a signal handler, as it did while jax made a million host devices."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def generations(run_dir: Path) -> tuple[list[int], list[int]]:
                                             (".hydra", "a folder")])
 def test_a_fifo_in_a_new_runs_folder_is_refused_instead_of_blocking(tmp_path, name, expected):
     """Hydra's log handler opened a FIFO neurorun.log in its set-up, before any neurorun
-    code, with signals held: the run blocked for good."""
+    code, with signals deferred: the run blocked for good."""
     run_dir = tmp_path / "d"
     run_dir.mkdir()
     os.mkfifo(run_dir / name)

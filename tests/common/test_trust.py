@@ -347,7 +347,7 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
 
 
 # ----- more crafted state.pt files and saved configs -----
-@pytest.mark.parametrize(("key", "value", "named"), [  # probe C21, C22, C23, C25, C26, C28
+@pytest.mark.parametrize(("key", "value", "named"), [
     ("generation", -5, "generation"),
     ("generation", 100, "generation"),
     ("generation", 10**30, "generation"),
@@ -472,7 +472,7 @@ BOMB = "".join(["env:\n  id: CartPole-v1\nnetwork_args:\n  a0: &a0 [", ",".join(
                 *(f"  a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9))])
 
 
-def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):  # probe C31
+def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):
     run = _saved_run(tmp_path / "run")
     saved = run / ".hydra" / "config.yaml"
     saved.write_text(BOMB)  # 10**9 leaves once expanded
@@ -483,7 +483,7 @@ def test_a_saved_config_with_yaml_aliases_is_refused_at_once(tmp_path):  # probe
 
 
 @pytest.mark.parametrize("tool", ["compare", PLOT_TOOL, "eval", "render"])
-def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):  # probe C31
+def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):
     from neurorun.tools import compare, plot
 
     run = write_run(tmp_path / "run", rows([1.0, 2.0]), [])
@@ -497,7 +497,7 @@ def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):  
     assert code == 2 and str(saved) in err and "alias" in err
 
 
-@pytest.mark.parametrize(("content", "said"), [  # probe C33
+@pytest.mark.parametrize(("content", "said"), [
     (b"", "is empty"),
     (b"# nothing\n", "is empty"),
     (b"- env\n- algo\n", "is not a mapping"),
@@ -515,7 +515,7 @@ def test_a_saved_config_that_is_no_config_is_named(content, said, tmp_path):
 
 
 @pytest.mark.parametrize("key", ["algo.popsize", "env.env_config.secret"])
-def test_a_saved_config_does_not_read_the_environment(key, tmp_path, monkeypatch):  # probe C34
+def test_a_saved_config_does_not_read_the_environment(key, tmp_path, monkeypatch):
     monkeypatch.setenv("NR_PROBE_SECRET", "hunter2")
     run = _saved_run(tmp_path / "run", **{key: "${oc.env:NR_PROBE_SECRET}"})
     with pytest.raises(ValueError) as refused:
@@ -530,7 +530,7 @@ def test_a_saved_config_does_not_read_the_environment(key, tmp_path, monkeypatch
     assert OmegaConf.select(own, key) == 12
 
 
-def test_the_command_line_may_still_read_the_environment(tmp_path, monkeypatch):  # probe C34
+def test_the_command_line_may_still_read_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("NR_PROBE_POPSIZE", "12")
     run = _saved_run(tmp_path / "run")
     config = load_run_config(run, ["algo.popsize=${oc.env:NR_PROBE_POPSIZE}"])

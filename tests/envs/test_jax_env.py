@@ -54,10 +54,10 @@ def test_two_batch_sizes_two_programs_and_the_spaces_trace_the_physics_once():
             pair_solution=jnp.arange(2, dtype=jnp.int32), pair_keys=jnp.zeros((2, 2), jnp.uint32),
             noise_keys=jnp.zeros((2, 2), jnp.uint32), center=jnp.zeros(1), scale=jnp.ones(1),
             shift=jnp.zeros(1), stdev=jnp.float32(0), cut=jnp.int32(NO_CUT))
-        static = jax_program.ProgramShape(slots=slots, chunk=slots, solutions=2, pairs=2,
-                                    following=0, normalize=False, collect=False, noisy=False)
-        carry = jax_program.first_carry(env, policy, static, inputs, slots)
-        carry = jax_program.phase(env, policy, static, inputs, carry, jnp.int32(-1))
+        shape = jax_program.ProgramShape(slots=slots, chunk=slots, solutions=2, pairs=2,
+                                         following=0, normalize=False, collect=False, noisy=False)
+        carry = jax_program.first_carry(env, policy, shape, inputs, slots)
+        carry = jax_program.phase(env, policy, shape, inputs, carry, jnp.int32(-1))
         returns[slots] = np.asarray(carry.returns).tolist()
     # three steps of a constant action each: 3 x 0.5 and 3 x -0.25, on one slot or two
     assert returns == {1: [1.5, -0.75], 2: [1.5, -0.75]}

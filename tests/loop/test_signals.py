@@ -20,7 +20,7 @@ from neurorun.loop.signals import (
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1])
-def test_a_signal_inside_held_is_raised_as_the_block_ends(signum):
+def test_a_deferred_signal_is_raised_as_the_block_ends(signum):
     done = []
     with pytest.raises(RunInterrupted) as raised, interrupts_on_signals(), deferred_signals():
         os.kill(os.getpid(), signum)
@@ -29,7 +29,7 @@ def test_a_signal_inside_held_is_raised_as_the_block_ends(signum):
     assert raised.value.signum == signum and exit_status(raised.value) == 128 + signum
 
 
-def test_outside_held_a_signal_stops_at_once_and_the_handlers_come_back():
+def test_outside_the_block_a_signal_stops_at_once_and_the_handlers_come_back():
     before = signal.getsignal(signal.SIGTERM)
     done = []
     with pytest.raises(RunInterrupted), interrupts_on_signals():
@@ -42,7 +42,7 @@ def test_outside_held_a_signal_stops_at_once_and_the_handlers_come_back():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_an_error_inside_held_with_a_signal_waiting_raises_the_signal_from_it():
+def test_an_error_inside_the_block_with_a_signal_waiting_raises_the_signal_from_it():
     """The run was asked to stop; the error (a print to a terminal that hung up, say) is its
     cause, kept."""
     with pytest.raises(RunInterrupted) as raised, interrupts_on_signals(), deferred_signals():
@@ -56,7 +56,7 @@ def test_an_error_inside_held_with_a_signal_waiting_raises_the_signal_from_it():
         pass
 
 
-def test_a_second_signal_inside_held_stops_at_once():
+def test_a_second_signal_inside_the_block_stops_at_once():
     """A block stuck (a tracker retrying against a server that went away) still stops on a
     second Ctrl-C or SIGTERM."""
     done = []
@@ -70,7 +70,7 @@ def test_a_second_signal_inside_held_stops_at_once():
         pass
 
 
-def test_nested_held_blocks_raise_the_signal_as_the_outermost_ends():
+def test_nested_blocks_raise_the_signal_as_the_outermost_ends():
     done = []
     with pytest.raises(RunInterrupted) as raised, interrupts_on_signals(), deferred_signals():
         with deferred_signals():

@@ -54,12 +54,12 @@ def policy():
     return ArrayPolicy(nn.Linear(1, 1))  # parameters: weight, then bias
 
 
-def static_of(slots, pairs, chunk=None, solutions=3):
+def shape_of(slots, pairs, chunk=None, solutions=3):
     from neurorun.problems.jax import program as jax_program
 
     return jax_program.ProgramShape(slots=slots, chunk=chunk or slots, solutions=solutions,
-                              pairs=pairs, following=0, normalize=False, collect=False,
-                              noisy=False)
+                                    pairs=pairs, following=0, normalize=False, collect=False,
+                                    noisy=False)
 
 
 def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1, cut=NO_CUT):
@@ -67,9 +67,9 @@ def run(lengths, nan_pairs=(), slots=2, chunk=None, limit=-1, cut=NO_CUT):
     from neurorun.problems.jax import program as jax_program
 
     inputs = inputs_of(lengths, nan_pairs, cut)
-    static = static_of(slots, len(lengths), chunk)
-    carry = jax_program.first_carry(Counter(), policy(), static, inputs, slots)
-    return jax_program.phase(Counter(), policy(), static, inputs, carry, jnp.int32(limit))
+    shape = shape_of(slots, len(lengths), chunk)
+    carry = jax_program.first_carry(Counter(), policy(), shape, inputs, slots)
+    return jax_program.phase(Counter(), policy(), shape, inputs, carry, jnp.int32(limit))
 
 
 def test_pairs_stream_over_two_slots_with_an_autoreset_step_between_episodes():
@@ -127,13 +127,13 @@ def test_the_last_busy_slots_hand_over_to_a_drain_that_finishes_their_pairs():
 
     lengths = [2, 3, 1, 2, 6, 4]
     inputs = inputs_of(lengths)
-    queue = static_of(4, len(lengths), chunk=2)
+    queue = shape_of(4, len(lengths), chunk=2)
     carry = jax_program.first_carry(Counter(), policy(), queue, inputs, 4)
     carry = jax_program.phase(Counter(), policy(), queue, inputs, carry, jnp.int32(2))
     # slots 0-3 take pairs 0-3; pair 2 ends at step 1 (slot 2 takes pair 4), pairs 0 and 3
     # at step 2 (slot 0 takes pair 5, slot 3 goes idle), pair 1 at step 3: 2 slots are busy
     assert int(carry.steps) == 3
-    drain = static_of(2, 2, chunk=1, solutions=2)
+    drain = shape_of(2, 2, chunk=1, solutions=2)
     drain_inputs, drain_carry, origin = jax_program.hand_over(inputs, carry, queue, drain)
     assert sorted(np.asarray(origin).tolist()) == [4, 5]
     drain_carry = jax_program.phase(Counter(), policy(), drain, drain_inputs, drain_carry,

@@ -173,7 +173,7 @@ def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
     sizes = []
     make_env = env_cache.make_env
     monkeypatch.setattr(env_cache, "make_env", lambda spec, n, **kw: (sizes.append(n),
-                                                                     make_env(spec, n, **kw))[1])
+                                                                      make_env(spec, n, **kw))[1])
     made.close()
     chunked = made.test_episodes(solution, 7, 3)
     made.close()

@@ -7,7 +7,7 @@ on envs without jax too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,10 +45,13 @@ class DevicePrograms:
 
     def first(self, shape: Any, slots: int) -> Program:
         """A rollout's first carry: each of ``slots`` slots pending its pair's reset."""
-        from neurorun.problems.jax import program
+        def build() -> Program:
+            from neurorun.problems.jax import program
 
-        return self._program(("first", shape, slots), lambda inputs: program.first_carry(
-            self.env, self.policy, shape, inputs, slots), split=1)
+            env, policy = self.env, self.policy  # the program holds them, not self
+            return self._jitted(lambda inputs: program.first_carry(
+                env, policy, shape, inputs, slots), split=1)
+        return self._program(("first", shape, slots), build)
 
     def queue(self, shape: Any) -> Program:
         """Steps a population's pairs over the env slots, until at most ``limit`` are busy
@@ -61,40 +64,51 @@ class DevicePrograms:
 
     def hand_over(self, queue: Any, drain: Any) -> Program:
         """The queue program's last busy slots as the drain program's inputs and carry."""
-        from neurorun.problems.jax import program
+        def build() -> Program:
+            from neurorun.problems.jax import program
 
-        return self._program(("hand over", queue, drain), lambda inputs, carry:
-                             program.hand_over(inputs, carry, queue, drain), split=2)
+            return self._jitted(lambda inputs, carry: program.hand_over(
+                inputs, carry, queue, drain), split=2)
+        return self._program(("hand over", queue, drain), build)
 
     def _phase(self, name: str, shape: Any) -> Program:
         """A physics program (queue or drain): it says what it compiles."""
-        import jax
-
-        from neurorun.problems.jax import program
-
-        devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
-        description = (f"the {name} program of {self.spec} for {shape.slots} env slots x "
-                       f"{devices} ({shape.pairs} pairs each, {shape.chunk} envs a step call)")
-        label = f"{self.label} | {name} {shape} | {devices} | jax {jax.__version__}"
-        return self._program((name, shape), lambda inputs, carry, limit: program.phase(
-            self.env, self.policy, shape, inputs, carry, limit), split=2, replicated=1,
-            label=label, description=description)
-
-    def _program(self, key: tuple, function: Any, split: int, replicated: int = 0,
-                 label: str | None = None, description: str = "") -> Program:
-        """``function`` on every device, jitted once per ``key``: its first ``split`` arguments
-        per-device arrays (a device gets its block), the next ``replicated`` the same on all."""
-        if key not in self._programs:
+        def build() -> Program:
             import jax
-            from jax.sharding import PartitionSpec as P
 
-            def body(*arguments: Any) -> Any:
-                return _stacked(function(*map(_local, arguments[:split]), *arguments[split:]))
-            specs = (P(AXIS),) * split + (P(),) * replicated
-            jitted = jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
-                                           out_specs=P(AXIS), check_vma=False))
-            self._programs[key] = Program(jitted, label, description)
+            from neurorun.problems.jax import program
+
+            env, policy = self.env, self.policy
+            devices = f"{len(self.devices)} {self.devices[0].platform} device(s)"
+            return self._jitted(
+                lambda inputs, carry, limit: program.phase(env, policy, shape, inputs, carry,
+                                                           limit),
+                split=2, replicated=1,
+                label=f"{self.label} | {name} {shape} | {devices} | jax {jax.__version__}",
+                description=(f"the {name} program of {self.spec} for {shape.slots} env slots x "
+                             f"{devices} ({shape.pairs} pairs each, {shape.chunk} envs a step "
+                             "call)"))
+        return self._program((name, shape), build)
+
+    def _program(self, key: tuple, build: Callable[[], Program]) -> Program:
+        """The program of ``key``, made by ``build()`` at its first call."""
+        if key not in self._programs:
+            self._programs[key] = build()
         return self._programs[key]
+
+    def _jitted(self, function: Any, split: int, replicated: int = 0, label: str | None = None,
+                description: str = "") -> Program:
+        """``function`` jitted on every device: its first ``split`` arguments per-device arrays
+        (a device gets its block), the next ``replicated`` the same on all."""
+        import jax
+        from jax.sharding import PartitionSpec as P
+
+        def body(*arguments: Any) -> Any:
+            return _stacked(function(*map(_local, arguments[:split]), *arguments[split:]))
+        specs = (P(AXIS),) * split + (P(),) * replicated
+        return Program(jax.jit(jax.shard_map(body, mesh=self.mesh, in_specs=specs,
+                                             out_specs=P(AXIS), check_vma=False)),
+                       label, description)
 
     @property
     def compile_seconds(self) -> float:

@@ -21,8 +21,8 @@ from neurorun.envs.jax_env import episode_keys
 from neurorun.problems.running_norm import NormRecord, RunningNorm
 from neurorun.problems.schedule import pair_seeds
 
-# jax_program (jax) is imported in the one function that builds its inputs: the host-side
-# layout here needs numpy only
+# jax and jax_program are imported in the functions that use them: this module loads without
+# jax
 
 
 class SharedInputs(NamedTuple):

@@ -66,7 +66,7 @@ from neurorun.problems.running_norm import RunningNorm
 # jax and the jax-importing modules (program.py, lapack.py) are imported in the methods that
 # use them: the factory here is imported on every run, host envs included
 log = logging.getLogger(__name__)
-QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU; docs/benchmarks.md, chunks)
+QUEUE_CHUNK = 32  # envs per step call of the queue program (CPU; benchmarks/bench_chunks.py)
 DRAIN_SLOTS = 16  # slots of the drain program a device (CPU): fewer than a queue chunk's
 DRAIN_CHUNK = 8  # envs per step call of the drain program (CPU)
 ACCELERATOR_DRAIN_SLOTS = 16  # on a GPU or TPU every batch size costs about one step: no chunks
@@ -199,7 +199,7 @@ class JaxRollout:
         chunk = self._chunk(min(chunk, slots))
         slots = -(-slots // chunk) * chunk
         return ProgramShape(slots=slots, chunk=chunk, solutions=slots, pairs=slots, following=0,
-                      normalize=normalize, collect=True, noisy=True)
+                            normalize=normalize, collect=True, noisy=True)
 
     def _chunk(self, chunk: int) -> int:
         return chunk if self.largest_chunk is None else max(1, min(chunk, self.largest_chunk))
@@ -211,14 +211,14 @@ class JaxRollout:
                 and split.pairs <= self._drain_shape(False).slots)
 
     def _queue_shape(self, split: PairSplit, usable: int, normalize: bool,
-                      collect: bool, noisy: bool) -> Any:
+                     collect: bool, noisy: bool) -> Any:
         from neurorun.problems.jax.program import ProgramShape
 
         chunk = usable if self.one_batch or not self.cpu else self._chunk(
             min(usable, QUEUE_CHUNK))
         return ProgramShape(slots=-(-usable // chunk) * chunk, chunk=chunk, solutions=split.n,
-                      pairs=split.pairs, following=split.following, normalize=normalize,
-                      collect=collect, noisy=noisy)
+                            pairs=split.pairs, following=split.following, normalize=normalize,
+                            collect=collect, noisy=noisy)
 
     # ----- running the programs -----
     def _queue_run(self, params: np.ndarray, tables: PairTables, shared: SharedInputs,
@@ -243,7 +243,7 @@ class JaxRollout:
         hands_over = (self.cpu and split.streaming and not self.one_batch
                       and shape.slots > drain.slots)
         carry = self.programs.queue(shape)(inputs, carry,
-                                             jnp.int32(drain.slots if hands_over else -1))
+                                           jnp.int32(drain.slots if hands_over else -1))
         sums.add(carry)
         out = pair_arrays(carry)
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
