@@ -249,7 +249,7 @@ class JaxRollout:
         if hands_over and bool((carry.queue.slot_pair >= 0).any()):
             hand_over = self.programs.hand_over(shape, drain)
             drain_inputs, drain_carry, origin = hand_over(inputs, carry)
-            drain_carry = self.programs.drain(drain)(drain_inputs, drain_carry, jnp.int32(-1))
+            drain_carry = drain_program(drain_inputs, drain_carry, jnp.int32(-1))
             sums.add(drain_carry)
             merge_drained(out, pair_arrays(drain_carry), np.asarray(origin), tables.pair_solution)
         return out
