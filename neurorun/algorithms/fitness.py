@@ -3,7 +3,7 @@ its summary (the metrics' population columns)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -27,14 +27,23 @@ def check_fitness(fitness: Any, expected: int, device: torch.device,
     return fitness
 
 
-def population_stats(fitness: torch.Tensor, sense: str) -> dict[str, float]:
+class PopulationStats(TypedDict):
+    """One generation's fitness summary: the metrics' population columns."""
+
+    popsize: int
+    mean_eval: float
+    median_eval: float
+    pop_best_eval: float
+
+
+def population_stats(fitness: torch.Tensor, sense: str) -> PopulationStats:
     """popsize, mean_eval, median_eval (halfway between the middle two of an even count) and
     pop_best_eval (the max, or the min when minimizing) of one generation's fitness."""
     values = fitness.double()
-    return {
-        "popsize": len(fitness),
-        "mean_eval": float(values.mean()),
-        "median_eval": float(values.quantile(0.5)),
+    return PopulationStats(
+        popsize=len(fitness),
+        mean_eval=float(values.mean()),
+        median_eval=float(values.quantile(0.5)),
         # the max of the maximized values, in the fitness' own sign again
-        "pop_best_eval": float(maximized(sense, maximized(sense, values).max())),
-    }
+        pop_best_eval=float(maximized(sense, maximized(sense, values).max())),
+    )

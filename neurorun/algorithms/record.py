@@ -17,7 +17,7 @@ class AlgorithmRecord(TypedDict):
     rng: torch.Tensor  # the torch generator's state: the noise
     draw: int  # the noise draws so far (a seeds source's next row)
     pending: list[torch.Tensor]  # samples asked and not told: [] between generations
-    last: dict[str, Any]  # the last generation's figures (the metrics' algorithm columns)
+    last: dict[str, Any]  # the last generation's PopulationStats ({} before the first)
     search: dict[str, Any]  # the distribution and its optimizer: each algorithm's `_state`
 
 

@@ -24,6 +24,7 @@ from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
+from neurorun.envs import backend_of, resolve_backend
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
 
@@ -130,6 +131,22 @@ def _check_restart(config: RunConfig) -> None:
                           "restart.patience, or restart.patience=null.")
 
 
+def _check_curriculum(config: RunConfig) -> None:
+    """A curriculum on vector envs that can end single episodes (on the backend env.backend
+    resolves to: a bare id may run on EnvPool or gymnasium)."""
+    problem = config.problem
+    if problem.episode_length_schedule is None:
+        return
+    try:
+        backend = backend_of(resolve_backend(config.env.id, config.env.backend))
+    except (ValueError, ImportError):
+        return  # a malformed env id or backend is reported where the env is resolved
+    try:
+        backend.vectorization_for_cuts(problem.vectorization)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
 def _check_parallel(config: RunConfig) -> None:
     """parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
     parallel = config.parallel
@@ -174,6 +191,7 @@ def validate_config(cfg: DictConfig, *,
     config = load_config(resolve_config(cfg))
     _check_stops(config)
     _check_restart(config)
+    _check_curriculum(config)
     _check_parallel(config)
     if prepare is not None:
         prepare(config)

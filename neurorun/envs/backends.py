@@ -194,6 +194,9 @@ class Backend:
     takes_threads: bool = False  # env.num_threads applies (EnvPool's threads)
     gymnasium_id: bool = False  # the name is a gymnasium id (env.backend=auto chooses for it)
     cuts_episodes: bool = True  # episode_length applies (a factory's envs end their own)
+    # the problem.vectorization values whose envs end single episodes (a curriculum's cut
+    # needs that); None: the backend batches its envs itself and takes no vectorization
+    cutting_vectorizations: tuple[str, ...] | None = None
     # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
     # viewer) or None (not rendered)
     render: Literal["frames", "html"] | None = None
@@ -214,6 +217,20 @@ class Backend:
                              f"envs, which neurorun cannot cut. Fix: {key}=null, and end the "
                              "episodes in the factory.")
 
+    def vectorization_for_cuts(self, vectorization: str) -> str:
+        """The vectorization of training envs whose episodes a curriculum cuts one by one:
+        ``vectorization`` where it can end single episodes, ``auto`` the first that can;
+        ValueError naming the fix otherwise."""
+        allowed = self.cutting_vectorizations
+        if allowed is None or vectorization in allowed:
+            return vectorization
+        if vectorization == "auto":
+            return allowed[0]
+        raise ValueError(f"problem.vectorization={vectorization} with "
+                         "problem.episode_length_schedule: these vector envs cannot end single "
+                         f"episodes, which the schedule's cut needs. Fix: "
+                         f"problem.vectorization={allowed[0]} (or auto)")
+
     def check_num_threads(self, spec: str, num_threads: int | None, *,
                           key: str = "num_threads") -> None:
         """ValueError when ``num_threads`` (config key ``key``) is not an integer >= 1 or null,
@@ -228,7 +245,9 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {
-    "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames"),
+    # only a SyncVectorEnv is stepped env by env (gym_env.SubEnvStepper)
+    "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames",
+                   cutting_vectorizations=("sync",)),
     "envpool": Backend(_envpool_spaces, _make_envpool, takes_threads=True, gymnasium_id=True,
                        render="frames", extra="envpool"),  # rendered through gymnasium's env
     "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html", extra="jax"),

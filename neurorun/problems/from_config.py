@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neurorun.envs import backend_of
 from neurorun.problems.options import (
     EnvOptions,
     RolloutOptions,
@@ -58,7 +59,8 @@ def make_problem(
         initial_bounds: (low, high) for initial parameters; None: (-1e-5, 1e-5).
         device: torch device of policies and bookkeeping.
         seed: seeds env resets and action noise.
-        vectorization: gymnasium only: "auto", "native", "sync" or "async".
+        vectorization: gymnasium only: "auto", "native", "sync" or "async" (with an
+            ``episode_length_schedule``: "sync", which "auto" then picks).
         streaming: a work queue of (solution, episode) pairs over the env slots (False:
             lock-step sub-batches, each slot running one solution's episodes).
         num_threads: EnvPool's threads (None: the CPUs this process may use).
@@ -67,6 +69,8 @@ def make_problem(
         devices: the jax devices that share the compiled evaluation: "auto" (every local
             device), a count, or a list of device ids (see neurorun.problems.devices).
     """
+    if episode_length_schedule is not None:  # the curriculum cuts single episodes
+        vectorization = backend_of(env).vectorization_for_cuts(vectorization)
     env_options = EnvOptions(
         spec=env, config=dict(env_config or {}), vectorization=vectorization,
         episode_length=None if episode_length is None else int(episode_length),

@@ -38,12 +38,13 @@ class AliveBonus:
         if len(items) == 2:
             items = [items[0], items[0], items[1]]
         numbers = all(is_number(x) and math.isfinite(x) for x in items)
-        if len(items) != 3 or not numbers or not all(0 <= t <= MAX_STEP for t in items[:2]) \
-                or abs(items[2]) > MAX_SHAPING:  # steps count from 1 within an episode
+        steps = numbers and all(0 <= t <= MAX_STEP and t == int(t) for t in items[:2])
+        if len(items) != 3 or not steps or abs(items[2]) > MAX_SHAPING:
+            # steps count from 1 within an episode
             raise ValueError(f"alive_bonus_schedule={schedule!r}; expected [t, bonus] or "
-                             f"[t0, t1, bonus]: steps from 0 to {MAX_STEP:.0e}, a bonus up to "
-                             f"{MAX_SHAPING:.0e}. Fix: e.g. alive_bonus_schedule=[400,10] or "
-                             "null")
+                             f"[t0, t1, bonus]: whole steps from 0 to {MAX_STEP:.0e}, a bonus "
+                             f"up to {MAX_SHAPING:.0e}. Fix: e.g. alive_bonus_schedule=[400,10] "
+                             "or null")
         t0, t1, bonus = int(items[0]), int(items[1]), float(items[2])
         if bonus < 0:  # a penalty for staying alive: problem.decrease_rewards_by says that
             raise ValueError(f"alive_bonus_schedule={schedule!r}: a bonus of {bonus:g} < 0. "

@@ -14,6 +14,7 @@ older ones into it).
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 
 from neurorun.algorithms import ALGORITHMS
+from neurorun.algorithms.fitness import PopulationStats
 from neurorun.algorithms.record import AlgorithmRecord
 from neurorun.common.errors import ConfigError
 from neurorun.common.saved_values import check_sums, check_vector
@@ -171,7 +173,13 @@ def _check_algorithm(check: RecordCheck, algorithm: Mapping[str, Any], generatio
     if not isinstance(pending, list) or pending:
         check.refuse("algorithm.pending", pending,
                      "[] (a run is saved between generations: no sample asked and not told)")
-    check.mapping(algorithm, "last", "algorithm")
+    last = check.mapping(algorithm, "last", "algorithm")
+    if last:  # the last generation's population_stats (none before the first)
+        check.record(last, PopulationStats, "algorithm.last", exact=True)
+        check.count(last["popsize"], "algorithm.last.popsize", minimum=1)
+        for key in ("mean_eval", "median_eval", "pop_best_eval"):  # fitness is never NaN
+            if not is_exact_number(last[key]) or math.isnan(last[key]):
+                check.refuse(f"algorithm.last.{key}", last[key], "a number (not NaN)")
     _check_search(check, check.mapping(algorithm, "search", "algorithm"), "algorithm.search",
                   ALGORITHMS[name].POSITIVE)
     return length

@@ -386,6 +386,10 @@ def test_a_checkpoint_written_over_a_link_replaces_the_link_not_its_target(tmp_p
     ("problem/noise_rng", lambda state: state * 0, "problem.noise_rng"),
     ("algorithm/rng", lambda state: state[:7].clone(), "algorithm.rng"),
     ("algorithm/pending", [torch.zeros(3, 10)], "algorithm.pending"),  # saved between gens
+    # the last generation's summary: what the status shows until the next generation
+    ("algorithm/last/popsize", -3, "algorithm.last.popsize"),
+    ("algorithm/last/mean_eval", float("nan"), "algorithm.last.mean_eval"),
+    ("algorithm/last", {"popsize": 4}, "algorithm.last.mean_eval"),
     # a policy file's rules: no sums where nothing was counted
     ("best/obs_stats", {"size": 4, "min_variance": 0.01, "count": torch.tensor(0.0).double(),
                         "sum": torch.ones(4).double(), "sum_of_squares": torch.ones(4).double()},

@@ -112,6 +112,13 @@ def no_problem(monkeypatch):
      ["problem.episode_length_schedule=[[0, 'abc']]", "whole numbers", "Fix:"]),
     (["problem.episode_length_schedule=500"],
      ["problem.episode_length_schedule=500", "[steps, length] pairs", "Fix:"]),
+    (["problem.alive_bonus_schedule=[1.5,2]"],
+     ["problem.alive_bonus_schedule=[1.5, 2]", "whole steps", "Fix:"]),
+    # gymnasium's native and async vector envs end every episode together
+    (["env=CartPole-v1", "env.backend=gymnasium", "problem.vectorization=native",
+      "problem.episode_length_schedule=[[0,10]]"],
+     ["problem.vectorization=native with problem.episode_length_schedule",
+      "cannot end single episodes", "Fix: problem.vectorization=sync"]),
     (["problem.alive_bonus_schedule=[400,700,-1]"],
      ["problem.alive_bonus_schedule=[400, 700, -1]", "a bonus of -1 < 0", "decrease_rewards_by"]),
     (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from neurorun.envs.base import UnknownEnvError
-from neurorun.problems import EvaluationError, Evaluator, make_problem
+from neurorun.problems import (
+    EnvOptions,
+    EvaluationError,
+    Evaluator,
+    Problem,
+    RolloutOptions,
+    make_problem,
+)
 
 from . import toy_env
 from .toy_env import TOY_ID, episode_lengths, episode_seed, toy_lengths
@@ -125,11 +132,31 @@ def test_a_fixed_schedule_equals_the_same_episode_length(env):
 
 
 def test_an_episode_length_schedule_is_refused_where_envs_cannot_end_one_episode():
-    problem = make_problem(TOY_ID, vectorization="async", episode_length_schedule=[[0, 3]])
+    with pytest.raises(ValueError, match=r"problem.vectorization=async with problem.episode_"
+                                         r"length_schedule: .* cannot end single episodes.* Fix: "
+                                         r"problem.vectorization=sync"):
+        make_problem(TOY_ID, vectorization="async", episode_length_schedule=[[0, 3]])
+    options = EnvOptions(spec=TOY_ID, vectorization="async")  # the Problem, built directly
+    problem = Problem(options, "Linear(obs_length, act_length)",
+                      RolloutOptions.parse(1, 0.0, None, None, [[0, 3]]))
     with pytest.raises(ValueError, match=r"episode_length_schedule: the envs of .* cannot end "
                                          r"single episodes. Fix: problem.vectorization=sync"):
-        problem.evaluate(bias_params([0.0]), seed=SEED)
+        problem.evaluate(torch.zeros(1, problem.solution_length), seed=SEED)
     problem.close()
+
+
+def test_a_schedule_on_an_env_with_a_native_vector_env_steps_it_sync():
+    """vectorization=auto picks gymnasium's own CartPole vector env, which ends every episode
+    together; with a schedule it picks the sync one, and cuts as a fixed episode_length."""
+    scheduled = make_problem("CartPole-v1", episode_length_schedule=[[0, 5]], seed=0)
+    params = torch.randn(4, scheduled.solution_length,
+                         generator=torch.Generator().manual_seed(0)) * 0.01
+    fixed = make_problem("CartPole-v1", episode_length=5, vectorization="sync", seed=0)
+    assert scheduled.env_options.vectorization == "sync"
+    torch.testing.assert_close(scheduled.evaluate(params, seed=SEED),
+                               fixed.evaluate(params, seed=SEED))
+    assert scheduled.interaction_count == 4 * 5  # no CartPole falls within 5 steps
+    assert scheduled.last_stats.episode_length_max == 5
 
 
 def bonus_total(length, t0, t1, bonus):
