@@ -115,7 +115,8 @@ ALGO_SETTINGS: dict[str, list[str]] = {
     "pgpe_plain": ["algo=pgpe", "algo.popsize=460", "algo.radius_init=null",
                    "algo.stdev_init=0.0075", "algo.stdev_min=0.0075", "algo.stdev_max=0.0075",
                    "algo.ranking_method=normalized", "algo.optimizer=null",
-                   "algo.center_learning_rate=5.3333", "eval_every=1"],
+                   "algo.optimizer_config=null", "algo.center_learning_rate=5.3333",
+                   "eval_every=1"],
 }
 
 

@@ -73,6 +73,11 @@ class SeparableSearch(SearchAlgorithm):
             optimizer_settings(step.optimizer, step.optimizer_config,
                                lr=1.0 if step.center_learning_rate is None
                                else step.center_learning_rate)
+        elif step.optimizer_config:
+            raise ValueError(
+                f"optimizer_config={dict(step.optimizer_config)!r} with optimizer=null: plain "
+                "steps take no optimizer settings. Fix: optimizer_config=null (or the optimizer "
+                "they are for).")
 
     @classmethod
     def check_exploration(cls, options: Any) -> None:

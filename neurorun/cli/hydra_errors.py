@@ -45,6 +45,8 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return env_path
     if isinstance(error, ParseError):
         return _unparsable(argv)
+    if str(error).startswith("Sweeping over Hydra's configuration is not supported"):
+        return _hydra_key_swept(str(error))
     if isinstance(error, MissingConfigException):
         return _missing_option(error, argv)
     if str(error).startswith("Additional config directory"):
@@ -73,6 +75,18 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return (f"{given}: {one_line(cause, first_line=True)}. Fix: a value of that type "
                 "(`neurorun --cfg hydra` shows Hydra's keys and values).")
     return None
+
+
+def _hydra_key_swept(message: str) -> str:
+    """A sweep over a key of Hydra's own config: a search space under hydra.sweeper.params
+    written on the command line (the search's keys go there bare)."""
+    arg = message.partition(" : ")[2].strip().strip("'") or message
+    params = "hydra.sweeper.params."
+    if arg.startswith(params):
+        return (f"{arg}: a search space goes on the command line by its own key, not under "
+                f"{params.rstrip('.')}. Fix: {arg[len(params):]}")
+    return (f"{arg}: keys of Hydra's own config take one value, not a sweep. Fix: one value "
+            "(`neurorun --cfg hydra` shows them).")
 
 
 def group_choice_error(argv: Sequence[str]) -> str | None:

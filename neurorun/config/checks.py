@@ -98,14 +98,28 @@ def distributed_mode(config: RunConfig,
     return value
 
 
+def evaluates_center(config: RunConfig) -> bool:
+    """Whether the run evaluates its center at all: every eval_every-th generation, so never
+    with eval_every=0 or more than its generations."""
+    every, generations = config.eval_every, config.generations
+    return every > 0 and (generations is None or every <= generations)
+
+
+def _no_center(config: RunConfig) -> str:
+    """Why ``config`` evaluates no center, as the keys say it."""
+    if config.eval_every == 0:
+        return "eval_every=0"
+    return f"eval_every={config.eval_every} > generations={config.generations}: none would run"
+
+
 def _check_stops(config: RunConfig) -> None:
     """A run that stops, and a target it can see."""
     if all(v is None for v in (config.generations, config.max_interactions, config.max_time)):
         raise ConfigError("generations, max_interactions and max_time are all null: the run "
                           "would never stop. Fix: set one, e.g. generations=100.")
-    if config.target_score is not None and config.eval_every == 0:
+    if config.target_score is not None and not evaluates_center(config):
         raise ConfigError(f"target_score={config.target_score} needs center evaluations, but "
-                          "eval_every=0. Fix: eval_every=1 (or target_score=null).")
+                          f"{_no_center(config)}. Fix: eval_every=1 (or target_score=null).")
     if config.objective == "neg_interactions_to_target" and config.target_score is None:
         raise ConfigError("objective=neg_interactions_to_target needs a target, but "
                           "target_score=null. Fix: target_score=<score>.")

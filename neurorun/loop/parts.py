@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from neurorun.common import atomic
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import seed_everything
+from neurorun.common.sense import reached
 from neurorun.config.checks import distributed_mode, validate_config
 from neurorun.envs.backends import parse_spec
 from neurorun.loggers import LoggerGroup, make_loggers
@@ -115,7 +117,6 @@ class RunParts:
                               f"it (its random state is saved). Fix: seed: {saved_seed} in "
                               f"{saved_config_path(self.run_dir)}, or start a new run.")
         if state is not None:
-            _check_work_left(config, state)
             _check_env_kept(self.run_dir, config.env.id)
         if config.torch_threads is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(config.torch_threads)
@@ -137,6 +138,8 @@ class RunParts:
             self.limits = StopLimits(config.generations, config.max_interactions,
                                      config.max_time, config.target_score,
                                      self.algorithm.objective_sense)
+            if state is not None:
+                _check_work_left(self.limits, state)
             self.distributed = distributed_mode(config, self.algorithm)
             try:  # every check before the evaluator: a bad config must not start ray actors
                 self.loggers: LoggerGroup = make_loggers(
@@ -170,15 +173,27 @@ def _check_env_kept(run_dir: Path, env_id: str) -> None:
             f"{saved_config_path(run_dir)}, or start a new run.")
 
 
-def _check_work_left(config: RunConfig, state: RunState) -> None:
-    """ConfigError (one line) for a resume whose generations or max_interactions the run has
-    reached already: it would stop at once, its saved config rewritten to that limit."""
+def _check_work_left(limits: StopLimits, state: RunState) -> None:
+    """ConfigError (one line) for a resume whose stop rule its last generation met already:
+    it would stop at once, its saved config rewritten to that rule."""
     done = {"generations": state.generation,
             "max_interactions": int(state.problem["interaction_count"])}
-    for key, limit in (("generations", config.generations),
-                       ("max_interactions", config.max_interactions)):
+    for key, limit in (("generations", limits.generations),
+                       ("max_interactions", limits.max_interactions)):
         if limit is not None and done[key] >= limit:
             raise ConfigError(
                 f"resume: {key}={limit} but the run has done {done[key]:,} already, so it "
                 f"would stop at once. Fix: {key}=<more than {done[key]}> to continue it (e.g. "
                 f"{key}={2 * done[key]}).")
+    if limits.max_time is not None and state.elapsed_s >= limits.max_time:
+        raise ConfigError(
+            f"resume: max_time={limits.max_time} but the run has run for {state.elapsed_s:.1f} s "
+            f"already, so it would stop at once. Fix: max_time=<more than "
+            f"{state.elapsed_s:.1f}> to continue it (e.g. max_time="
+            f"{math.ceil(2 * state.elapsed_s)}), or max_time=null.")
+    center = state.status.get("center_eval")
+    if reached(limits.sense, center, limits.target_score):
+        raise ConfigError(
+            f"resume: target_score={limits.target_score} but the run's last center_eval, "
+            f"{center:.2f}, reached it already, so it would stop at once. Fix: "
+            "target_score=null to continue it (or a target it has not reached).")

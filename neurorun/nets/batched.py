@@ -126,15 +126,15 @@ class BatchedPolicy:
         """The layer past the first with weights that cannot take what the layer before gives
         (zeros of ``obs_length`` in, layer by layer); None where the observations are what
         does not fit (no layer with weights before the failing one), or where the walk
-        cannot go on (a recurrent layer, a layer that fails otherwise)."""
+        cannot go on (a layer that fails otherwise)."""
         x: Any = torch.zeros(1, obs_length)
         weighted = False  # a layer with weights came before: it set the width
         for index, (_, layer) in enumerate(chain_members(self.module)):
-            if is_recurrent(layer):
-                return None
             try:
                 with torch.no_grad():
                     out = layer(x)
+                if is_recurrent(layer):  # (output, hidden state)
+                    out = out[0]
             except (RuntimeError, ValueError):
                 if not weighted:
                     return None

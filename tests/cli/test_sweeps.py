@@ -228,6 +228,17 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
      "sqlalchemy.dialects:bogus). Fix:"),
     (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.storage=sqlite:///no/folder/x.db"],
      "hydra.sweeper.storage='sqlite:///no/folder/x.db' cannot be opened ("),
+    # every trial ran and then failed: its objective is read from center evaluations
+    (["hparams_search=optuna_pgpe_cartpole", "eval_every=0", "target_score=null",
+      "objective=best_center_eval"],
+     "objective=best_center_eval is read from center evaluations, but a trial of this search "
+     "(eval_every=0, generations=1) makes none"),
+    (["hparams_search=optuna_pgpe_cartpole", "eval_every=3"],
+     "needs center evaluations, but eval_every=3 > generations=1: none would run"),
+    # Hydra's "Sweeping over Hydra's configuration is not supported", exit status 1
+    (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.params.algo.popsize=choice(10,12)"],
+     "hydra.sweeper.params.algo.popsize=choice(10,12): a search space goes on the command line "
+     "by its own key, not under hydra.sweeper.params. Fix: algo.popsize=choice(10,12)"),
     (["hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.sampler.seed=abc"],
      "hydra.sweeper.sampler.seed=abc: Value 'abc' of type 'str' could not be converted to "
      "Integer. Fix:"),

@@ -56,6 +56,11 @@ def no_problem(monkeypatch):
     # ARS and OpenAI-ES options
     (["algo=ars", "algo.top_directions=6"], ["algo.top_directions=6 > algo.num_directions=5",
                                              "Fix:"]),  # debug=default: popsize 10, N = 5
+    # settings of no optimizer were kept and never read
+    (["algo.optimizer=null"], ["algo.optimizer_config={'max_speed':", "with algo.optimizer=null",
+                               "Fix: algo.optimizer_config=null"]),
+    (["algo=snes", "algo.optimizer_config.max_speed=5"],
+     ["algo.optimizer_config={'max_speed': 5} with algo.optimizer=null", "Fix:"]),
     (["algo=ars", "algo.noise=0"], ["algo.noise=0", "> 0", "Fix:"]),
     (["algo=ars", "algo.step_size=-0.1"], ["algo.step_size=-0.1", "> 0", "Fix:"]),
     (["algo=cmaes", "algo.distributed=true", "parallel=ray"],
@@ -72,6 +77,8 @@ def no_problem(monkeypatch):
                                             "Fix:"]),
     (["torch_threads=0"], ["torch_threads=0", "integer in [1, 1024]", "Fix:"]),
     (["eval_every=0"], ["target_score=475", "eval_every=0", "Fix:"]),
+    (["eval_every=5", "generations=3"],
+     ["target_score=475", "eval_every=5 > generations=3: none would run", "Fix:"]),
     (["generations=null"], ["would never stop", "Fix:"]),
     # text for a boolean is not true
     *[([f"{key}={bad}", *more], [f"{key}={shown}", "expected true or false", "Fix:"])

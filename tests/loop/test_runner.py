@@ -177,6 +177,13 @@ def test_a_per_parameter_center_init_is_checked_against_the_sized_problem(tmp_pa
     ("Linear(obs_length, 8) >> Tanh() >> Linear(9, act_length)", r"layer 3 of the network, "
      r"Linear\(in_features=9, out_features=2, bias=True\), cannot take the 8 numbers layer 2 "
      "gives"),
+    # next to a recurrent layer: it blamed the observations, with torch's bmm message
+    ("GRU(obs_length, 4) >> Linear(5, act_length)", r"layer 2 of the network, "
+     r"Linear\(in_features=5, out_features=2, bias=True\), cannot take the 4 numbers layer 1"),
+    ("Linear(obs_length, 4) >> LSTM(5, 2) >> Linear(2, act_length)", r"layer 2 of the "
+     r"network, LSTM\(5, 2, bias=True\), cannot take the 4 numbers layer 1 gives"),
+    ("GRU(obs_length + 1, 4) >> Linear(4, act_length)",
+     "cannot take CartPole-v1's observations of 4 numbers"),
 ])
 def test_a_network_of_the_wrong_widths_is_refused_before_generation_one(tmp_path, spec,
                                                                         expected):

@@ -276,6 +276,10 @@ def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["generations=1"], "generations=1 but the run has done 2 already"),
     (["generations=5", "max_interactions=50"], "max_interactions=50 but the run has done "),
+    (["generations=5", "max_time=0.0001"], "max_time=0.0001 but the run has run for "),
+    # CartPole's center_eval is at least 8 (a step pays 1): a target below it was reached
+    (["generations=5", "target_score=-5"], "target_score=-5 but the run's last center_eval, "
+                                           "[0-9.]+, reached it already"),
 ])
 def test_a_resume_with_no_work_left_is_refused_and_changes_nothing(tmp_path, overrides,
                                                                    expected):
