@@ -80,7 +80,7 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
 def _hydra_key_swept(message: str) -> str:
     """A sweep over a key of Hydra's own config: a search space under hydra.sweeper.params
     written on the command line (the search's keys go there bare)."""
-    arg = message.partition(" : ")[2].strip().strip("'") or message
+    arg = message.partition(" : ")[2].strip().removeprefix("'").removesuffix("'") or message
     params = "hydra.sweeper.params."
     if arg.startswith(params):
         return (f"{arg}: a search space goes on the command line by its own key, not under "

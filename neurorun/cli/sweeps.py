@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
 from neurorun.common.values import is_int, is_number
-from neurorun.config.checks import evaluates_center, validate_config
+from neurorun.config.checks import evaluates_center, no_center, validate_config
 
 SPACES = "interval(low, high) with low <= high, choice(a, b, ...) or range(start, stop, step)"
 
@@ -155,9 +155,8 @@ def _compose(overrides: list[str], algo: str, config_name: str) -> None:
                 f"{one_line(error, first_line=True)}")
     if not evaluates_center(checked):  # every objective is read from center evaluations
         _refuse(f"objective={checked.objective} is read from center evaluations, but a trial "
-                f"of this search (eval_every={checked.eval_every}, generations="
-                f"{checked.generations}) makes none: every trial would fail. Fix: "
-                "eval_every=1.")
+                f"of this search ({' '.join(overrides)}) makes none ({no_center(checked)}), so "
+                "it would fail. Fix: eval_every=1.")
 
 
 def _check_not_empty(overrides: list[str]) -> None:

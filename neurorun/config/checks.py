@@ -105,7 +105,7 @@ def evaluates_center(config: RunConfig) -> bool:
     return every > 0 and (generations is None or every <= generations)
 
 
-def _no_center(config: RunConfig) -> str:
+def no_center(config: RunConfig) -> str:
     """Why ``config`` evaluates no center, as the keys say it."""
     if config.eval_every == 0:
         return "eval_every=0"
@@ -119,7 +119,7 @@ def _check_stops(config: RunConfig) -> None:
                           "would never stop. Fix: set one, e.g. generations=100.")
     if config.target_score is not None and not evaluates_center(config):
         raise ConfigError(f"target_score={config.target_score} needs center evaluations, but "
-                          f"{_no_center(config)}. Fix: eval_every=1 (or target_score=null).")
+                          f"{no_center(config)}. Fix: eval_every=1 (or target_score=null).")
     if config.objective == "neg_interactions_to_target" and config.target_score is None:
         raise ConfigError("objective=neg_interactions_to_target needs a target, but "
                           "target_score=null. Fix: target_score=<score>.")

@@ -196,7 +196,7 @@ class Backend:
     cuts_episodes: bool = True  # episode_length applies (a factory's envs end their own)
     # the problem.vectorization values whose envs end single episodes (a curriculum's cut
     # needs that); None: the backend batches its envs itself and takes no vectorization
-    cutting_vectorizations: tuple[str, ...] | None = None
+    episode_ending_vectorizations: tuple[str, ...] | None = None
     # how neurorun-render shows it: "frames" (gymnasium's env of the same id), "html" (brax's
     # viewer) or None (not rendered)
     render: Literal["frames", "html"] | None = None
@@ -221,7 +221,7 @@ class Backend:
         """The vectorization of training envs whose episodes a curriculum cuts one by one:
         ``vectorization`` where it can end single episodes, ``auto`` the first that can;
         ValueError naming the fix otherwise."""
-        allowed = self.cutting_vectorizations
+        allowed = self.episode_ending_vectorizations
         if allowed is None or vectorization in allowed:
             return vectorization
         if vectorization == "auto":
@@ -247,7 +247,7 @@ class Backend:
 BACKENDS: dict[str, Backend] = {
     # only a SyncVectorEnv is stepped env by env (gym_env.SubEnvStepper)
     "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames",
-                   cutting_vectorizations=("sync",)),
+                   episode_ending_vectorizations=("sync",)),
     "envpool": Backend(_envpool_spaces, _make_envpool, takes_threads=True, gymnasium_id=True,
                        render="frames", extra="envpool"),  # rendered through gymnasium's env
     "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html", extra="jax"),

@@ -185,13 +185,13 @@ def _check_work_left(limits: StopLimits, state: RunState) -> None:
                 f"resume: {key}={limit} but the run has done {done[key]:,} already, so it "
                 f"would stop at once. Fix: {key}=<more than {done[key]}> to continue it (e.g. "
                 f"{key}={2 * done[key]}).")
-    if limits.max_time is not None and state.elapsed_s >= limits.max_time:
+    # the last generation's figures, as the stop rules read them (none before generation 1)
+    elapsed, center = state.status.get("elapsed_s"), state.status.get("center_eval")
+    if limits.max_time is not None and elapsed is not None and elapsed >= limits.max_time:
         raise ConfigError(
-            f"resume: max_time={limits.max_time} but the run has run for {state.elapsed_s:.1f} s "
-            f"already, so it would stop at once. Fix: max_time=<more than "
-            f"{state.elapsed_s:.1f}> to continue it (e.g. max_time="
-            f"{math.ceil(2 * state.elapsed_s)}), or max_time=null.")
-    center = state.status.get("center_eval")
+            f"resume: max_time={limits.max_time} but the run has run for {elapsed:.1f} s "
+            f"already, so it would stop at once. Fix: max_time=<more than {elapsed:.1f}> to "
+            f"continue it (e.g. max_time={math.ceil(2 * elapsed)}), or max_time=null.")
     if reached(limits.sense, center, limits.target_score):
         raise ConfigError(
             f"resume: target_score={limits.target_score} but the run's last center_eval, "

@@ -191,9 +191,10 @@ def rows_of(job):
 
 @pytest.mark.extras("optuna")
 def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
-    # generations=1 with the preset's eval_every=2: no center evaluation, a NaN objective
+    # one generation's env steps with the preset's eval_every=2: the run stops before its
+    # first center evaluation, which no check can foresee; a NaN objective
     result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=2",
-                      "generations=1", "logger.console.quiet=true", "hydra.sweep.dir=sweep",
+                      "max_interactions=1", "logger.console.quiet=true", "hydra.sweep.dir=sweep",
                       cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "FutureWarning" not in result.stderr
@@ -231,8 +232,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     # every trial ran and then failed: its objective is read from center evaluations
     (["hparams_search=optuna_pgpe_cartpole", "eval_every=0", "target_score=null",
       "objective=best_center_eval"],
-     "objective=best_center_eval is read from center evaluations, but a trial of this search "
-     "(eval_every=0, generations=1) makes none"),
+     "makes none (eval_every=0), so it would fail. Fix: eval_every=1"),
     (["hparams_search=optuna_pgpe_cartpole", "eval_every=3"],
      "needs center evaluations, but eval_every=3 > generations=1: none would run"),
     # Hydra's "Sweeping over Hydra's configuration is not supported", exit status 1
