@@ -22,9 +22,8 @@ from omegaconf.errors import OmegaConfBaseException
 from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
-from neurorun.config.machine import check_machine, check_ray_installed
+from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
-from neurorun.envs import backend_of, resolve_backend
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
 
@@ -147,18 +146,14 @@ def _check_restart(config: RunConfig) -> None:
 
 def _check_curriculum(config: RunConfig) -> None:
     """A curriculum on vector envs that can end single episodes (on the backend env.backend
-    resolves to: a bare id may run on EnvPool or gymnasium)."""
+    resolves to)."""
     problem = config.problem
-    if problem.episode_length_schedule is None:
-        return
-    try:
-        backend = backend_of(resolve_backend(config.env.id, config.env.backend))
-    except (ValueError, ImportError):
-        return  # a malformed env id or backend is reported where the env is resolved
-    try:
-        backend.vectorization_for_cuts(problem.vectorization)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
+    resolved = None if problem.episode_length_schedule is None else resolved_backend(config)
+    if resolved is not None:
+        try:
+            resolved[1].vectorization_for_cuts(problem.vectorization)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
 
 def _check_parallel(config: RunConfig) -> None:

@@ -61,18 +61,24 @@ def _check_device(config: RunConfig, backend: Backend | None) -> None:
                           "install 'jax[cuda12]'), or problem.device=cpu.")
 
 
-def _check_num_threads(config: RunConfig) -> None:
-    """env.num_threads on an env that has no EnvPool threads (the spec env.backend resolves
-    to: a bare id may run on EnvPool or gymnasium)."""
-    threads = config.env.num_threads
-    if threads is None:
-        return  # resolving env.backend=auto may import EnvPool: only when it matters
+def resolved_backend(config: RunConfig) -> tuple[str, Backend] | None:
+    """The spec env.backend resolves env.id to (a bare id may run on EnvPool or gymnasium) and
+    its backend's row; None where the id or backend is malformed, which is reported where the
+    env is resolved. Resolving env.backend=auto may import EnvPool: ask only when it matters."""
     try:
         spec = resolve_backend(config.env.id, config.env.backend)
+        return spec, backend_of(spec)
     except (ValueError, ImportError):
-        return  # a malformed env id or backend is reported where the env is resolved
-    with _as_config_error():
-        backend_of(spec).check_num_threads(spec, threads, key="env.num_threads")
+        return None
+
+
+def _check_num_threads(config: RunConfig) -> None:
+    """env.num_threads on an env that has no EnvPool threads."""
+    threads = config.env.num_threads
+    resolved = None if threads is None else resolved_backend(config)
+    if resolved is not None:
+        with _as_config_error():
+            resolved[1].check_num_threads(resolved[0], threads, key="env.num_threads")
 
 
 def _free_memory() -> int:
