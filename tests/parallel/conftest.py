@@ -20,4 +20,4 @@ def namespace():
     made = NetworkNamespace()
     yield made
     made.close()
-    assert not made.members(), "processes outlived the test in its network namespace"
+    assert made.empties(), f"processes outlived the test in its namespace: {made.members()}"

@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 # the holder: loopback up, then it keeps the namespace until the test closes its stdin or ends
@@ -58,6 +59,17 @@ class NetworkNamespace:
                     if os.readlink(f"/proc/{name}/ns/net") == self.inode:
                         found.add(int(name))
         return found - {self.holder.pid}
+
+    def empties(self, timeout_s: float = 60.0) -> bool:
+        """Whether every process but the holder has left within ``timeout_s`` (a local ray's
+        processes end a few seconds after the driver that stopped it, longer on a loaded
+        machine)."""
+        deadline = time.monotonic() + timeout_s
+        while self.members():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def close(self) -> None:
         """Let the holder end (the namespace goes with its last process)."""
