@@ -8,6 +8,7 @@ prints meanwhile goes to the log, not the console.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import re
@@ -169,12 +170,14 @@ def route_raylet_messages() -> None:
 
 
 def disconnect() -> None:
-    """Leave ray: a local instance this process started stops, a joined cluster keeps running
-    (``ray.shutdown`` only disconnects the driver from it)."""
+    """Leave ray: a local instance this process started stops, its processes gone before this
+    returns where ray can wait for them (a following command, or a batch job's end, finds none
+    left); a joined cluster keeps running (``ray.shutdown`` only disconnects the driver)."""
     import ray
 
     if ray.is_initialized():
-        ray.shutdown()
+        waits = "wait_for_processes" in inspect.signature(ray.shutdown).parameters  # newer rays
+        ray.shutdown(**({"wait_for_processes": True} if waits else {}))
 
 
 def cluster_resources() -> tuple[float, float]:
