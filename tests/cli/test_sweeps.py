@@ -246,7 +246,7 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
 @pytest.mark.extras("optuna")
 def test_bad_search_settings_are_one_line_before_the_first_trial(tmp_path, args, expected):
     result = neurorun(*args, "generations=1", "logger.console.quiet=true",
-                      "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=60)
+                      "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=120)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "#0 :" not in result.stderr  # no trial ran
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("neurorun: config error")]
@@ -275,7 +275,7 @@ def test_a_count_or_share_of_true_in_a_users_sweeper_is_refused(tmp_path, key, e
     (folder / "loose.yaml").write_text(yaml.safe_dump({**LOOSE_SWEEPER, key: True}))
     result = neurorun("-m", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
                       "hydra/sweeper=loose", "algo.center_learning_rate=interval(0.01,0.3)",
-                      "debug=default", "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=60)
+                      "debug=default", "hydra.sweep.dir=sweep", cwd=tmp_path, timeout=120)
     assert result.returncode == 2, result.stderr[-3000:]
     (line,) = result.stderr.strip().splitlines()
     assert line == f"neurorun: config error: {expected} e.g. hydra.sweeper.{key}=" + (

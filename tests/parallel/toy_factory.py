@@ -3,11 +3,13 @@
 ``make_toy(num_envs, **options)``: a SyncVectorEnv of ToyEnv (env i seeded ``seed + i``).
 Extra options: ``step_sleep`` (seconds per step: keeps a generation running long enough to
 kill an actor), ``raise_seed`` (every step of an env reset with this seed raises: an env
-failing inside an actor).
+failing inside an actor), ``die_file`` (the first step that finds this file removes it and ends
+its process at once: an actor dying in the middle of a job, exactly once).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -19,13 +21,21 @@ SPEC = "tests.parallel.toy_factory:make_toy"
 
 
 class SlowToyEnv(ToyEnv):
-    def __init__(self, step_sleep: float = 0.0, raise_seed: int | None = None, **options):
+    def __init__(self, step_sleep: float = 0.0, raise_seed: int | None = None,
+                 die_file: str | None = None, **options):
         super().__init__(**options)
-        self.step_sleep, self.raise_seed = step_sleep, raise_seed
+        self.step_sleep, self.raise_seed, self.die_file = step_sleep, raise_seed, die_file
 
     def step(self, action):
         if self.raise_seed is not None and self.seed_value == self.raise_seed:
             raise RuntimeError("toy simulator exploded")
+        if self.die_file is not None:
+            try:
+                os.unlink(self.die_file)  # only one process removes it
+            except FileNotFoundError:
+                pass
+            else:
+                os._exit(1)
         if self.step_sleep:
             time.sleep(self.step_sleep)
         return super().step(action)

@@ -148,8 +148,9 @@ def test_a_record_that_is_not_a_regular_file_is_neither_read_nor_replaced(cache,
 
 
 def test_the_watch_tells_a_busy_process_from_a_stuck_one(caplog):
-    from neurorun.problems.jax.compiling import watched
+    from neurorun.problems.jax.compiling import wait_for_compiles, watched
 
+    wait_for_compiles()  # the watch reads the process's CPU time: no compile of another test
     with caplog.at_level(logging.INFO, logger="neurorun"):
         with watched("sleeping", 0.3, heartbeat=""):
             time.sleep(0.7)  # no CPU: stuck

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,18 @@ from pathlib import Path
 import pytest
 
 from neurorun.tools.common import run_tool, write_output
+
+
+def _wait_for_handlers(pid: int, timeout_s: float = 60.0) -> None:
+    """Wait until process ``pid`` catches SIGTERM: the tools' startup has put its handlers in
+    (``SigCgt`` in /proc/<pid>/status, a bit per signal caught)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        caught = re.search(r"SigCgt:\s*(\w+)", Path(f"/proc/{pid}/status").read_text())[1]
+        if int(caught, 16) >> (signal.SIGTERM - 1) & 1:
+            return
+        assert time.monotonic() < deadline, "the tool put in no signal handlers"
+        time.sleep(0.005)
 
 
 def _swallowed_interrupt() -> None:
@@ -65,7 +78,7 @@ def test_ctrl_c_while_a_tool_loads_its_modules_is_one_line(tmp_path, tool):
     script = Path(sys.executable).with_name(tool)
     process = subprocess.Popen([str(script), str(tmp_path / "missing")], stderr=subprocess.PIPE,
                                text=True)
-    time.sleep(0.5)  # importing torch takes seconds
+    _wait_for_handlers(process.pid)  # then importing torch takes seconds
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
