@@ -16,7 +16,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from neurorun.cli.arguments import asks_for_sweep, given_values
+from neurorun.cli.arguments import asks_for_sweep, given_values, override_key
 from neurorun.common.errors import CONFIG_ERROR_EXIT
 from neurorun.config.resume import require_saved_config
 from neurorun.record.claims import claiming
@@ -53,6 +53,8 @@ def folder_error(argv: Sequence[str]) -> str | None:
                 require_creatable(given[key], key)
                 if key == "hydra.run.dir":  # a sweep's jobs write into folders of their own
                     _refuse_current_folder(given[key])
+        if asks_for_sweep(argv):
+            _refuse_swept_resume(argv)
         if "resume" in given:
             _refuse_other_folder(given["resume"], given.get("hydra.run.dir"))
             refuse_misplaced(given["resume"])  # a FIFO .hydra/config.yaml: said as such
@@ -65,6 +67,17 @@ def folder_error(argv: Sequence[str]) -> str | None:
     except (FileNotFoundError, ValueError) as error:
         return str(error)
     return None
+
+
+def _refuse_swept_resume(argv: Sequence[str]) -> None:
+    """ValueError for ``resume=`` in a sweep: each job would start again in a new folder of
+    the sweep, leaving the runs named there as they were."""
+    resumed = [arg for arg in argv if not arg.startswith("-") and override_key(arg) == "resume"
+               and arg.partition("=")[2] not in ("", "null")]
+    if resumed:
+        raise ValueError(f"{resumed[0]} with -m: a sweep's jobs start in new folders of the "
+                         "sweep, and a run resumes only in its own. Fix: resume each run with "
+                         "a command of its own (for run in A B; do neurorun resume=$run; done)")
 
 
 def _refuse_current_folder(folder: str) -> None:

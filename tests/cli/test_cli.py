@@ -168,6 +168,17 @@ def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
     assert "Fix:" in result.stderr and not (tmp_path / "no").exists()
 
 
+@pytest.mark.parametrize("argv", [["-m", "resume=run_a,run_b"], ["-m", "seed=0,1", "resume=run_a"],
+                                  ["--multirun", "resume=run_a"]])
+def test_resume_in_a_sweep_is_refused_before_any_job(tmp_path, argv):
+    """Each job started again from generation 0 in a new folder of the sweep, exit 0."""
+    result = neurorun(*argv, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "with -m" in result.stderr
+    assert "Fix: resume each run with a command of its own" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # no sweep folder
+
+
 def test_a_new_run_into_a_folder_holding_a_run_is_refused_before_hydra_writes(tmp_path):
     first = neurorun("debug=default", "hydra.run.dir=run", cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
