@@ -39,7 +39,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
     (the caller then disconnects it with ``disconnect``), False when it already was.
 
     Args:
-        address: None or "": start a local ray with ``num_cpus`` CPUs (None: all cores);
+        address: None or "": start a local ray with ``num_cpus`` CPUs (None: all cores), even
+            where RAY_ADDRESS names a cluster;
             "auto" or "host:port": join the running cluster (``num_cpus`` is the cluster's).
         include_dashboard: start ray's dashboard, bound to 127.0.0.1 (local ray only).
     """
@@ -57,7 +58,10 @@ def connect(address: str | None = None, *, num_cpus: int | None = None,
         extra: dict[str, Any] = {"include_dashboard": bool(include_dashboard)}
         if include_dashboard:
             extra["dashboard_host"] = "127.0.0.1"
-        ray.init(num_cpus=None if num_cpus is None else int(num_cpus), **extra, **quiet)
+        # "local": a new instance, whatever RAY_ADDRESS or a `ray start` here says (ray would
+        # join those, and wait minutes where nothing answers)
+        ray.init(address="local", num_cpus=None if num_cpus is None else int(num_cpus), **extra,
+                 **quiet)
     return True
 
 

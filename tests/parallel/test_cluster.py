@@ -118,6 +118,14 @@ def test_an_address_where_nothing_listens_fails_in_seconds_in_one_line(tmp_path)
     assert "Traceback" not in done.stderr
 
 
+def test_an_empty_address_starts_a_local_ray_whatever_ray_address_says(tmp_path):
+    """With RAY_ADDRESS naming a port where nothing listens, `parallel=ray` (no address) hung
+    silently for minutes: ray joins RAY_ADDRESS where it is given no address."""
+    done = run_cli(env={**os.environ, "RAY_ADDRESS": f"127.0.0.1:{free_port()}"}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "objective:" in done.stdout
+
+
 def test_auto_finding_a_head_that_answers_nowhere_fails_in_seconds_in_one_line(monkeypatch):
     """ray's `auto` joins a head process it sees on this machine, which may answer nowhere this
     process reaches (one in a network namespace or container of its own, as this module's
