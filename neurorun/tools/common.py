@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -181,8 +182,12 @@ def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         temporary = Path(folder) / f"{path.name}.tmp"
         write(temporary)
+        inherited = _standard_stream(path)
         try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            # this process's own stdout or stderr (/dev/stdout): written at its offset, which a
+            # new descriptor would not share (it wrote over a redirected file's start)
+            descriptor = (os.dup(inherited) if inherited is not None else
+                          os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError as error:
             if error.errno != errno.ENXIO:
                 raise
@@ -194,6 +199,20 @@ def _write_into(path: Path, write: Callable[[Path], None], flag: str) -> None:
         os.set_blocking(descriptor, True)
         with open(temporary, "rb") as source, open(descriptor, "wb") as target:
             shutil.copyfileobj(source, target)
+
+
+def _standard_stream(path: Path) -> int | None:
+    """1 or 2 where ``path`` is the file this process's stdout or stderr writes to."""
+    for stream, number in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            same = os.path.samestat(os.stat(path), os.fstat(number))
+        except OSError:
+            continue
+        if same:
+            with contextlib.suppress(Exception):  # a replaced or closed stream: nothing held
+                stream.flush()  # what the tool printed first comes first
+            return number
+    return None
 
 
 def open_input(path: Path) -> BinaryIO:

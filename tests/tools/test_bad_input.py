@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -279,6 +280,26 @@ def test_an_output_to_a_fifo_is_written_into_it_not_renamed_over_it(sweep, tmp_p
         os.close(reader)
     assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a regular file
     assert received.startswith(b"group,")
+
+
+# `--csv /dev/stdout` under a redirection opened the file anew at offset 0: it wrote over the
+# file's start (`>>`), or over what the shell had written before it (`{ echo; ...; echo; } >`)
+@pytest.mark.parametrize("mode", ["ab", "wb"])
+def test_an_output_to_dev_stdout_goes_where_stdout_is(sweep, tmp_path, mode):
+    expected = tmp_path / "alone.csv"
+    assert compare.main([str(sweep), "--csv", str(expected)]) == 0
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"line 1\nline 2\nline 3\n" * 40)
+    with open(out, mode) as stdout:
+        stdout.write(b"before\n")
+        stdout.flush()
+        script = Path(sys.executable).with_name("neurorun-compare")
+        done = subprocess.run([str(script), str(sweep), "--csv", "/dev/stdout"], stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+        stdout.write(b"after\n")
+    assert done.returncode == 0, done.stderr
+    kept = b"line 1\nline 2\nline 3\n" * 40 if mode == "ab" else b""
+    assert out.read_bytes() == kept + b"before\n" + expected.read_bytes() + b"after\n"
 
 
 # neurorun-compare's output errors told the user to pass an --out path: its
