@@ -1,6 +1,7 @@
 """Adaptive popsize: a generation samples rounds of ``popsize`` until it made
-``algo.num_interactions`` env steps or reached ``samples_max`` samples (the local runner and
-distributed mode both sample through ``run_rounds``); ``algo.popsize_max`` caps it."""
+``algo.num_interactions`` env steps or another round would pass ``samples_max`` samples (the
+local runner and distributed mode both sample through ``run_rounds``); ``algo.popsize_max`` caps
+it."""
 
 from __future__ import annotations
 
@@ -27,9 +28,9 @@ def run_rounds(algorithm: SearchAlgorithm,
     """Sample one generation in rounds: ``evaluate_round(first)`` samples ``popsize``
     solutions from sample index ``first``, evaluates them and returns ``(samples, env
     steps)``. One round; with adaptive popsize, rounds until the generation made
-    ``num_interactions`` env steps or reached ``samples_max`` samples (without popsize_max,
-    ROUNDS_MAX rounds: said once by each algorithm built), how far it got said every
-    PROGRESS_S meanwhile."""
+    ``num_interactions`` env steps or another round would pass ``samples_max`` samples
+    (without popsize_max, ROUNDS_MAX rounds: said once by each algorithm built), how far it got
+    said every PROGRESS_S meanwhile."""
     adaptive = algorithm.options.adaptive
     wanted, cap = adaptive.num_interactions, samples_max(algorithm)
     asked = steps = 0
@@ -39,7 +40,7 @@ def run_rounds(algorithm: SearchAlgorithm,
         asked, steps = asked + count, steps + taken
         if wanted is None or steps >= wanted:
             return
-        if asked >= cap:
+        if asked + algorithm.popsize > cap:  # whole rounds, never past popsize_max
             if adaptive.popsize_max is None and not algorithm.said_capped:
                 algorithm.said_capped = True
                 log.warning("generation %d ends after %d rounds of popsize %d (%s samples) "

@@ -68,6 +68,7 @@ def test_adaptive_popsize_takes_fitness_of_all_pending(name, build):
     ({"num_interactions": 45}, [0, 4, 8]),  # 20, 41, 60 >= 45 steps
     ({"num_interactions": 41}, [0, 4]),  # 41 steps are enough
     ({"num_interactions": 1000, "popsize_max": 8}, [0, 4]),  # 8 samples reach popsize_max
+    ({"num_interactions": 1000, "popsize_max": 11}, [0, 4]),  # a third round would make 12
 ])
 def test_rounds_go_on_until_enough_steps_or_popsize_max(adaptive, expected_firsts, build):
     algo = build("pgpe", popsize=4, **adaptive)
