@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Sequence
-from importlib import resources
 
 from hydra.errors import (
     CompactHydraException,
@@ -36,6 +35,7 @@ from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
+from neurorun.config.resume import config_groups
 
 
 def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -95,8 +95,7 @@ def group_choice_error(argv: Sequence[str]) -> str | None:
     several options, or meets with a TypeError (`algo=[1]`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    groups = {entry.name for entry in resources.files("neurorun.conf").iterdir()
-              if entry.is_dir() and not entry.name.startswith("_")}
+    groups = config_groups()
     parser = OverridesParser.create()
     for arg in argv:
         try:

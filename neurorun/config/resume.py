@@ -6,6 +6,7 @@ env) and without running code or reading the environment the file names unless t
 from __future__ import annotations
 
 import difflib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +73,11 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             raise ValueError(
                 f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
                 f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
-        if isinstance(node, DictConfig) and not override.is_add():
+        if key in config_groups() or (isinstance(node, DictConfig) and not override.is_add()):
+            single = f"{key}.<option>" if isinstance(node, DictConfig) else "algo.popsize"
             raise ValueError(
                 f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "
-                f"groups. Fix: override single keys (e.g. {key}.<option>=...) or start a new run."
+                f"groups. Fix: override single keys (e.g. {single}=...) or start a new run."
             )
         try:
             OmegaConf.update(config, key, override.value(), merge=True,
@@ -88,6 +90,12 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         refuse_untrusted(named, source, opt_in)
     config.resume = str(run_dir)
     return config
+
+
+def config_groups() -> set[str]:
+    """The names of neurorun's config groups (the packaged conf/ folders: algo, env, ...)."""
+    return {entry.name for entry in resources.files("neurorun.conf").iterdir()
+            if entry.is_dir() and not entry.name.startswith("_")}
 
 
 def _closest_key(config: DictConfig, key: str, override: Any) -> str:

@@ -147,6 +147,10 @@ def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
     assert cfg.resume == str(tmp_path) and cfg.algo.name == "pgpe"
     with pytest.raises(ValueError, match="picks a config group"):
         resume.load_run_config(tmp_path, ["algo=snes"])
+    # groups the saved config holds no section of: "no key 'experiment'", whose fix failed
+    for group in ("experiment=cartpole", "debug=default", "+debug=default"):
+        with pytest.raises(ValueError, match=r"picks a config group.*e\.g\. algo\.popsize="):
+            resume.load_run_config(tmp_path, [group])
     with pytest.raises(ValueError, match="no key 'algo.popsiz'"):
         resume.load_run_config(tmp_path, ["algo.popsiz=3"])
     with pytest.raises(FileNotFoundError, match="no saved config"):
