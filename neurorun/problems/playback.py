@@ -27,6 +27,7 @@ from neurorun.envs.jax_env import episode_keys, use_compilation_cache
 
 FRAME_HEIGHT, FRAME_WIDTH = 240, 320  # MuJoCo frames of brax, Playground and a run's videos
 _GL_PROBE = "import mujoco; c = mujoco.GLContext(16, 16); c.make_current(); c.free()"
+_PICKED: list[str] = []  # the MUJOCO_GL prepare_mujoco_gl set (not the user's)
 
 
 @dataclass
@@ -51,8 +52,15 @@ def prepare_mujoco_gl() -> str | None:
             continue
         if probe.returncode == 0:
             os.environ["MUJOCO_GL"] = backend
+            _PICKED.append(backend)
             return backend
     return None
+
+
+def users_mujoco_gl() -> str | None:
+    """MUJOCO_GL where the environment set it, not ``prepare_mujoco_gl``."""
+    gl = os.environ.get("MUJOCO_GL")
+    return None if gl is None or gl in _PICKED else gl
 
 
 def is_mujoco_env(name: str) -> bool:

@@ -33,6 +33,7 @@ from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY
 from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
+from neurorun.tools.video import users_gl_error
 
 if TYPE_CHECKING:
     from neurorun.problems import Problem
@@ -283,9 +284,12 @@ def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None
 
 
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
-    return ToolError(f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
-                     f"({one_line(error, with_type=True)}); install what provides it (e.g. "
-                     "pip install 'gymnasium[mujoco]' or brax) or pass --env ID")
+    failed = (f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
+              f"({one_line(error, with_type=True)})")
+    if "MUJOCO_GL" in str(error):  # mujoco's import refused the environment's value
+        return users_gl_error(failed) or ToolError(failed)
+    return ToolError(f"{failed}; install what provides it (e.g. pip install 'gymnasium[mujoco]' "
+                     "or brax) or pass --env ID")
 
 
 def _check_env(loaded: LoadedPolicy, meta: dict[str, Any]) -> None:

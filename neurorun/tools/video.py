@@ -10,6 +10,7 @@ import numpy as np
 from neurorun.common.errors import one_line
 from neurorun.common.extras import require
 from neurorun.loggers.videos import ENCODERS
+from neurorun.problems.playback import users_mujoco_gl
 from neurorun.tools.common import ToolError, write_output
 
 VIDEO_SUFFIXES = tuple(ENCODERS)
@@ -32,8 +33,19 @@ def write_video(frames: list[np.ndarray], path: Path, fps: float) -> Path:
     return write_output(path, lambda tmp: ENCODERS[path.suffix](frames, tmp, fps), what)
 
 
+def users_gl_error(failed: str) -> ToolError | None:
+    """``failed`` blamed on the user's MUJOCO_GL, with the fix, where the environment set it."""
+    users = users_mujoco_gl()
+    if users is None:
+        return None
+    return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: unset "
+                     "MUJOCO_GL (egl, then osmesa, are tried), or set it to egl or osmesa")
+
+
 def no_renderer_error(error: Exception) -> ToolError:
-    """The message for a MuJoCo render that failed, naming what to install."""
-    return ToolError(f"MuJoCo could not render offscreen ({one_line(error, with_type=True)}); "
-                     "tried MUJOCO_GL=egl, then osmesa: install EGL (a GPU driver or libegl1) "
-                     "or OSMesa (libosmesa6), or set MUJOCO_GL yourself")
+    """The message for a MuJoCo render that failed, naming what to install (or the user's
+    MUJOCO_GL, where that is what failed)."""
+    failed = f"MuJoCo could not render offscreen ({one_line(error, with_type=True)})"
+    return users_gl_error(failed) or ToolError(
+        f"{failed}; tried MUJOCO_GL=egl, then osmesa: install EGL (a GPU driver or libegl1) or "
+        "OSMesa (libosmesa6), or set MUJOCO_GL yourself")

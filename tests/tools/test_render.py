@@ -15,7 +15,7 @@ from PIL import Image
 from neurorun.common import extras
 from neurorun.tools import render as render_tool
 
-from .helpers import BIAS, WEIGHT, save_checkpoint
+from .helpers import BIAS, WEIGHT, save_checkpoint, save_policy
 
 
 def expected_frames(seed: int, episodes: int, limit: int) -> list[list[np.ndarray]]:
@@ -75,6 +75,19 @@ def test_an_envpool_run_renders_with_gymnasiums_env(tmp_path):
     (expected,) = expected_frames(3, 1, 25)
     assert len(episodes[0].frames) == len(expected)
     assert all(np.array_equal(a, b) for a, b in zip(episodes[0].frames, expected, strict=True))
+
+
+def test_a_users_mujoco_gl_that_fails_is_named_with_its_fix(tmp_path):
+    """MUJOCO_GL=bogus said egl and osmesa were tried and to install them: neither was."""
+    folder = save_policy(tmp_path / "run", "InvertedPendulum-v5", "Linear(obs_length, act_length)")
+    script = Path(sys.executable).with_name("neurorun-render")
+    done = subprocess.run([str(script), str(folder), "--out", str(tmp_path / "p.gif")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MUJOCO_GL": "bogus"})
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "with MUJOCO_GL='bogus' from the environment. Fix: unset MUJOCO_GL" in line
+    assert "tried MUJOCO_GL=egl" not in line and not (tmp_path / "p.gif").exists()
 
 
 @pytest.mark.extras("video")
