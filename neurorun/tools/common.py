@@ -47,7 +47,11 @@ class _Stdout:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        return self._do(self.stream.write, text)
+        try:
+            return self._do(self.stream.write, text)
+        except UnicodeEncodeError:  # a stdout whose encoding lacks a character (± in ASCII)
+            encoding = getattr(self.stream, "encoding", None) or "ascii"
+            return self._do(self.stream.write, text.encode(encoding, "replace").decode(encoding))
 
     def flush(self) -> None:
         self._do(self.stream.flush)

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import re
 import stat
 import subprocess
 import sys
@@ -300,6 +301,21 @@ def test_an_output_to_dev_stdout_goes_where_stdout_is(sweep, tmp_path, mode):
     assert done.returncode == 0, done.stderr
     kept = b"line 1\nline 2\nline 3\n" * 40 if mode == "ab" else b""
     assert out.read_bytes() == kept + b"before\n" + expected.read_bytes() + b"after\n"
+
+
+# under PYTHONIOENCODING=ascii, a table holding "±" was a UnicodeEncodeError traceback
+def test_a_stdout_that_cannot_hold_a_character_gets_a_question_mark(sweep):
+    def table(encoding: str) -> str:
+        script = Path(sys.executable).with_name("neurorun-compare")
+        done = subprocess.run([str(script), str(sweep)], capture_output=True, timeout=120,
+                              env={**os.environ, "PYTHONIOENCODING": encoding, "COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stdout.decode(encoding)
+
+    wide, narrow = table("utf-8"), table("ascii")  # rich draws ASCII borders for ASCII
+    assert wide.count("±") > 0 and narrow.count("?") == wide.count("±")
+    assert re.findall(r"[\d.]+ \? [\d.]+", narrow) == [
+        number.replace("±", "?") for number in re.findall(r"[\d.]+ ± [\d.]+", wide)]
 
 
 # neurorun-compare's output errors told the user to pass an --out path: its
