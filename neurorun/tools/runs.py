@@ -77,8 +77,10 @@ def read_metrics(folder: Path) -> dict[str, np.ndarray]:
     csv_path, jsonl_path = (folder / name for name in METRIC_FILES)
     try:
         if is_input(csv_path):
-            with io.TextIOWrapper(open_input(csv_path), encoding="utf-8", newline="") as file:
-                rows = list(csv.DictReader(file))
+            with open_input(csv_path) as file:
+                text = file.read().decode("utf-8")
+            text = text[:text.rfind("\n") + 1]  # not a last row cut short by a run writing it
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
         else:
             rows = _jsonl_rows(jsonl_path)
     except (OSError, UnicodeDecodeError, csv.Error) as error:

@@ -124,3 +124,15 @@ def test_a_run_given_by_two_paths_is_counted_once(sweep, tmp_path):
     pgpe = by_group(rows)["algo=pgpe"]  # center_eval finals 5 and 1, as test_center_eval_...
     assert (pgpe["runs"], pgpe["final_mean"], pgpe["final_std"]) == (2, 3, 2)
     assert str(link) in str(said[0].message) and str(dotted) in str(said[0].message)
+
+
+def test_a_last_row_cut_short_is_left_out(tmp_path):
+    """A run still writing its metrics.csv (or killed mid-row): the row cut inside its step
+    count was read as 29 steps where the run had made 293."""
+    run = write_run(tmp_path / "run", [{"generation": 1, "mean_eval": 2.0, "center_eval": 4.0,
+                                        "total_interaction_count": 150, "elapsed_s": 0.5}],
+                    ["seed=0"])
+    with open(run / "metrics.csv", "a") as file:
+        file.write("2,3.0,8.0,29")  # generation 2, cut inside total_interaction_count
+    _, (row,) = compare_tool.compare([run])
+    assert (row["final_mean"], row["steps_mean"], row["time_s_mean"]) == (4.0, 150, 0.5)
