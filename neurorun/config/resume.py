@@ -33,6 +33,8 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     "network": "the checkpoint holds that network's parameters",
     "env.id": "its policy, observation statistics and metrics belong to that env",
 }
+# where a search starts: read again by a restart only (restart.patience)
+START_KEYS = ("algo.center_init", "algo.stdev_init", "algo.radius_init", "problem.initial_bounds")
 
 
 def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
@@ -58,6 +60,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     with open_dict(config):
         config.trust_code = False  # only the command line trusts code, never the file itself
     OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
+    started = {key: _plain(OmegaConf.select(config, key, default=None)) for key in START_KEYS}
     for override in parsed:
         key = override.key_or_group
         named = {k: v for k, v in named.items() if not _covers(key, k)}  # given here: the user's
@@ -86,10 +89,30 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             raise ValueError(f"resume: {override.input_line!r}: the saved config has no key "
                              f"{key!r}. Fix: {_closest_key(config, key, override)}.") from error
     OmegaConf.set_struct(config, False)
+    _refuse_unread_start(config, started)
     if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
         refuse_untrusted(named, source, opt_in)
     config.resume = str(run_dir)
     return config
+
+
+def _plain(node: Any) -> Any:
+    return OmegaConf.to_container(node) if OmegaConf.is_config(node) else node
+
+
+def _refuse_unread_start(config: DictConfig, started: dict[str, Any]) -> None:
+    """ValueError for a start setting changed on a resume that no restart will read: the run
+    goes on from its saved search state, and the new value would do nothing."""
+    if OmegaConf.select(config, "restart.patience", default=None) is not None:
+        return
+    for key, value in started.items():
+        now = _plain(OmegaConf.select(config, key, default=None))
+        if now != value:
+            raise ValueError(
+                f"resume: {key}={now!r} but the run started from {key}={value!r}; it goes on "
+                "from its saved search state, and without restarts (restart.patience=null) "
+                f"nothing reads {key} again. Fix: drop {key}=, or start a new run in another "
+                "folder.")
 
 
 def config_groups() -> set[str]:

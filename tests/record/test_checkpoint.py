@@ -4,6 +4,7 @@ import csv
 import json
 import os
 import pickle
+import re
 import signal
 from types import SimpleNamespace
 
@@ -151,6 +152,13 @@ def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
     for group in ("experiment=cartpole", "debug=default", "+debug=default"):
         with pytest.raises(ValueError, match=r"picks a config group.*e\.g\. algo\.popsize="):
             resume.load_run_config(tmp_path, [group])
+    # a start setting no restart reads again was kept and never used
+    for start in ("algo.radius_init=5.0", "problem.initial_bounds=[-5,5]"):
+        with pytest.raises(ValueError, match=rf"^resume: {re.escape(start.split('=')[0])}=.*"
+                                             r"restart.patience=null"):
+            resume.load_run_config(tmp_path, [start])
+    cfg = resume.load_run_config(tmp_path, ["algo.radius_init=5.0", "restart.patience=3"])
+    assert (cfg.algo.radius_init, cfg.restart.patience) == (5.0, 3)  # the next restart reads it
     with pytest.raises(ValueError, match="no key 'algo.popsiz'"):
         resume.load_run_config(tmp_path, ["algo.popsiz=3"])
     with pytest.raises(FileNotFoundError, match="no saved config"):
