@@ -24,6 +24,7 @@ from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
+from neurorun.loggers.console import warn_now
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
 
@@ -176,11 +177,17 @@ def _check_algorithm(config: RunConfig) -> None:
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
     distributed_mode(config, ALGORITHMS[algo.name])
+    log = logging.getLogger("neurorun")
     if sampling.noise_source == "seeds" and sampling.noise_table_size is not None:
-        logging.getLogger("neurorun").warning(
-            "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each sample "
-            "from a seed of its own, with no table. Fix: algo.noise_source=table to use a "
-            "table, or algo.noise_table_size=null", sampling.noise_table_size)
+        warn_now(log, "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each "
+                 "sample from a seed of its own, with no table. Fix: algo.noise_source=table to "
+                 "use a table, or algo.noise_table_size=null", sampling.noise_table_size)
+    adaptive = algo.typed_options.adaptive
+    if adaptive.popsize_max is not None and adaptive.num_interactions is None:
+        warn_now(log, "algo.popsize_max=%s is ignored: only an adaptive popsize reads it, and "
+                 "algo.num_interactions is null. Fix: algo.num_interactions=<env steps a "
+                 "generation takes> to adapt the popsize, or algo.popsize_max=null",
+                 adaptive.popsize_max)
 
 
 def validate_config(cfg: DictConfig, *,

@@ -49,6 +49,16 @@ def show_library_messages(*, quiet: bool) -> Callable[[], None]:
     return hide
 
 
+def warn_now(log: logging.Logger, message: str, *args: Any) -> None:
+    """A warning of ``log`` (under neurorun's logger) on the console at once, before the run's
+    own console shows messages (its config and set-up checks), and in its log."""
+    hide = show_library_messages(quiet=True)
+    try:
+        log.warning(message, *args)
+    finally:
+        hide()
+
+
 _OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 _INSTALLED = tuple({os.path.join(path, "") for path in (
     *(sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")),

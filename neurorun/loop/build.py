@@ -17,7 +17,7 @@ from neurorun.common.seeding import derive_seed
 from neurorun.config.checks import algo_error
 from neurorun.envs import backend_of, resolve_backend
 from neurorun.envs.base import UnknownEnvError
-from neurorun.loggers.console import show_library_messages
+from neurorun.loggers.console import warn_now
 from neurorun.nets import NetworkParseError
 from neurorun.nets.network_spec import NetworkFactoryError
 from neurorun.parallel import make_ray_evaluator
@@ -144,11 +144,9 @@ def use_host_devices(config: RunConfig) -> None:
     try:
         jax_env = backend_of(config.env.id).jax_batch is not None
         if not jax_env:
-            if devices != "auto":  # on the console too: the run's own shows messages later
-                hide = show_library_messages(quiet=True)
-                log.warning("problem.devices=%s is for brax and Playground envs (their "
-                            "compiled evaluation): env %s ignores it", devices, config.env.id)
-                hide()
+            if devices != "auto":
+                warn_now(log, "problem.devices=%s is for brax and Playground envs (their "
+                         "compiled evaluation): env %s ignores it", devices, config.env.id)
             return
         flags, said = host_device_flags(devices, os.environ)
         check_xla_flags(os.environ.get("XLA_FLAGS", "") if flags is None else flags)

@@ -277,6 +277,18 @@ def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, ca
     assert not [r for r in caplog.records if "noise_table_size" in r.getMessage()]
 
 
+def test_a_popsize_max_without_an_adaptive_popsize_is_said_to_be_ignored(tmp_path, capfd):
+    """algo.popsize_max went unused without a word where algo.num_interactions is null."""
+    run(tiny("algo.popsize_max=40", "generations=1"), run_dir=tmp_path / "fixed")
+    said = [line for line in capfd.readouterr().err.splitlines() if "popsize_max" in line]
+    assert said == ["neurorun: algo.popsize_max=40 is ignored: only an adaptive popsize reads "
+                    "it, and algo.num_interactions is null. Fix: algo.num_interactions=<env "
+                    "steps a generation takes> to adapt the popsize, or algo.popsize_max=null"]
+    run(tiny("algo.popsize_max=40", "algo.num_interactions=100", "generations=1"),
+        run_dir=tmp_path / "adaptive")
+    assert "popsize_max" not in capfd.readouterr().err
+
+
 def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(
         no_problem):
     """The check needs no solution length: a list passes it whatever its length, and a bad
