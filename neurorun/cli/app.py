@@ -46,6 +46,7 @@ from neurorun.cli.hints import preset_hint
 from neurorun.cli.resume_record import ResumeRecord
 from neurorun.cli.sweeps import FailedJobs
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
+from neurorun.common.streams import replace_unencodable
 from neurorun.config.checks import read_key
 from neurorun.config.resume import load_run_config
 from neurorun.config.schema import RunConfig
@@ -188,6 +189,7 @@ def main() -> None:
 
 
 def _main() -> None:
+    replace_unencodable()
     sys.argv[1:] = arguments.rewritten(sys.argv[1:])
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
     # Optuna deprecates: six FutureWarnings per search that no user can act on

@@ -219,9 +219,9 @@ def exit_now(status: int) -> None:
     interpreter's exit: XLA's threads (a compile, a program jax dispatched ahead) may still run
     in C++, and the exit would stop them mid-call ("terminate called", status 134), or a Ctrl-C
     would land in a library's exit callback ("Exception ignored")."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-        sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # None: started with >&-
+            stream.flush()
     os._exit(status)
 
 

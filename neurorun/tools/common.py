@@ -21,6 +21,7 @@ from neurorun.common.atomic import atomic_write
 from neurorun.common.errors import one_line
 from neurorun.common.extras import MissingExtraError
 from neurorun.common.files import NotRegularFileError, entry_kind, open_regular
+from neurorun.common.streams import replace_unencodable
 from neurorun.record.layout import (
     BEST_POLICY,
     CHECKPOINT_DIR,
@@ -44,14 +45,10 @@ class _Stdout:
     ToolError, told apart from the tool's other OSErrors (which stay tracebacks)."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream = stream
+        self.stream = stream if stream is not None else _Closed()  # None: started with >&-
 
     def write(self, text: str) -> int:
-        try:
-            return self._do(self.stream.write, text)
-        except UnicodeEncodeError:  # a stdout whose encoding lacks a character (± in ASCII)
-            encoding = getattr(self.stream, "encoding", None) or "ascii"
-            return self._do(self.stream.write, text.encode(encoding, "replace").decode(encoding))
+        return self._do(self.stream.write, text)
 
     def flush(self) -> None:
         self._do(self.stream.flush)
@@ -66,6 +63,18 @@ class _Stdout:
 
     def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno ... as the stream's
         return getattr(self.stream, name)
+
+
+class _Closed:
+    """The stdout of a process started without one (``>&-``): every use fails as the OS says."""
+
+    def write(self, *args: Any) -> Any:
+        raise OSError(errno.EBADF, "stdout is closed")
+
+    flush = fileno = write
+
+    def isatty(self) -> bool:
+        return False
 
 
 def _silence(stream: Any) -> None:
@@ -124,6 +133,7 @@ def run_tool(name: str, body: Callable[[], int | None]) -> int:
         warnings.showwarning = _one_line_warning
         # brax warns on every import that it is unmaintained: not news to a tool's user.
         warnings.filterwarnings("ignore", category=UserWarning, module=r"brax\.")
+        replace_unencodable()
         stdout, sys.stdout = sys.stdout, _Stdout(sys.stdout)
         try:
             status = int(body() or 0)

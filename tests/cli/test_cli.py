@@ -168,6 +168,17 @@ def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
     assert "Fix:" in result.stderr and not (tmp_path / "no").exists()
 
 
+def test_a_path_stdout_cannot_encode_is_printed_with_a_question_mark(tmp_path):
+    """Under PYTHONIOENCODING=ascii a run in a folder named with a non-ASCII letter trained,
+    then ended in a UnicodeEncodeError (rc 1) printing its folder."""
+    run = tmp_path / "r\u00fcn"
+    result = neurorun("debug=default", f'hydra.run.dir="{run}"', cwd=tmp_path,
+                      env={"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"run folder:  {tmp_path}/r?n" in result.stdout
+    assert (run / "checkpoints" / "best.pt").is_file()
+
+
 @pytest.mark.parametrize("argv", [["-m", "resume=run_a,run_b"], ["-m", "seed=0,1", "resume=run_a"],
                                   ["--multirun", "resume=run_a"]])
 def test_resume_in_a_sweep_is_refused_before_any_job(tmp_path, argv):

@@ -318,6 +318,19 @@ def test_a_stdout_that_cannot_hold_a_character_gets_a_question_mark(sweep):
         number.replace("±", "?") for number in re.findall(r"[\d.]+ ± [\d.]+", wide)]
 
 
+# started with stdout closed (>&-), each tool ended in an AttributeError traceback on None
+@pytest.mark.parametrize("tool", ["neurorun-compare", "neurorun-eval"])
+def test_a_closed_stdout_is_one_line(tool, sweep, run_dir):
+    script = Path(sys.executable).with_name(tool)
+    target = sweep if tool == "neurorun-compare" else run_dir
+    done = subprocess.run(["bash", "-c", 'exec "$0" "$1" >&-', str(script), str(target)],
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"{tool}: error: cannot write to stdout: stdout is closed; the output is incomplete: "
+        "send it to a file or pipe that takes it"]
+
+
 # neurorun-compare's output errors told the user to pass an --out path: its
 # flag is --csv
 @pytest.mark.parametrize("target", ["folder", "in_a_file"])
