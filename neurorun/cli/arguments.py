@@ -65,6 +65,18 @@ def asks_for_sweep(argv: Sequence[str]) -> bool:
     return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
 
 
+def shown_config(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``(the part --cfg/-c asks to print, or None; the overrides of argv)``."""
+    shown, overrides, args = None, [], iter(argv)
+    for arg in args:
+        flag, _, value = arg.partition("=")
+        if flag in ("--cfg", "-c"):
+            shown = value or next(args, "")
+        elif not arg.startswith("-"):
+            overrides.append(arg)
+    return shown, overrides
+
+
 def held_for_resume(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     """``(what Hydra reads, the overrides held back)``: for a single run's `resume=<folder>`,
     the run's overrides are held back from Hydra, which would check them against the packaged

@@ -168,6 +168,20 @@ def test_resume_of_a_missing_folder_creates_nothing(tmp_path):
     assert "Fix:" in result.stderr and not (tmp_path / "no").exists()
 
 
+def test_cfg_job_with_resume_prints_the_config_the_resume_runs(tmp_path):
+    """`--cfg job resume=<run>` printed the packaged defaults (popsize 20, generations 100)."""
+    run = tmp_path / "run"
+    assert neurorun("debug=default", "algo.popsize=12", f"hydra.run.dir={run}",
+                    cwd=tmp_path).returncode == 0
+    shown = neurorun("--cfg", "job", f"resume={run}", "generations=5", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    expected = OmegaConf.load(run / ".hydra" / "config.yaml")
+    expected.generations, expected.resume = 5, str(run)
+    assert OmegaConf.create(shown.stdout) == expected
+    refused = neurorun("--cfg", "all", f"resume={run}", cwd=tmp_path)
+    assert refused.returncode == 2 and "Fix: --cfg job" in refused.stderr
+
+
 def test_a_path_stdout_cannot_encode_is_printed_with_a_question_mark(tmp_path):
     """Under PYTHONIOENCODING=ascii a run in a folder named with a non-ASCII letter trained,
     then ended in a UnicodeEncodeError (rc 1) printing its folder."""
