@@ -142,6 +142,11 @@ def _find_head(where: str, address: str) -> str:
             address = services.canonicalize_bootstrap_address("auto")
         except ConnectionError as error:
             raise _not_found(where, error) from None
+        except ValueError as error:  # RAY_ADDRESS that ray cannot read
+            raise ClusterError(
+                f"{where}: RAY_ADDRESS={os.environ.get('RAY_ADDRESS')!r} is no address ray "
+                f"reads ({one_line(error)}). Fix: RAY_ADDRESS=<head host>:<port> (e.g. "
+                "10.0.0.1:6379), or unset it and give parallel.address=<host:port>") from None
     if not address.rpartition(":")[2].isdigit():
         raise ClusterError(f"{where}: expected host:port (e.g. 10.0.0.1:6379) or auto")
     return address

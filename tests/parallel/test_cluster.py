@@ -126,6 +126,16 @@ def test_an_empty_address_starts_a_local_ray_whatever_ray_address_says(tmp_path)
     assert "objective:" in done.stdout
 
 
+def test_auto_with_a_ray_address_ray_cannot_read_names_it(monkeypatch):
+    """RAY_ADDRESS=garbage with parallel.address=auto was ray's bare "Invalid address format"."""
+    from neurorun.parallel import cluster
+
+    monkeypatch.setenv("RAY_ADDRESS", "garbage")
+    with pytest.raises(cluster.ClusterError, match=r"^parallel.address='auto': RAY_ADDRESS="
+                                                   r"'garbage' is no address ray reads .*Fix: "):
+        cluster.connect("auto")
+
+
 def test_auto_finding_a_head_that_answers_nowhere_fails_in_seconds_in_one_line(monkeypatch):
     """ray's `auto` joins a head process it sees on this machine, which may answer nowhere this
     process reaches (one in a network namespace or container of its own, as this module's
