@@ -76,6 +76,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             raise ValueError(
                 f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
                 f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
+        if key in config_groups() and node is None and value is None:
+            continue  # debug=null, hparams_search=null: none picked, as in the run
         if key in config_groups() or (isinstance(node, DictConfig) and not override.is_add()):
             single = f"{key}.<option>" if isinstance(node, DictConfig) else "algo.popsize"
             raise ValueError(

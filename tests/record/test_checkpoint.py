@@ -152,6 +152,8 @@ def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
     for group in ("experiment=cartpole", "debug=default", "+debug=default"):
         with pytest.raises(ValueError, match=r"picks a config group.*e\.g\. algo\.popsize="):
             resume.load_run_config(tmp_path, [group])
+    assert resume.load_run_config(tmp_path, ["debug=null", "hparams_search=null"]) == \
+        resume.load_run_config(tmp_path, [])  # none picked, as in the run
     # a start setting no restart reads again was kept and never used
     for start in ("algo.radius_init=5.0", "problem.initial_bounds=[-5,5]"):
         with pytest.raises(ValueError, match=rf"^resume: {re.escape(start.split('=')[0])}=.*"
