@@ -66,7 +66,8 @@ def _summary_writer() -> type:
 
 
 class TensorBoardLogger(Logger):
-    """Scalars under `<run>/tensorboard`, one step per generation."""
+    """Scalars under `<run>/tensorboard`, one step per generation; the config as a table (its
+    Text tab)."""
 
     Settings = TrackerSettings
 
@@ -78,6 +79,11 @@ class TensorBoardLogger(Logger):
         return Bounded("tensorboard", lambda: cls(context.run_dir),
                        timeout_s=settings.timeout_s,
                        fix=f"check the disk of {context.run_dir / TENSORBOARD_DIR}")
+
+    def start(self, config: Mapping[str, Any]) -> None:
+        rows = "".join(f"\n| {key} | {value} |" for key, value in flatten(config).items())
+        self.writer.add_text("config", f"| key | value |\n|---|---|{rows}", 0)
+        self._closing_on_error(self.writer.flush)
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for key, value in numeric_items(status).items():

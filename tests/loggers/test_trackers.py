@@ -54,10 +54,13 @@ def tensorboard_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
 
 
 @pytest.mark.extras("tensorboard")
-def test_tensorboard_events_hold_the_metrics(tmp_path):
-    rows = tracked_run(tmp_path, "tensorboard")
+def test_tensorboard_events_hold_the_metrics_and_the_config(tmp_path):
+    rows = tracked_run(tmp_path, "tensorboard", "algo.popsize=12")
     assert tensorboard_scalars(tmp_path / "tensorboard", "mean_eval") == [
         (int(r["generation"]), pytest.approx(float(r["mean_eval"]), rel=1e-6)) for r in rows]
+    (text,) = [v.tensor.string_val[0].decode() for event in tensorboard_events(
+        tmp_path / "tensorboard") for v in event.summary.value if v.tag.startswith("config")]
+    assert "| algo.popsize | 12 |" in text.splitlines() and "| env.id | CartPole-v1 |" in text
 
 
 @pytest.mark.extras("mlflow")
