@@ -4,8 +4,8 @@
 #   sbatch examples/slurm_sbatch.sh                      # 5 seeds of the default experiment
 #   sbatch --array=0-9 examples/slurm_sbatch.sh experiment=lunarlander_continuous
 #
-# Each task writes its own run folder runs/<env>/<algo>/<date>_<time>_s<seed>/ and can be
-# continued after a preemption with `neurorun resume=<that folder>` (see the requeue below).
+# Each task writes its own run folder runs/slurm/<array job id>_<seed>/ and can be continued
+# after a preemption with `neurorun resume=<that folder>` (see the requeue below).
 #SBATCH --job-name=neurorun
 #SBATCH --array=0-4
 #SBATCH --cpus-per-task=8
@@ -43,6 +43,4 @@ if [[ "${status}" -eq 138 ]]; then
 fi
 exit "${status}"
 
-# TODO(ray issue): multi-node runs — start a ray head on the first node and workers on the
-# others (`ray start --head` / `ray start --address=...` via srun), then run
-# `neurorun parallel=ray parallel.address=auto ...` on the head node.
+# Multi-node runs on one ray cluster: examples/slurm_ray.sbatch.
