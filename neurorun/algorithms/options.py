@@ -48,7 +48,7 @@ class AdaptivePopsize:
     """Adaptive population size (Salimans et al. 2017; Toklu et al. 2020)."""
 
     num_interactions: int | None = None  # keep asking until a generation made this many
-    popsize_max: int | None = None  # ... or reached this many solutions
+    popsize_max: int | None = None  # ... or another round would pass this many solutions
 
 
 @dataclass(frozen=True)

@@ -95,8 +95,8 @@ def _resumed_config(run_dir: str, overrides: list[str]) -> DictConfig:
     """A resumed run's saved config with this command line's ``overrides`` applied on top."""
     try:
         return load_run_config(run_dir, overrides)
-    except (FileNotFoundError, ValueError) as error:
-        raise ConfigError(str(error)) from error
+    except (FileNotFoundError, ValueError, HydraException) as error:
+        raise ConfigError(one_line(error, limit=None)) from error
 
 
 def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> float | None:
@@ -168,11 +168,12 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
 def _show_resumed_config(shown: str | None, overrides: list[str], kept_back: list[str]) -> None:
     """``--cfg job`` with ``resume=``: print the config the resume would run (Hydra would print
     the packaged defaults), and end; nothing where --cfg is not given."""
-    if shown is None or arguments.asks_for_sweep(sys.argv[1:]):
+    if shown is None:
         return
-    if shown != "job":
-        print(f"neurorun: config error: --cfg {shown} with resume= would show the packaged "
-              "defaults, not the run's config. Fix: --cfg job", file=sys.stderr)
+    if shown != "job" or any(a.split("=")[0] in ("--package", "-p") for a in sys.argv[1:]):
+        print(f"neurorun: config error: --cfg {shown} (or --package) with resume= would show "
+              "the packaged defaults, not the run's config. Fix: --cfg job alone",
+              file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
     resume = arguments.given_values(overrides)["resume"]
     try:

@@ -65,13 +65,20 @@ def asks_for_sweep(argv: Sequence[str]) -> bool:
     return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
 
 
+# Hydra's flags that take a value
+VALUED_FLAGS = ("--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+                "--config-dir", "-cd", "--experimental-rerun")
+
+
 def shown_config(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     """``(the part --cfg/-c asks to print, or None; the overrides of argv)``."""
     shown, overrides, args = None, [], iter(argv)
     for arg in args:
-        flag, _, value = arg.partition("=")
+        flag, given, value = arg.partition("=")
         if flag in ("--cfg", "-c"):
             shown = value or next(args, "")
+        elif flag in VALUED_FLAGS and not given:
+            next(args, None)  # the flag's value, not an override
         elif not arg.startswith("-"):
             overrides.append(arg)
     return shown, overrides

@@ -180,13 +180,12 @@ def _check_jobs(overrides: list[str], config_name: str) -> None:
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-    if jobs and not any(job.partition("=")[0] == "resume" for job in jobs[0]):
-        for number, job in enumerate(jobs):
-            try:
-                validate_config(compose(config_name, overrides=job), machine=False)
-            except (ConfigError, OmegaConfBaseException, HydraException) as error:
-                _refuse(f"job {number} of the sweep ({' '.join(job)}) is refused, so no job "
-                        f"ran: {one_line(error, first_line=True)}")
+    for number, job in enumerate(jobs):
+        try:
+            validate_config(compose(config_name, overrides=job), machine=False)
+        except (ConfigError, OmegaConfBaseException, HydraException) as error:
+            _refuse(f"job {number} of the sweep ({' '.join(job)}) is refused, so no job "
+                    f"ran: {one_line(error, first_line=True)}")
 
 
 class SearchCheck(Callback):

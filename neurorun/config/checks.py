@@ -168,15 +168,17 @@ def _check_parallel(config: RunConfig) -> None:
                                                    "subbatch_size"), "parallel")) from None
 
 
-def _check_algorithm(config: RunConfig) -> None:
+def _check_algorithm(config: RunConfig, *, warn: bool) -> None:
     """The algorithm's own check of its options (all of it that needs no solution length);
-    distributed mode; what a table size with seeded noise means."""
+    distributed mode; ``warn``: say the settings these options leave unread."""
     algo = config.algo
     try:
         sampling = algo.typed_options.sampling
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
     distributed_mode(config, ALGORITHMS[algo.name])
+    if not warn:
+        return
     log = logging.getLogger("neurorun")
     if sampling.noise_source == "seeds" and sampling.noise_table_size is not None:
         warn_now(log, "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each "
@@ -213,6 +215,6 @@ def validate_config(cfg: DictConfig, *,
         prepare(config)
     if machine:
         check_machine(config)
-    _check_algorithm(config)
+    _check_algorithm(config, warn=machine)  # a sweep's jobs checked up front: said as each runs
     check_ray_installed(config)  # last: the checks above need no ray
     return config

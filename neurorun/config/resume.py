@@ -15,7 +15,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
-from neurorun.record.layout import resume_command, saved_config_path
+from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, resume_command, saved_config_path
 
 
 def require_saved_config(run_dir: str | Path) -> Path:
@@ -61,6 +61,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         config.trust_code = False  # only the command line trusts code, never the file itself
     OmegaConf.set_struct(config, True)  # a misspelt key fails instead of adding a new one
     started = {key: _plain(OmegaConf.select(config, key, default=None)) for key in START_KEYS}
+    groups = config_groups()
     for override in parsed:
         key = override.key_or_group
         named = {k: v for k, v in named.items() if not _covers(key, k)}  # given here: the user's
@@ -72,13 +73,13 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
-        if fixed and (OmegaConf.to_container(node) if OmegaConf.is_config(node) else node) != value:
+        if fixed and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
                 f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
-        if key in config_groups() and node is None and value is None:
+        if key in groups and node is None and value is None:
             continue  # debug=null, hparams_search=null: none picked, as in the run
-        if key in config_groups() or (isinstance(node, DictConfig) and not override.is_add()):
+        if key in groups or (isinstance(node, DictConfig) and not override.is_add()):
             single = f"{key}.<option>" if isinstance(node, DictConfig) else "algo.popsize"
             raise ValueError(
                 f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "
@@ -91,7 +92,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             raise ValueError(f"resume: {override.input_line!r}: the saved config has no key "
                              f"{key!r}. Fix: {_closest_key(config, key, override)}.") from error
     OmegaConf.set_struct(config, False)
-    _refuse_unread_start(config, started)
+    if (Path(run_dir) / CHECKPOINT_DIR / STATE_FILE).is_file():  # else it starts again
+        _refuse_unread_start(config, started)
     if config.trust_code is not True:  # text such as `no` is truthy, and trusts nothing
         refuse_untrusted(named, source, opt_in)
     config.resume = str(run_dir)

@@ -65,6 +65,11 @@ def _summary_writer() -> type:
     return SummaryWriter
 
 
+def _cell(value: Any) -> str:
+    """``value`` as one cell of a markdown table."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 class TensorBoardLogger(Logger):
     """Scalars under `<run>/tensorboard`, one step per generation; the config as a table (its
     Text tab)."""
@@ -81,7 +86,7 @@ class TensorBoardLogger(Logger):
                        fix=f"check the disk of {context.run_dir / TENSORBOARD_DIR}")
 
     def start(self, config: Mapping[str, Any]) -> None:
-        rows = "".join(f"\n| {key} | {value} |" for key, value in flatten(config).items())
+        rows = "".join(f"\n| {key} | {_cell(value)} |" for key, value in flatten(config).items())
         self.writer.add_text("config", f"| key | value |\n|---|---|{rows}", 0)
         self._closing_on_error(self.writer.flush)
 

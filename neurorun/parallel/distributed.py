@@ -22,11 +22,12 @@ and adding the actors' sums (actors x D).
 
 Rounds: with adaptive popsize (``algo.num_interactions``) the main process asks for
 ``popsize`` more samples, round after round, until the generation made that many
-interactions or reached ``popsize_max`` (``algorithms.adaptive.run_rounds``, the local runner's
-loop too). Each round draws the evaluator's base seed and seeds share ``[first, stop)`` of it
-with ``base + first``, as ``RayEvaluator.evaluate`` does, so with envs that seed every episode
-a distributed run gives the local run's fitness, sample for sample. A share whose actor died
-is evaluated again by a replacement from the same numbers: the same rows, the same result.
+interactions or another round would pass ``popsize_max`` (``algorithms.adaptive.run_rounds``,
+the local runner's loop too). Each round draws the evaluator's base seed and seeds share
+``[first, stop)`` of it with ``base + first``, as ``RayEvaluator.evaluate`` does, so with envs
+that seed every episode a distributed run gives the local run's fitness, sample for sample.
+A share whose actor died is evaluated again by a replacement from the same numbers: the same
+rows, the same result.
 """
 
 from __future__ import annotations

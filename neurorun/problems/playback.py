@@ -27,7 +27,7 @@ from neurorun.envs.jax_env import episode_keys, use_compilation_cache
 
 FRAME_HEIGHT, FRAME_WIDTH = 240, 320  # MuJoCo frames of brax, Playground and a run's videos
 _GL_PROBE = "import mujoco; c = mujoco.GLContext(16, 16); c.make_current(); c.free()"
-_PICKED: list[str] = []  # the MUJOCO_GL prepare_mujoco_gl set (not the user's)
+_picked: str | None = None  # the MUJOCO_GL prepare_mujoco_gl set (not the user's)
 
 
 @dataclass
@@ -42,6 +42,7 @@ def prepare_mujoco_gl() -> str | None:
     """Pick MUJOCO_GL before mujoco is imported: the user's choice, else egl, else osmesa.
 
     Returns the backend in use, or None when neither works (or mujoco was imported first)."""
+    global _picked
     if "MUJOCO_GL" in os.environ or "mujoco" in sys.modules:
         return os.environ.get("MUJOCO_GL")
     for backend in ("egl", "osmesa"):
@@ -51,8 +52,7 @@ def prepare_mujoco_gl() -> str | None:
         except (OSError, subprocess.TimeoutExpired):
             continue
         if probe.returncode == 0:
-            os.environ["MUJOCO_GL"] = backend
-            _PICKED.append(backend)
+            os.environ["MUJOCO_GL"] = _picked = backend
             return backend
     return None
 
@@ -60,7 +60,7 @@ def prepare_mujoco_gl() -> str | None:
 def users_mujoco_gl() -> str | None:
     """MUJOCO_GL where the environment set it, not ``prepare_mujoco_gl``."""
     gl = os.environ.get("MUJOCO_GL")
-    return None if gl is None or gl in _PICKED else gl
+    return None if gl in (None, _picked) else gl
 
 
 def is_mujoco_env(name: str) -> bool:

@@ -223,7 +223,7 @@ def _standard_stream(path: Path) -> int | None:
         except OSError:
             continue
         if same:
-            with contextlib.suppress(Exception):  # a replaced or closed stream: nothing held
+            with contextlib.suppress(ValueError, AttributeError):  # closed, or None: nothing held
                 stream.flush()  # what the tool printed first comes first
             return number
     return None

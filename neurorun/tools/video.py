@@ -38,6 +38,10 @@ def users_gl_error(failed: str) -> ToolError | None:
     users = users_mujoco_gl()
     if users is None:
         return None
+    if users in ("egl", "osmesa"):  # a backend that is not installed here
+        return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: install "
+                         "EGL (a GPU driver or libegl1) or OSMesa (libosmesa6), or unset "
+                         "MUJOCO_GL (egl, then osmesa, are tried)")
     return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: unset "
                      "MUJOCO_GL (egl, then osmesa, are tried), or set it to egl or osmesa")
 

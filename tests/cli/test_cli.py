@@ -178,8 +178,10 @@ def test_cfg_job_with_resume_prints_the_config_the_resume_runs(tmp_path):
     expected = OmegaConf.load(run / ".hydra" / "config.yaml")
     expected.generations, expected.resume = 5, str(run)
     assert OmegaConf.create(shown.stdout) == expected
-    refused = neurorun("--cfg", "all", f"resume={run}", cwd=tmp_path)
-    assert refused.returncode == 2 and "Fix: --cfg job" in refused.stderr
+    for flags in (["--cfg", "all"], ["--cfg", "job", "-p", "algo"]):
+        refused = neurorun(*flags, f"resume={run}", cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+        assert "Fix: --cfg job alone" in refused.stderr
 
 
 def test_a_path_stdout_cannot_encode_is_printed_with_a_question_mark(tmp_path):

@@ -287,6 +287,11 @@ def test_a_popsize_max_without_an_adaptive_popsize_is_said_to_be_ignored(tmp_pat
     run(tiny("algo.popsize_max=40", "algo.num_interactions=100", "generations=1"),
         run_dir=tmp_path / "adaptive")
     assert "popsize_max" not in capfd.readouterr().err
+    from neurorun.config.checks import validate_config
+
+    # a sweep's jobs checked up front say nothing: each job says it as it runs
+    validate_config(tiny("algo.popsize_max=40"), machine=False)
+    assert "popsize_max" not in capfd.readouterr().err
 
 
 def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(

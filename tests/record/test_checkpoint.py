@@ -154,7 +154,11 @@ def test_load_run_config_applies_overrides_on_the_saved_config(tmp_path):
             resume.load_run_config(tmp_path, [group])
     assert resume.load_run_config(tmp_path, ["debug=null", "hparams_search=null"]) == \
         resume.load_run_config(tmp_path, [])  # none picked, as in the run
-    # a start setting no restart reads again was kept and never used
+    # a start setting no restart reads again was kept and never used (a run without a
+    # checkpoint starts again, and reads it)
+    assert resume.load_run_config(tmp_path, ["algo.radius_init=5.0"]).algo.radius_init == 5.0
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "state.pt").write_bytes(b"")
     for start in ("algo.radius_init=5.0", "problem.initial_bounds=[-5,5]"):
         with pytest.raises(ValueError, match=rf"^resume: {re.escape(start.split('=')[0])}=.*"
                                              r"restart.patience=null"):
