@@ -87,8 +87,7 @@ class TensorBoardLogger(Logger):
 
     def start(self, config: Mapping[str, Any]) -> None:
         rows = "".join(f"\n| {key} | {_cell(value)} |" for key, value in flatten(config).items())
-        self.writer.add_text("config", f"| key | value |\n|---|---|{rows}", 0)
-        self._closing_on_error(self.writer.flush)
+        self.writer.add_text("config", f"| key | value |\n|---|---|{rows}", 0)  # flushed by log
 
     def log(self, generation: int, status: Mapping[str, Any]) -> None:
         for key, value in numeric_items(status).items():
