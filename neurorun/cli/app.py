@@ -165,7 +165,8 @@ def _train(cfg: DictConfig, hydra_cfg: DictConfig, run_dir: Path, sweep: bool,
     return runner.config, runner.run()
 
 
-def _show_resumed_config(shown: str | None, overrides: list[str], kept_back: list[str]) -> None:
+def _show_resumed_config(resume: str, shown: str | None, overrides: list[str],
+                         kept_back: list[str]) -> None:
     """``--cfg job`` with ``resume=``: print the config the resume would run (Hydra would print
     the packaged defaults), and end; nothing where --cfg is not given."""
     if shown is None:
@@ -175,7 +176,6 @@ def _show_resumed_config(shown: str | None, overrides: list[str], kept_back: lis
               "the packaged defaults, not the run's config. Fix: --cfg job alone",
               file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
-    resume = arguments.given_values(overrides)["resume"]
     try:
         config = _resumed_config(resume, [*overrides, *kept_back])
     except ConfigError as error:
@@ -222,8 +222,9 @@ def _main() -> None:
         sys.exit(CONFIG_ERROR_EXIT)
     named = arguments.folder_interpolations(sys.argv[1:])
     sys.argv[1:], kept_back = arguments.held_for_resume(sys.argv[1:])
-    if arguments.given_values(sys.argv[1:]).get("resume"):
-        _show_resumed_config(*arguments.shown_config(sys.argv[1:]), kept_back)
+    resume = arguments.given_values(sys.argv[1:]).get("resume")
+    if resume:
+        _show_resumed_config(resume, *arguments.shown_config(sys.argv[1:]), kept_back)
     full_error = os.environ.get("HYDRA_FULL_ERROR")  # the user's: Hydra's full report
     os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises its errors, to be said here in one line
     failed_jobs = FailedJobs()  # a sweep's, reported when it ends

@@ -173,18 +173,17 @@ def _check_algorithm(config: RunConfig, *, warn: bool) -> None:
     distributed mode; ``warn``: say the settings these options leave unread."""
     algo = config.algo
     try:
-        sampling = algo.typed_options.sampling
+        options = algo.typed_options
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
     distributed_mode(config, ALGORITHMS[algo.name])
     if not warn:
         return
-    log = logging.getLogger("neurorun")
+    log, sampling, adaptive = logging.getLogger("neurorun"), options.sampling, options.adaptive
     if sampling.noise_source == "seeds" and sampling.noise_table_size is not None:
         warn_now(log, "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each "
                  "sample from a seed of its own, with no table. Fix: algo.noise_source=table to "
                  "use a table, or algo.noise_table_size=null", sampling.noise_table_size)
-    adaptive = algo.typed_options.adaptive
     if adaptive.popsize_max is not None and adaptive.num_interactions is None:
         warn_now(log, "algo.popsize_max=%s is ignored: only an adaptive popsize reads it, and "
                  "algo.num_interactions is null. Fix: algo.num_interactions=<env steps a "

@@ -14,6 +14,7 @@ from neurorun.problems.playback import users_mujoco_gl
 from neurorun.tools.common import ToolError, write_output
 
 VIDEO_SUFFIXES = tuple(ENCODERS)
+INSTALL_GL = "install EGL (a GPU driver or libegl1) or OSMesa (libosmesa6)"
 
 
 def check_video_writer(path: Path) -> None:
@@ -38,12 +39,10 @@ def users_gl_error(failed: str) -> ToolError | None:
     users = users_mujoco_gl()
     if users is None:
         return None
-    if users in ("egl", "osmesa"):  # a backend that is not installed here
-        return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: install "
-                         "EGL (a GPU driver or libegl1) or OSMesa (libosmesa6), or unset "
-                         "MUJOCO_GL (egl, then osmesa, are tried)")
-    return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: unset "
-                     "MUJOCO_GL (egl, then osmesa, are tried), or set it to egl or osmesa")
+    fix = (f"{INSTALL_GL}, or unset MUJOCO_GL (egl, then osmesa, are tried)"
+           if users in ("egl", "osmesa")  # a backend that is not installed here
+           else "unset MUJOCO_GL (egl, then osmesa, are tried), or set it to egl or osmesa")
+    return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: {fix}")
 
 
 def no_renderer_error(error: Exception) -> ToolError:
@@ -51,5 +50,4 @@ def no_renderer_error(error: Exception) -> ToolError:
     MUJOCO_GL, where that is what failed)."""
     failed = f"MuJoCo could not render offscreen ({one_line(error, with_type=True)})"
     return users_gl_error(failed) or ToolError(
-        f"{failed}; tried MUJOCO_GL=egl, then osmesa: install EGL (a GPU driver or libegl1) or "
-        "OSMesa (libosmesa6), or set MUJOCO_GL yourself")
+        f"{failed}; tried MUJOCO_GL=egl, then osmesa: {INSTALL_GL}, or set MUJOCO_GL yourself")
