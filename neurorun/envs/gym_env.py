@@ -9,6 +9,8 @@ out the envs whose results it no longer needs.
 from __future__ import annotations
 
 import difflib
+import os
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +21,7 @@ import torch
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from torch import Tensor
 
+from neurorun.common.errors import one_line
 from neurorun.envs.base import (
     ActionAdapter,
     EnvStepError,
@@ -39,10 +42,32 @@ def check_vectorization(vectorization: Any) -> str:
     return vectorization
 
 
+INSTALL_GL = "install EGL (a GPU driver or libegl1) or OSMesa (libosmesa6)"
+
+
+class MujocoGLError(RuntimeError):
+    """MuJoCo could not load the OpenGL backend that MUJOCO_GL names."""
+
+
+def mujoco_gl_fix(gl: str) -> str:
+    """The fix when MuJoCo cannot load MUJOCO_GL=``gl``: install it, unset it, or name one."""
+    if gl in ("egl", "osmesa"):  # a backend that is not installed here
+        return f"{INSTALL_GL}, or unset MUJOCO_GL"
+    return "unset MUJOCO_GL, or set it to egl or osmesa"
+
+
+def _opengl_failed(error: BaseException) -> bool:
+    """Whether MuJoCo's OpenGL set-up raised ``error`` (a MUJOCO_GL it refused, or PyOpenGL
+    without the library it names)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return "MUJOCO_GL" in str(error) or any("OpenGL" in frame.filename for frame in frames)
+
+
 def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids.
 
-    For MuJoCo envs it also routes MuJoCo's warnings through Python's (see below)."""
+    For MuJoCo envs it also imports MuJoCo (which loads the OpenGL backend MUJOCO_GL names:
+    MujocoGLError where that fails) and routes its warnings through Python's (see below)."""
     try:
         spec = gym.spec(env_id)
     except gym.error.Error as error:
@@ -54,7 +79,15 @@ def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
             "or 'pkg.module:factory'"
         ) from error
     if "mujoco" in str(spec.entry_point):
-        route_mujoco_warnings()
+        try:
+            route_mujoco_warnings()
+        except Exception as error:
+            gl = os.environ.get("MUJOCO_GL")
+            if gl is None or not _opengl_failed(error):
+                raise
+            raise MujocoGLError(
+                f"MuJoCo could not load MUJOCO_GL={gl!r} for gymnasium's {env_id} "
+                f"({one_line(error, with_type=True)}). Fix: {mujoco_gl_fix(gl)}") from error
     return spec
 
 

@@ -23,6 +23,7 @@ from neurorun.common.errors import one_line
 from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.envs import env_spaces
+from neurorun.envs.gym_env import MujocoGLError
 from neurorun.nets import NetworkParseError, NetworkSizeError
 from neurorun.nets.network_spec import NetworkFactoryError
 from neurorun.problems import make_problem
@@ -284,10 +285,12 @@ def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None
 
 
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
+    gl_failed = isinstance(error, MujocoGLError)  # the environment's MUJOCO_GL did not load
+    cause = error.__cause__ if gl_failed and error.__cause__ is not None else error
     failed = (f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
-              f"({one_line(error, with_type=True)})")
-    if "MUJOCO_GL" in str(error):  # mujoco's import refused the environment's value
-        return users_gl_error(failed) or ToolError(failed)
+              f"({one_line(cause, with_type=True)})")
+    if gl_failed:
+        return users_gl_error(failed) or ToolError(str(error))
     return ToolError(f"{failed}; install what provides it (e.g. pip install 'gymnasium[mujoco]' "
                      "or brax) or pass --env ID")
 

@@ -9,12 +9,12 @@ import numpy as np
 
 from neurorun.common.errors import one_line
 from neurorun.common.extras import require
+from neurorun.envs.gym_env import INSTALL_GL, mujoco_gl_fix
 from neurorun.loggers.videos import ENCODERS
 from neurorun.problems.playback import users_mujoco_gl
 from neurorun.tools.common import ToolError, write_output
 
 VIDEO_SUFFIXES = tuple(ENCODERS)
-INSTALL_GL = "install EGL (a GPU driver or libegl1) or OSMesa (libosmesa6)"
 
 
 def check_video_writer(path: Path) -> None:
@@ -39,10 +39,8 @@ def users_gl_error(failed: str) -> ToolError | None:
     users = users_mujoco_gl()
     if users is None:
         return None
-    fix = (f"{INSTALL_GL}, or unset MUJOCO_GL (egl, then osmesa, are tried)"
-           if users in ("egl", "osmesa")  # a backend that is not installed here
-           else "unset MUJOCO_GL (egl, then osmesa, are tried), or set it to egl or osmesa")
-    return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. Fix: {fix}")
+    return ToolError(f"{failed} with MUJOCO_GL={users!r} from the environment. "
+                     f"Fix: {mujoco_gl_fix(users)}")
 
 
 def no_renderer_error(error: Exception) -> ToolError:

@@ -1,5 +1,6 @@
 """make_env: spec parsing, errors, action conversion and the next-step autoreset contract."""
 
+import os
 import subprocess
 import sys
 
@@ -9,9 +10,9 @@ import pytest
 import torch
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from neurorun.envs import make_env, parse_spec
+from neurorun.envs import gym_env, make_env, parse_spec
 from neurorun.envs.base import EnvStepError, UnknownEnvError
-from neurorun.envs.gym_env import limited_episode_steps
+from neurorun.envs.gym_env import MujocoGLError, limited_episode_steps
 
 
 @pytest.mark.parametrize("spec, expected", [
@@ -186,3 +187,55 @@ def test_mujoco_warnings_show_once_and_write_no_log(tmp_path):
     assert done.stderr.count("settotalmass") == 1
     assert "RuntimeWarning: MuJoCo: compiler attribute 'settotalmass'" in done.stderr
     assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+
+
+def _raise_from_opengl():
+    """What PyOpenGL raises as MuJoCo imports it where OSMesa is missing, from its own file."""
+    code = "raise AttributeError(\"'NoneType' object has no attribute 'glGetError'\")"
+    exec(compile(code, "/site-packages/OpenGL/raw/GL/_errors.py", "exec"))
+
+
+@pytest.mark.parametrize("gl, fix", [
+    ("osmesa", "install EGL (a GPU driver or libegl1) or OSMesa (libosmesa6), or unset MUJOCO_GL"),
+    ("glx", "unset MUJOCO_GL, or set it to egl or osmesa")])
+def test_a_mujoco_gl_that_cannot_load_is_named_with_its_fix(monkeypatch, gl, fix):
+    """MUJOCO_GL=osmesa without OSMesa failed a gymnasium MuJoCo run with PyOpenGL's
+    AttributeError alone, though a run draws nothing without videos."""
+    monkeypatch.setattr(gym_env, "route_mujoco_warnings", _raise_from_opengl)
+    monkeypatch.setenv("MUJOCO_GL", gl)
+    with pytest.raises(MujocoGLError) as raised:
+        gym_env.gym_env_spec("Hopper-v5")
+    assert str(raised.value) == (
+        f"MuJoCo could not load MUJOCO_GL={gl!r} for gymnasium's Hopper-v5 (AttributeError: "
+        f"'NoneType' object has no attribute 'glGetError'). Fix: {fix}")
+
+
+def test_an_opengl_failure_without_mujoco_gl_and_other_failures_pass_unchanged(monkeypatch):
+    monkeypatch.setattr(gym_env, "route_mujoco_warnings", _raise_from_opengl)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    with pytest.raises(AttributeError, match="glGetError"):
+        gym_env.gym_env_spec("Hopper-v5")
+
+    def fails_elsewhere():
+        raise ImportError("no module named mujoco")
+
+    monkeypatch.setattr(gym_env, "route_mujoco_warnings", fails_elsewhere)
+    monkeypatch.setenv("MUJOCO_GL", "egl")
+    with pytest.raises(ImportError, match="no module named mujoco"):
+        gym_env.gym_env_spec("Hopper-v5")
+    assert gym_env.gym_env_spec("CartPole-v1").id == "CartPole-v1"  # not MuJoCo: not imported
+
+
+def test_a_run_with_a_mujoco_gl_mujoco_refuses_says_so_in_one_line(tmp_path):
+    """MuJoCo's import refuses MUJOCO_GL=bogus: the run said RuntimeError, without the fix."""
+    done = subprocess.run(
+        [sys.executable, "-m", "neurorun.cli.app", "env=InvertedPendulum-v5",
+         "env.backend=gymnasium", "generations=1", "algo.popsize=4", "hydra.run.dir=run"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "MUJOCO_GL": "bogus"})
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "neurorun: the run failed: MujocoGLError: MuJoCo could not load MUJOCO_GL='bogus' for "
+        "gymnasium's InvertedPendulum-v5 (RuntimeError: invalid value for environment variable "
+        "MUJOCO_GL: bogus). Fix: unset MUJOCO_GL, or set it to egl or osmesa")
+    assert not (tmp_path / "run").exists()
