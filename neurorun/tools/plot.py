@@ -5,10 +5,10 @@
 
 Runs are grouped by the overrides that differ between them (seed left out); each group is
 one line, the mean over its runs, with a band (±std or min–max) around it. Runs whose x
-values differ (interactions, time) are interpolated onto the union of their x values within
-the range every run of the group covers. `--band runs` draws every run as its own line in
-its group's color instead: runs that stop at different points (e.g. at target_score) keep
-their whole curve. matplotlib draws them: `pip install 'neurorun[plots]'`.
+values differ (interactions, episodes, time) are interpolated onto the union of their x
+values within the range every run of the group covers. `--band runs` draws every run as its
+own line in its group's color instead: runs that stop at different points (e.g. at
+target_score) keep their whole curve. matplotlib draws them: `pip install 'neurorun[plots]'`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ Y_COLUMNS = ("mean_eval", "best_sample_eval", "center_eval", "pop_best_eval", "m
 BANDS = ("std", "minmax", "none", "runs")
 LONG_LABEL = 40  # characters: a legend with a longer label goes below the axes
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
-            "time": "wall time (s)"}
+            "episodes": "training episodes", "time": "wall time (s)"}
 
 
 def new_figure(**options: Any) -> Figure:

@@ -30,7 +30,7 @@ from neurorun.record.record_check import shown
 from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
-             "time": "elapsed_s"}
+             "episodes": "total_episode_count", "time": "elapsed_s"}
 IGNORED_OVERRIDES = ("seed",)
 
 

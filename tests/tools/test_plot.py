@@ -122,3 +122,18 @@ def test_runs_of_different_envs_get_their_own_lines_and_a_warning(tmp_path):
         figure = plot_tool.plot_runs([tmp_path / "a", tmp_path / "b"])
     assert set(lines_by_label(figure)) == {"env=CartPole-v1, algo=pgpe (1 runs)",
                                            "env=Pendulum-v1, algo=pgpe (1 runs)"}
+
+
+def test_episodes_on_x_read_the_training_episode_count(tmp_path):
+    """ES papers count training episodes (ARS's table): `--x episodes` plots against them."""
+    for name, episodes, seed in (("a", [40, 80, 120], 0), ("b", [20, 60, 100], 1)):
+        metrics = rows([1, 2, 3])
+        for row, count in zip(metrics, episodes, strict=True):
+            row["total_episode_count"] = count
+        write_run(tmp_path / name, metrics, [f"seed={seed}"])
+    figure = plot_tool.plot_runs([tmp_path], x="episodes")
+    ((x, y),) = lines_by_label(figure).values()
+    np.testing.assert_allclose(x, [40, 60, 80, 100])  # the range both runs cover
+    # a (1, 2, 3 at 40, 80, 120) there: 1, 1.5, 2, 2.5; b (at 20, 60, 100): 1.5, 2, 2.5, 3
+    np.testing.assert_allclose(y, [1.25, 1.75, 2.25, 2.75])
+    assert figure.axes[0].get_xlabel() == "training episodes"
