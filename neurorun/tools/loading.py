@@ -23,6 +23,7 @@ from neurorun.common.errors import one_line
 from neurorun.common.saved_values import SavedValueError, check_vector
 from neurorun.common.user_code import UntrustedCodeError, names_code, refuse_untrusted
 from neurorun.envs import env_spaces
+from neurorun.envs.base import UnknownEnvError
 from neurorun.envs.gym_env import MujocoGLError
 from neurorun.nets import NetworkParseError, NetworkSizeError
 from neurorun.nets.network_spec import NetworkFactoryError
@@ -291,6 +292,8 @@ def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
               f"({one_line(cause, with_type=True)})")
     if gl_failed:
         return users_gl_error(failed) or ToolError(str(error))
+    if isinstance(error, UnknownEnvError):  # a name no backend has: nothing to install
+        return ToolError(f"{failed}; or pass --env ID")
     return ToolError(f"{failed}; install what provides it (e.g. pip install 'gymnasium[mujoco]' "
                      "or brax) or pass --env ID")
 
