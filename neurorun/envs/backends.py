@@ -224,6 +224,9 @@ class Backend:
         allowed = self.episode_ending_vectorizations
         if allowed is None or vectorization in allowed:
             return vectorization
+        from neurorun.envs.gym_env import check_vectorization  # only gymnasium has them
+
+        check_vectorization(vectorization)  # a bad value is named as such, first
         if vectorization == "auto":
             return allowed[0]
         raise ValueError(f"problem.vectorization={vectorization} with "

@@ -136,6 +136,9 @@ def test_an_episode_length_schedule_is_refused_where_envs_cannot_end_one_episode
                                          r"length_schedule: .* cannot end single episodes.* Fix: "
                                          r"problem.vectorization=sync"):
         make_problem(TOY_ID, vectorization="async", episode_length_schedule=[[0, 3]])
+    with pytest.raises(ValueError, match=r"^vectorization='bogus': expected one of auto, "
+                                         r"native, sync, async\."):  # named, not "cannot end"
+        make_problem(TOY_ID, vectorization="bogus", episode_length_schedule=[[0, 3]])
     options = EnvOptions(spec=TOY_ID, vectorization="async")  # the Problem, built directly
     problem = Problem(options, "Linear(obs_length, act_length)",
                       RolloutOptions.parse(1, 0.0, None, None, [[0, 3]]))
