@@ -48,6 +48,7 @@ class ARS(SeparableSearch):
     Options = ARSOptions
     SUMS = {"w": ("eps",)}
     STEP_SIZES = ("noise",)  # its exploration, fixed: a small attempt explores less
+    POPSIZE_OPTIONS = ("num_directions",)
 
     def __init__(self, solution_length: int, **kwargs: Any):
         super().__init__(solution_length, **kwargs)

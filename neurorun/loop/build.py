@@ -81,7 +81,8 @@ def build_algorithm(config: RunConfig, problem: Problem, restart: int = 0,
                                                                   restart))
             options["center_init"] = problem.sample_initial(1, generator)[0].cpu()
         if start is not None:
-            options = start.options(options, ALGORITHMS[algo.name].STEP_SIZES)
+            kind = ALGORITHMS[algo.name]
+            options = start.options(options, kind.STEP_SIZES, kind.POPSIZE_OPTIONS)
         return make_algorithm(algo.name, solution_length=problem.solution_length,
                               popsize=algo.popsize if start is None else start.popsize,
                               device=problem.device,

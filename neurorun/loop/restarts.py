@@ -70,11 +70,13 @@ class StallWatch:
 class Attempt(AttemptRecord):
     """One start of the search and what it has used so far (its fields: AttemptRecord)."""
 
-    def options(self, options: dict[str, Any], step_sizes: tuple[str, ...]) -> dict[str, Any]:
+    def options(self, options: dict[str, Any], step_sizes: tuple[str, ...],
+                popsize_options: tuple[str, ...] = ()) -> dict[str, Any]:
         """The algorithm's options (``algo.*``) for this attempt: its step size (whichever of
         ``step_sizes``, the algorithm's ``STEP_SIZES``, is set) times step_factor; an adaptive
-        popsize's cap of at least one round."""
-        options = dict(options)
+        popsize's cap of at least one round; none of ``popsize_options`` (the algorithm's
+        ``POPSIZE_OPTIONS``: the attempt sets the popsize)."""
+        options = {key: value for key, value in options.items() if key not in popsize_options}
         if options.get("popsize_max") is not None:
             options["popsize_max"] = max(options["popsize_max"], self.popsize)
         for key in step_sizes:

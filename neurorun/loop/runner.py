@@ -196,6 +196,7 @@ class Runner(RunParts):
         reason = self.limits.reason(self.status)  # a resumed run may be done already
         result: dict[str, Any] = {}
         snapshot = None  # the state after the last finished generation, saved if one fails
+        first = self.generation  # where this run (or resume) started
         interrupted = False  # a signal or Ctrl-C stopped it
         try:
             # SIGTERM, SIGUSR1, SIGHUP end the run like Ctrl-C; patient: the first waits for a
@@ -233,8 +234,10 @@ class Runner(RunParts):
                       "best_center_eval": self.best.score}
         except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
             interrupted = isinstance(error, KeyboardInterrupt)
-            # not after a config error (a diverged search): its own config would fail again
-            if snapshot is not None and not isinstance(error, ConfigError):
+            # after a config error (a diverged search) once a generation finished: resumed
+            # with the error's fix, the run continues
+            if snapshot is not None and (snapshot.generation > first
+                                         or not isinstance(error, ConfigError)):
                 try:
                     self._save_state(snapshot)
                 except OSError as saving:  # a full disk: the last state written stays

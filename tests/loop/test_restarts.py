@@ -103,6 +103,20 @@ def test_an_ipop_run_grows_its_population_and_resumes_exactly(tmp_path):
     assert without_time(metrics(cut)) == without_time(rows)
 
 
+@pytest.mark.parametrize("strategy", ["ipop", "bipop"])
+def test_ars_sized_by_its_directions_restarts_at_another_popsize(tmp_path, strategy):
+    """algo.num_directions=3 fixed popsize 6: the first restart's popsize 12 was refused as
+    a config error mid-run. An attempt sets the popsize; its directions follow it."""
+    run(tiny("algo=ars", "algo.popsize=null", "algo.num_directions=3",
+             "algo.top_directions=null", "algo.step_size=1e-12", "restart.patience=2",
+             "problem.initial_bounds=[-0.5,0.5]", f"restart.strategy={strategy}",
+             "generations=6", "seed=3"), run_dir=tmp_path)
+    rows = metrics(tmp_path)
+    assert [int(r["restarts"]) for r in rows] == [0, 0, 0, 1, 1, 1]
+    assert [int(r["popsize"]) for r in rows][:3] == [6, 6, 6]
+    assert int(rows[3]["popsize"]) != 6 and int(rows[3]["popsize"]) % 2 == 0
+
+
 def test_a_bipop_run_takes_small_attempts_after_a_large_one_and_resumes_exactly(tmp_path):
     from neurorun.config.resume import load_run_config
 

@@ -300,6 +300,27 @@ def test_a_search_diverging_later_keeps_the_last_finite_generation(tmp_path):
     assert state["generation"] == 1
 
 
+def test_a_diverged_search_keeps_its_finished_generations_to_resume_with_the_fix(tmp_path):
+    """A divergence (a config error) saved nothing since the last checkpoint: with
+    checkpoint_every=10 the run was lost, though its fix is a resume with a smaller rate."""
+    from neurorun.config.resume import load_run_config
+
+    class Explode(Callbacks):  # generation 3's update overflows the center
+        def on_generation_end(self, runner, generation, status):
+            if generation == 2:
+                runner.algorithm.center_lr = 1e308
+
+    with pytest.raises(ConfigError, match="diverged in generation 3: its center"):
+        Runner(tiny("algo=snes", "generations=4", "checkpoint_every=10"), run_dir=tmp_path,
+               callbacks=Explode()).run()
+    assert torch.load(tmp_path / "checkpoints" / "state.pt",
+                      weights_only=True)["generation"] == 2
+    before = metrics(tmp_path)
+    assert len(before) == 2
+    result = run(load_run_config(tmp_path, ["algo.center_learning_rate=0.5"]), run_dir=tmp_path)
+    assert result["generation"] == 4 and metrics(tmp_path)[:2] == before
+
+
 def test_a_seed_changed_in_the_saved_config_is_refused_on_resume(tmp_path):
     """Resume keeps the run's seed (its random state is saved); a seed
     edited into .hydra/config.yaml is refused as seed= on the command line is."""
