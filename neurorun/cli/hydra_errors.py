@@ -47,6 +47,8 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return _unparsable(argv)
     if str(error).startswith("Sweeping over Hydra's configuration is not supported"):
         return _hydra_key_swept(str(error))
+    if str(error).startswith(("Ambiguous value for argument", "Sweep parameters")):
+        return _sweep_without_multirun(str(error))
     if isinstance(error, MissingConfigException):
         return _missing_option(error, argv)
     if str(error).startswith("Additional config directory"):
@@ -75,6 +77,14 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
         return (f"{given}: {one_line(cause, first_line=True)}. Fix: a value of that type "
                 "(`neurorun --cfg hydra` shows Hydra's keys and values).")
     return None
+
+
+def _sweep_without_multirun(message: str) -> str:
+    """A sweep's override (``seed=0,1``, ``seed=range(0,3)``) in a single run."""
+    override = message.split("'")[1] if message.count("'") >= 2 else "?"
+    key = override.partition("=")[0]
+    return (f"{override} is a sweep, which runs with -m. Fix: neurorun -m {override} ..., or "
+            f"one value (a list is written {key}=[...]).")
 
 
 def _hydra_key_swept(message: str) -> str:

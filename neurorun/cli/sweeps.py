@@ -159,12 +159,17 @@ def _compose(overrides: list[str], algo: str, config_name: str) -> None:
                 "it would fail. Fix: eval_every=1.")
 
 
-def _check_not_empty(overrides: list[str]) -> None:
-    """A sweep of Hydra's basic sweeper over no value would launch no job (before Hydra writes
-    its sweep folder)."""
+def _check_listed(overrides: list[str]) -> None:
+    """Every sweep is a list of values that Hydra's basic sweeper can run (before Hydra writes
+    its sweep folder): not an interval (Optuna's; a traceback), not over no value (no job)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     for override in OverridesParser.create().parse_overrides(overrides):
+        if override.is_interval_sweep():
+            _refuse(f"{override.input_line}: an interval is a search space of Optuna's "
+                    "sweeper, which this sweep does not use. Fix: add "
+                    "hydra/sweeper=optuna (or an hparams_search= preset; docs/sweeps.md), or "
+                    "sweep listed values (a,b,c or range(...)).")
         listed = override.is_choice_sweep() or override.is_range_sweep()
         if listed and not list(override.sweep_string_iterator()):
             _refuse(f"{override.input_line} sweeps over no value, so the sweep would run no "
@@ -195,7 +200,7 @@ class SearchCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
         if "optuna" not in str(sweeper.get("_target_", "")).lower():
-            _check_not_empty(list(config.hydra.overrides.task))
+            _check_listed(list(config.hydra.overrides.task))
             if "basic" in str(sweeper.get("_target_", "")).lower():
                 _check_jobs(list(config.hydra.overrides.task), config.hydra.job.config_name)
             return

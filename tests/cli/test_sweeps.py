@@ -357,3 +357,27 @@ def test_the_storage_check_closes_the_database_it_opened(tmp_path):
                                    "storage": f"sqlite:///{database}"}))
     assert database.is_file()  # opened, its tables made
     assert str(database) not in open_files()
+
+
+def test_an_interval_without_optunas_sweeper_is_one_line_and_leaves_no_folder(tmp_path):
+    """The basic sweeper cannot run Optuna's search space: its traceback, rc 1."""
+    result = neurorun("-m", "debug=default", "algo.center_learning_rate=interval(0.01,0.3)",
+                      "hydra.sweep.dir=sw", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        "neurorun: config error: algo.center_learning_rate=interval(0.01,0.3): an interval is "
+        "a search space of Optuna's sweeper, which this sweep does not use. Fix: add "
+        "hydra/sweeper=optuna (or an hparams_search= preset; docs/sweeps.md), or sweep listed "
+        "values (a,b,c or range(...))."]
+    assert not (tmp_path / "sw").exists()
+
+
+@pytest.mark.parametrize("sweep", ["seed=0,1", "seed=range(0,3)"])
+def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
+    """Hydra's report was three to five lines and rc 1."""
+    result = neurorun("debug=default", sweep, "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        f"neurorun: config error: {sweep} is a sweep, which runs with -m. Fix: neurorun -m "
+        f"{sweep} ..., or one value (a list is written seed=[...])."]
+    assert list(tmp_path.iterdir()) == []
