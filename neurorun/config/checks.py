@@ -24,6 +24,8 @@ from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
 from neurorun.config.schema import AlgoConfig, RunConfig, load_config
+from neurorun.envs import parse_spec
+from neurorun.envs.gym_env import check_native
 from neurorun.loggers.console import warn_now
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
@@ -145,16 +147,24 @@ def _check_restart(config: RunConfig) -> None:
                           "restart.patience, or restart.patience=null.")
 
 
-def _check_curriculum(config: RunConfig) -> None:
-    """A curriculum on vector envs that can end single episodes (on the backend env.backend
-    resolves to)."""
+def _check_vectorization(config: RunConfig) -> None:
+    """problem.vectorization on the backend env.backend resolves to: ``native`` where
+    gymnasium has the env's own vector env; a curriculum on vector envs that can end single
+    episodes."""
     problem = config.problem
-    resolved = None if problem.episode_length_schedule is None else resolved_backend(config)
-    if resolved is not None:
-        try:
-            resolved[1].vectorization_for_cuts(problem.vectorization)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+    asked = problem.vectorization == "native" or problem.episode_length_schedule is not None
+    resolved = resolved_backend(config) if asked else None
+    if resolved is None:
+        return
+    spec, backend = resolved
+    try:
+        if problem.episode_length_schedule is not None:
+            backend.vectorization_for_cuts(problem.vectorization)
+        kind, name = parse_spec(spec)
+        if kind == "gym":
+            check_native(name, problem.vectorization)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _check_parallel(config: RunConfig) -> None:
@@ -208,7 +218,7 @@ def validate_config(cfg: DictConfig, *,
     config = load_config(resolve_config(cfg))
     _check_stops(config)
     _check_restart(config)
-    _check_curriculum(config)
+    _check_vectorization(config)
     _check_parallel(config)
     if prepare is not None:
         prepare(config)

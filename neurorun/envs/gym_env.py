@@ -63,6 +63,17 @@ def _opengl_failed(error: BaseException) -> bool:
     return "MUJOCO_GL" in str(error) or any("OpenGL" in frame.filename for frame in frames)
 
 
+def check_native(env_id: str, vectorization: Any) -> None:
+    """``problem.vectorization`` for ``env_id``: one of VECTORIZATIONS, and ``native`` only
+    where gymnasium has the env's own vector env (the config checks ask this too)."""
+    check_vectorization(vectorization)
+    if vectorization == "native" and gym_env_spec(env_id).vector_entry_point is None:
+        raise ValueError(
+            f"problem.vectorization=native: gymnasium has no vector env of its own for "
+            f"{env_id!r} (its spec has no vector_entry_point). Fix: problem.vectorization=auto "
+            "(or sync, async).")
+
+
 def gym_env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
     """The registered spec of ``env_id``, or UnknownEnvError naming the closest ids.
 
@@ -122,13 +133,8 @@ def make_gym_vector_env(
 ) -> VectorEnv:
     """``gym.make_vec`` with neurorun's choice of vectorization and episode limit."""
     spec = gym_env_spec(env_id)
-    check_vectorization(vectorization)
+    check_native(env_id, vectorization)
     native = spec.vector_entry_point is not None
-    if vectorization == "native" and not native:
-        raise ValueError(
-            f"vectorization='native' but gymnasium has no vectorized implementation of "
-            f"{env_id!r} (no vector_entry_point); use 'sync' or 'async'"
-        )
     mode = {"auto": "vector_entry_point" if native else "sync", "native": "vector_entry_point"}
     limit = limited_episode_steps(spec.max_episode_steps, episode_length)
     if limit is not None:

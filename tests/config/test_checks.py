@@ -126,6 +126,10 @@ def no_problem(monkeypatch):
       "problem.episode_length_schedule=[[0,10]]"],
      ["problem.vectorization=native with problem.episode_length_schedule",
       "cannot end single episodes", "Fix: problem.vectorization=sync"]),
+    # refused before the run (it started, then failed in generation 1)
+    (["env=Pendulum-v1", "env.backend=gymnasium", "problem.vectorization=native"],
+     ["problem.vectorization=native: gymnasium has no vector env of its own for 'Pendulum-v1'",
+      "Fix: problem.vectorization=auto"]),
     (["problem.alive_bonus_schedule=[400,700,-1]"],
      ["problem.alive_bonus_schedule=[400, 700, -1]", "a bonus of -1 < 0", "decrease_rewards_by"]),
     (["torch_threads=100000"], ["torch_threads=100000", "in [1, 1024]", "Fix:"]),

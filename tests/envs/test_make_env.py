@@ -49,7 +49,8 @@ def test_native_vectorization_is_used_when_gymnasium_has_one():
     env = make_env("CartPole-v1", 3)
     assert type(env.env).__name__ == "CartPoleVectorEnv"
     assert make_env("CartPole-v1", 3, vectorization="sync").env.__class__ is SyncVectorEnv
-    with pytest.raises(ValueError, match="no vectorized implementation"):
+    with pytest.raises(ValueError, match="gymnasium has no vector env of its own for "
+                                         "'Pendulum-v1'"):
         make_env("Pendulum-v1", 2, vectorization="native")
     with pytest.raises(ValueError, match="expected one of auto, native, sync, async"):
         make_env("CartPole-v1", 2, vectorization="threads")
