@@ -11,6 +11,7 @@ options (`SearchAlgorithm.checked_options`) and what depends on this machine
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
-from neurorun.config.schema import AlgoConfig, RunConfig, load_config
+from neurorun.config.schema import AlgoConfig, ParallelConfig, RunConfig, load_config
 from neurorun.envs import parse_spec
 from neurorun.envs.gym_env import check_native
 from neurorun.loggers.console import warn_now
@@ -168,8 +169,18 @@ def _check_vectorization(config: RunConfig) -> None:
 
 
 def _check_parallel(config: RunConfig) -> None:
-    """parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
+    """No ray setting on parallel=local (`+parallel.address=auto` would run locally, unread);
+    parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
     parallel = config.parallel
+    if parallel.name == "local":
+        local = ParallelConfig()
+        for item in dataclasses.fields(ParallelConfig):
+            value = getattr(parallel, item.name)
+            if value != getattr(local, item.name):
+                raise ConfigError(
+                    f"parallel.{item.name}={value!r} is a setting of parallel=ray, and this run "
+                    f"evaluates in its own process (parallel=local). Fix: parallel=ray "
+                    f"parallel.{item.name}=..., or leave it out.")
     if parallel.name == "ray":
         try:
             check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)

@@ -126,6 +126,10 @@ def no_problem(monkeypatch):
       "problem.episode_length_schedule=[[0,10]]"],
      ["problem.vectorization=native with problem.episode_length_schedule",
       "cannot end single episodes", "Fix: problem.vectorization=sync"]),
+    # a ray setting on parallel=local ran locally, unread
+    (["+parallel.address=auto"], ["parallel.address='auto' is a setting of parallel=ray",
+                                  "(parallel=local). Fix: parallel=ray parallel.address="]),
+    (["parallel.num_actors=4"], ["parallel.num_actors=4 is a setting of parallel=ray"]),
     # refused before the run (it started, then failed in generation 1)
     (["env=Pendulum-v1", "env.backend=gymnasium", "problem.vectorization=native"],
      ["problem.vectorization=native: gymnasium has no vector env of its own for 'Pendulum-v1'",
