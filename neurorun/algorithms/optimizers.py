@@ -168,7 +168,8 @@ def optimizer_settings(name: str, config: Mapping[str, Any] | None, *,
     except TypeError as error:
         raise ValueError(
             f"optimizer_config={dict(config or {})!r} does not fit optimizer {name!r}: {error}. "
-            "Fix: use only that optimizer's settings."
+            "Fix: use only that optimizer's settings (algo.optimizer_config=null drops the "
+            "others)."
         ) from None
     bound.apply_defaults()
     settings = {key: value for key, value in bound.arguments.items()

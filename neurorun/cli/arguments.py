@@ -43,13 +43,15 @@ def quote_network_strings(argv: Sequence[str]) -> list[str]:
 
 def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
     """A key under a free-form mapping (OPEN_MAPPINGS: passed on as it is, so any key may be
-    new) as Hydra's force-add: `env.env_config.backend=spring` -> `++env.env_config.backend=
-    spring`. Hydra's struct mode would refuse a new key without `+`; a key spelt with a
-    `+`, `++` or `~` is left as it is."""
+    new), or the mapping given whole (`env.env_config={g: 5.0}`), as Hydra's force-add:
+    `env.env_config.backend=spring` -> `++env.env_config.backend=spring`. Hydra's struct mode
+    would refuse a new key without `+` (a whole mapping is merged into the config's, as
+    Hydra merges one); a key spelt with a `+`, `++` or `~` is left as it is."""
     opened = []
     for arg in argv:
-        key, sep, _ = arg.partition("=")
-        if sep and any(key.startswith(path + ".") for path in OPEN_MAPPINGS):
+        key, sep, value = arg.partition("=")
+        whole = key in OPEN_MAPPINGS and value.startswith("{")
+        if sep and (whole or any(key.startswith(path + ".") for path in OPEN_MAPPINGS)):
             arg = f"++{arg}"
         opened.append(arg)
     return opened

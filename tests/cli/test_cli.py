@@ -388,6 +388,11 @@ def test_the_open_mappings_take_new_keys_as_written(tmp_path):
     assert cfg.algo.optimizer_config.max_speed == 0.15  # the preset's keys stay
     plus = compose_config(["+env.env_config.sutton_barto_reward=true"])  # `+` still works
     assert plus.env.env_config == {"sutton_barto_reward": True}
+    # a mapping given whole was refused ("no key env.env_config.g"): merged, as Hydra merges
+    whole = compose_config(["env.env_config={g: 5.0}", "network.network_args={hidden: 3}",
+                            "algo.optimizer_config={momentum: 0.8}"])
+    assert whole.env.env_config == {"g": 5.0} and whole.network.network_args == {"hidden": 3}
+    assert whole.algo.optimizer_config == {"max_speed": 0.15, "momentum": 0.8}
     (tmp_path / ".hydra").mkdir()  # a saved run's config takes them on resume, too
     OmegaConf.save(compose_config([]), tmp_path / ".hydra" / "config.yaml")
     from neurorun.cli.arguments import open_mapping_overrides

@@ -126,6 +126,9 @@ def no_problem(monkeypatch):
       "problem.episode_length_schedule=[[0,10]]"],
      ["problem.vectorization=native with problem.episode_length_schedule",
       "cannot end single episodes", "Fix: problem.vectorization=sync"]),
+    # another optimizer's settings: how to drop them
+    (["algo.optimizer=adam"], ["does not fit optimizer 'adam'",
+                               "(algo.optimizer_config=null drops the others)"]),
     # a ray setting on parallel=local ran locally, unread
     (["+parallel.address=auto"], ["parallel.address='auto' is a setting of parallel=ray",
                                   "(parallel=local). Fix: parallel=ray parallel.address="]),
