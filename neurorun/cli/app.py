@@ -212,9 +212,9 @@ def _main() -> None:
     replace_unencodable()
     sys.argv[1:] = arguments.rewritten(sys.argv[1:])
     # Hydra's Optuna sweeper (1.3) builds Optuna's sampler and distributions with arguments
-    # Optuna deprecates: six FutureWarnings per search that no user can act on
-    warnings.filterwarnings("ignore", category=FutureWarning,
-                            module=r"(optuna\.samplers\.|hydra_plugins\.hydra_optuna_sweeper)")
+    # Optuna deprecates (and a stored study reads them back): FutureWarnings no user can act on
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(optuna\.samplers\.|"
+                            r"optuna\.distributions|hydra_plugins\.hydra_optuna_sweeper)")
     message = hydra_errors.group_choice_error(sys.argv[1:]) or folder_claim.folder_error(
         sys.argv[1:])
     if message:

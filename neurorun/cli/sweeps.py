@@ -89,12 +89,33 @@ def _check_study(sweeper: DictConfig) -> None:
         from optuna.storages import RDBStorage
 
         try:  # the sweeper opens it next; a database URL's tables are made here, as there
-            RDBStorage(str(storage)).engine.dispose()  # its connections closed again
+            opened = RDBStorage(str(storage))
         except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
             _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({one_line(error)}). "
                     "Fix: a database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its "
                     "folder made first), or hydra.sweeper.storage=null to keep the study in "
                     "memory.")
+        try:
+            _check_continued(opened, sweeper)
+        finally:
+            opened.engine.dispose()  # its connections closed again
+
+
+def _check_continued(storage: Any, sweeper: DictConfig) -> None:
+    """Warn where a stored study goes on with the seed that drew its trials: the sampler draws
+    the same first trials again (a new process starts its generator afresh)."""
+    seed, name = (sweeper.get("sampler") or {}).get("seed"), sweeper.get("study_name")
+    if seed is None or name is None:  # a sampler seeded afresh, or a new study each time
+        return
+    try:
+        trials = storage.get_all_trials(storage.get_study_id_from_name(name))
+    except KeyError:  # a new study
+        return
+    if trials:
+        print(f"neurorun: warning: study {name!r} holds {len(trials)} "
+              f"trials, and hydra.sweeper.sampler.seed={seed} draws the same first trials again. "
+              f"Fix: another seed, e.g. hydra.sweeper.sampler.seed={seed + len(trials)}.",
+              file=sys.stderr)
 
 
 def _trial_values(arguments: list[str]) -> list[list[str]]:

@@ -381,3 +381,26 @@ def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
         f"neurorun: config error: {sweep} is a sweep, which runs with -m. Fix: neurorun -m "
         f"{sweep} ..., or one value (a list is written seed=[...])."]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys):
+    """A continued study (the presets' storage comment) drew its first trials again: TPE's
+    generator starts afresh from sampler.seed in each process."""
+    import optuna
+    from omegaconf import OmegaConf
+
+    from neurorun.cli.sweeps import _check_study
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s",
+                                "sampler": {"seed": 0}})
+    _check_study(sweeper)  # a new study: nothing to say
+    assert capsys.readouterr().err == ""
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    _check_study(sweeper)
+    assert capsys.readouterr().err == (
+        "neurorun: warning: study 's' holds 2 trials, and hydra.sweeper.sampler.seed=0 draws "
+        "the same first trials again. Fix: another seed, e.g. hydra.sweeper.sampler.seed=2.\n")
+    _check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}))  # unseeded: no replay
+    assert capsys.readouterr().err == ""
