@@ -235,3 +235,11 @@ class SepCMAES(CMAES):
     title = "sep-CMA-ES"  # as README names it
     DEFAULTS = {"separable": True}
     distributable = True
+
+    @classmethod
+    def check(cls, options: CMAESOptions, popsize: int | None) -> None:
+        super().check(options, popsize)
+        if not options.separable:  # full CMA-ES, filed under sep_cmaes
+            raise ValueError("separable=false: sep_cmaes is CMA-ES with a diagonal covariance; "
+                             "the full one is algo=cmaes. Fix: algo=cmaes, or leave separable "
+                             "out.")

@@ -43,6 +43,13 @@ def test_negative_weights_match_pycmas_worked_example():
     assert [round(w, 2) for w in weights] == [0.59, 0.29, 0.12, 0.0, -0.31, -0.57, -0.79]
 
 
+def test_sep_cmaes_refuses_a_full_covariance(build):
+    """algo=sep_cmaes algo.separable=false ran full CMA-ES, filed under sep_cmaes."""
+    with pytest.raises(ValueError, match=r"^separable=false: sep_cmaes is CMA-ES with a "
+                                         r"diagonal covariance; the full one is algo=cmaes"):
+        build("sep_cmaes", solution_length=10, separable=False)
+
+
 def test_full_cmaes_refuses_large_d_and_names_sep_cmaes(build):
     with pytest.raises(ValueError, match=r"cmaes with solution_length=20000.*'sep_cmaes'"):
         build("cmaes", solution_length=20_000)
