@@ -5,8 +5,8 @@
     mean_center_eval_last_<K>   the mean of the last K center evaluations (e.g. _last_5)
     neg_interactions_to_target  minus the env steps taken in training until center_eval first
                                 reached target_score; a run that never reached it scores
-                                minus twice the steps it took, below every run that did
-                                within the same budget
+                                minus twice its budget (max_interactions, or the steps it took
+                                where it has none), below every run that reached it
 
 It is read from the run's `metrics.jsonl`, so a resumed run counts all its generations; a
 run without center evaluations (eval_every=0) has none (nan). A sweeper must maximize it
@@ -25,9 +25,10 @@ from neurorun.record.layout import JSONL_NAME
 
 
 def objective_value(name: str, run_dir: str | Path, target_score: float | None,
-                    sense: str = "max") -> float:
+                    sense: str = "max", budget: int | None = None) -> float:
     """The objective of the run in `run_dir`, from its metrics (nan: no center evaluation);
-    `sense`: the algorithm's objective sense (best and target reached follow it)."""
+    `sense`: the algorithm's objective sense (best and target reached follow it); `budget`:
+    its max_interactions (a miss scores the same whatever stopped it, time or the budget)."""
     rows = [json.loads(line) for line in
             (Path(run_dir) / JSONL_NAME).read_text().splitlines() if line.strip()]
     centers = [row["center_eval"] for row in rows
@@ -36,7 +37,9 @@ def objective_value(name: str, run_dir: str | Path, target_score: float | None,
         for row in rows:
             if reached(sense, row.get("center_eval"), target_score):
                 return -float(row["total_interaction_count"])
-        return -2.0 * float(rows[-1]["total_interaction_count"]) if rows else math.nan
+        if not rows:
+            return math.nan
+        return -2.0 * float(max(budget or 0, rows[-1]["total_interaction_count"]))
     if not centers:
         return math.nan
     if name == "best_center_eval":

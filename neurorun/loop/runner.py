@@ -251,7 +251,8 @@ class Runner(RunParts):
             self._close()  # the evaluator (ray actors), the loggers, the problem
             self._release(interrupted=interrupted)
         result["objective"] = objective_value(config.objective, self.run_dir, config.target_score,
-                                              self.algorithm.objective_sense)
+                                              self.algorithm.objective_sense,
+                                              config.max_interactions)
         self.callbacks.on_run_end(self, result)
         return result
 

@@ -38,6 +38,15 @@ def test_objectives_from_the_metrics_of_a_run(tmp_path, name, target, expected):
     assert objective_value(name, folder, target) == expected
 
 
+def test_a_miss_scores_twice_the_budget_whatever_stopped_it(tmp_path):
+    """A trial that max_time stopped after 600 steps scored -1,200, above one that reached the
+    target at 5,000 of a 10,000-step budget; misses past the budget scored by their overshoot."""
+    folder = write_metrics(tmp_path, [10.0, None, 30.0, 40.0, None, 25.0])
+    assert objective_value("neg_interactions_to_target", folder, 50.0, budget=10_000) == -20_000
+    assert objective_value("neg_interactions_to_target", folder, 50.0, budget=500) == -1_200
+    assert objective_value("neg_interactions_to_target", folder, 30.0, budget=10_000) == -300
+
+
 def test_an_objective_without_center_evaluations_is_nan(tmp_path):
     assert math.isnan(objective_value("best_center_eval", write_metrics(tmp_path, [None]), None))
 
