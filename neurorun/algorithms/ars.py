@@ -67,7 +67,8 @@ class ARS(SeparableSearch):
         if directions is None and popsize is not None and popsize % 2:
             raise ValueError(
                 f"popsize={popsize}: ARS evaluates each direction both ways, so popsize is "
-                "even (2 x num_directions). Fix: set num_directions (popsize then follows).")
+                f"even (2 x num_directions). Fix: popsize={popsize + 1}, or popsize=null "
+                "with num_directions set (popsize then follows).")
         super().check(options, popsize)
         require_count("top_directions", top)
         require_positive("step_size", options.step_size)

@@ -186,8 +186,8 @@ def unknown_key(key: str, value: Any, known: typing.Iterable[str]) -> ConfigErro
     """A key no section declares (it would be ignored), with the closest declared one."""
     section, _, name = key.rpartition(".")
     close = difflib.get_close_matches(name, list(known), n=1)
-    hint = f"did you mean {f'{section}.' if section else ''}{close[0]}? " if close else ""
-    return ConfigError(f"{key}={value!r}: no such key, so it would be ignored; {hint}"
+    hint = f" (did you mean {f'{section}.' if section else ''}{close[0]}?)" if close else ""
+    return ConfigError(f"{key}={value!r}: no such key, so it would be ignored{hint}. "
                        "Fix: check the spelling (`neurorun --cfg job` shows every key).")
 
 

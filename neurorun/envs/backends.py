@@ -242,8 +242,10 @@ class Backend:
             raise ValueError(f"{key}={num_threads!r}; expected an integer >= 1, or null (the "
                              "CPUs this process may use)")
         if num_threads is not None and not self.takes_threads:
+            kind = parse_spec(spec)[0]
             raise ValueError(f"{key}={num_threads} sets EnvPool's threads, but env {spec!r} "
-                             f"runs on {parse_spec(spec)[0]}. Fix: {key}=null, or an EnvPool "
+                             f"runs on {'gymnasium' if kind == 'gym' else kind}. Fix: "
+                             f"{key}=null, or an EnvPool "
                              "env (envpool::<id>, or a bare id with env.backend=envpool).")
 
 

@@ -81,7 +81,8 @@ def test_converges_on_rosenbrock():
     ({"step_size": -0.1}, r"step_size=-0.1; expected a finite number > 0.*Fix"),
     ({"step_size": 0.0}, r"step_size=0.0; expected a finite number > 0.*Fix"),
     ({"popsize": 8}, r"popsize=8 with num_directions=3.*popsize is 6.*Fix"),
-    ({"num_directions": None, "popsize": 7}, r"popsize=7.*even.*Fix"),
+    ({"num_directions": None, "popsize": 7},
+     r"popsize=7.*even.*Fix: popsize=8, or popsize=null with num_directions set"),
     ({"stdev_init": 0.1}, r"ARS explores with its fixed `noise`.*Fix"),
     # reported as popsize=-2, the popsize that follows it
     ({"num_directions": -1}, r"^num_directions=-1; expected an integer >= 1. Fix"),

@@ -120,8 +120,9 @@ class Section:
                      "s.flag=false."),
     ({"kind": "c"}, "s.kind='c': expected one of a, b. Fix: s.kind=a."),
     ({"table": [1]}, "s.table=[1]: expected a mapping of keys to values there."),
-    ({"cuont": 2}, "s.cuont=2: no such key, so it would be ignored; did you mean s.count? "
+    ({"cuont": 2}, "s.cuont=2: no such key, so it would be ignored (did you mean s.count?). "
                    "Fix: check the spelling"),
+    ({"zzz": 2}, "s.zzz=2: no such key, so it would be ignored. Fix: check the spelling"),
 ])
 def test_one_key_is_refused_naming_its_value_what_it_takes_and_the_fix(raw, message):
     with pytest.raises(ConfigError) as caught:

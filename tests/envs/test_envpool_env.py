@@ -123,7 +123,7 @@ def test_bad_input_is_one_line():
     with pytest.raises(ValueError, match="num_threads=0; expected an integer >= 1"):
         make_env("envpool::Hopper-v5", 2, num_threads=0)
     with pytest.raises(ValueError, match="num_threads=2 sets EnvPool's threads, but env "
-                                         "'Hopper-v5' runs on gym"):
+                                         "'Hopper-v5' runs on gymnasium"):
         make_env("Hopper-v5", 2, num_threads=2)
 
 
