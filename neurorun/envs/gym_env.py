@@ -335,7 +335,13 @@ class GymVecEnv(TorchVecEnv):
 def gym_spaces(env_id: str, **env_config: Any) -> tuple[gym.Space, gym.Space]:
     """Observation and action space of one env, built and closed again."""
     gym_env_spec(env_id)
-    env = gym.make(env_id, **env_config)
+    try:
+        env = gym.make(env_id, **env_config)
+    except TypeError as error:  # a keyword its constructor does not take
+        if not env_config or "keyword argument" not in str(error):
+            raise
+        raise TypeError(f"{one_line(error)}. Fix: only keyword arguments {env_id}'s constructor "
+                        "takes in env.env_config, or leave them out.") from error
     try:
         return env.observation_space, env.action_space
     finally:

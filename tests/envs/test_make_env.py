@@ -240,3 +240,14 @@ def test_a_run_with_a_mujoco_gl_mujoco_refuses_says_so_in_one_line(tmp_path):
         "gymnasium's InvertedPendulum-v5 (RuntimeError: invalid value for environment variable "
         "MUJOCO_GL: bogus). Fix: unset MUJOCO_GL, or set it to egl or osmesa")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_keyword_the_env_does_not_take_names_the_fix():
+    """gymnasium's TypeError alone said what was wrong, not where it came from."""
+    from neurorun.envs.gym_env import gym_spaces
+
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'gg'.*Fix: only keyword "
+                                        r"arguments Pendulum-v1's constructor takes in "
+                                        r"env.env_config, or leave them out\.$"):
+        gym_spaces("Pendulum-v1", gg=5)
+    assert gym_spaces("Pendulum-v1", g=5.0)[1].shape == (1,)  # a keyword it takes
