@@ -119,20 +119,30 @@ def _number(value: object) -> float:
 
 
 def read_overrides(folder: Path) -> dict[str, str]:
-    """`key=value` lines of `.hydra/overrides.yaml` (prefixes +, ++, ~ dropped)."""
-    path = overrides_path(folder)
+    """`key=value` lines of `.hydra/overrides.yaml`, then of each resume's (a later value of
+    a key wins; prefixes +, ++, ~ dropped; Python's True/False as YAML's true/false, as a
+    single run saves them)."""
+    paths = [overrides_path(folder),
+             *sorted(overrides_path(folder).parent.glob("resumed_*/overrides.yaml"))]
+    result = {}
+    for path in paths:
+        for line in _override_lines(path):
+            key, _, value = line.partition("=")
+            key = key.lstrip("+~")
+            if key != "resume":
+                result[key] = {"True": "true", "False": "false"}.get(value, value)
+    return result
+
+
+def _override_lines(path: Path) -> list[str]:
     if not path.exists():  # a FIFO there is refused by read_yaml
-        return {}
+        return []
     try:
         lines = OmegaConf.to_container(read_yaml(path) or OmegaConf.create([]))
     except Exception as error:  # SavedFileError names the file itself
         raise ToolError(str(error) if isinstance(error, SavedFileError) else
                         f"cannot read {str(path)!r}: {error}") from error
-    result = {}
-    for line in lines if isinstance(lines, list) else []:
-        key, _, value = str(line).partition("=")
-        result[key.lstrip("+~")] = value
-    return result
+    return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
 def read_env(folder: Path) -> str | None:

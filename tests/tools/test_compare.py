@@ -9,7 +9,7 @@ import pytest
 
 from neurorun.tools import compare as compare_tool
 
-from .helpers import write_run
+from .helpers import rows, write_run
 
 
 def by_group(rows):
@@ -136,3 +136,26 @@ def test_a_last_row_cut_short_is_left_out(tmp_path):
         file.write("2,3.0,8.0,29")  # generation 2, cut inside total_interaction_count
     _, (row,) = compare_tool.compare([run])
     assert (row["final_mean"], row["steps_mean"], row["time_s_mean"]) == (4.0, 150, 0.5)
+
+
+def test_a_resumed_run_is_labelled_by_what_it_ran_with(tmp_path):
+    """A run resumed to 4 generations at popsize 12 was labelled `generations=2,
+    algo.popsize=8`; a sweep's `quiet=True` and a run's `quiet=true` made two groups."""
+    from neurorun.tools.runs import load_runs
+
+    resumed = write_run(tmp_path / "a", rows([1, 2, 3, 4]),
+                        ["generations=2", "algo.popsize=8", "seed=0"])
+    record = resumed / ".hydra" / "resumed_2026-11-30_00-00-00"
+    record.mkdir()
+    (record / "overrides.yaml").write_text(
+        f"- resume={resumed}\n- generations=4\n- +algo.popsize=12\n")
+    write_run(tmp_path / "b", rows([1, 2, 3, 4]),
+              ["generations=4", "algo.popsize=12", "seed=1", "logger.console.quiet=True"])
+    (resumed / ".hydra" / "overrides.yaml").write_text(
+        "- generations=2\n- algo.popsize=8\n- seed=0\n- logger.console.quiet=true\n")
+    by_folder = {run.path.name: run.overrides for run in load_runs([tmp_path])}
+    assert by_folder["a"] == by_folder["b"] | {"seed": "0"} == {
+        "generations": "4", "algo.popsize": "12", "seed": "0", "logger.console.quiet": "true"}
+    groups = compare_tool.group_runs(load_runs([tmp_path]))
+    assert {label: len(members) for label, members in groups.items()} == {
+        "generations=4, algo.popsize=12, logger.console.quiet=true": 2}
