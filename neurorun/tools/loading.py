@@ -286,14 +286,16 @@ def _refuse_code(meta: dict[str, Any], source: Path, *, env_given: bool) -> None
 
 
 def _env_error(loaded: LoadedPolicy, error: Exception) -> ToolError:
-    gl_failed = isinstance(error, MujocoGLError)  # the environment's MUJOCO_GL did not load
-    cause = error.__cause__ if gl_failed and error.__cause__ is not None else error
+    # the environment's MUJOCO_GL did not load: gymnasium's envs say so (MujocoGLError), brax's
+    # and Playground's import of mujoco raises its own error naming it
+    cause = error.__cause__ if isinstance(error, MujocoGLError) else error
     failed = (f"{str(loaded.source)!r}: its env {loaded.env!r} cannot be made here "
-              f"({one_line(cause, with_type=True)})")
-    if gl_failed:
-        return users_gl_error(failed) or ToolError(str(error))
+              f"({one_line(cause or error, with_type=True)})")
+    if isinstance(error, MujocoGLError) or "MUJOCO_GL" in str(error):
+        return users_gl_error(failed) or ToolError(failed)
     if isinstance(error, UnknownEnvError):  # a name no backend has: nothing to install
-        return ToolError(f"{failed}; or pass --env ID")
+        fix = "" if "Fix:" in str(error) else ". Fix: a name it lists"
+        return ToolError(f"{failed}{fix} (or --env ID)")
     return ToolError(f"{failed}; install what provides it (e.g. pip install 'gymnasium[mujoco]' "
                      "or brax) or pass --env ID")
 

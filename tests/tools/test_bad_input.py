@@ -435,5 +435,5 @@ def test_a_misspelt_env_gets_the_closest_names_and_no_install_hint(run_dir, caps
     """`--env brax::nonexist` was told to install gymnasium[mujoco] or brax."""
     line = fails_with(capsys, "eval", [str(run_dir), "--env", env], "cannot be made here",
                       f"unknown {'brax' if '::' in env else 'gymnasium'} env", closest,
-                      "pass --env ID")
+                      "(or --env ID)")
     assert "install" not in line

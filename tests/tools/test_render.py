@@ -90,6 +90,21 @@ def test_a_users_mujoco_gl_that_fails_is_named_with_its_fix(tmp_path):
     assert "tried MUJOCO_GL=egl" not in line and not (tmp_path / "p.gif").exists()
 
 
+def test_a_users_mujoco_gl_that_brax_cannot_load_is_named_with_its_fix(tmp_path):
+    """brax's import of MuJoCo refuses MUJOCO_GL=bogus: the tools named it until gymnasium's
+    envs got their own error for it (then they advised installing brax)."""
+    folder = save_policy(tmp_path / "run", "InvertedPendulum-v5", "Linear(obs_length, act_length)")
+    script = Path(sys.executable).with_name("neurorun-eval")
+    done = subprocess.run([str(script), str(folder), "--env", "brax::inverted_pendulum"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MUJOCO_GL": "bogus"})
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "its env 'brax::inverted_pendulum' cannot be made here" in line
+    assert line.endswith("with MUJOCO_GL='bogus' from the environment. Fix: unset MUJOCO_GL, "
+                         "or set it to egl or osmesa")
+
+
 @pytest.mark.extras("video")
 def test_mp4_holds_every_frame(run_dir, tmp_path):
     import imageio.v2 as imageio
