@@ -168,19 +168,22 @@ def _check_vectorization(config: RunConfig) -> None:
         raise ConfigError(str(error)) from None
 
 
+RAY_DEFAULTS = {"num_actors": "max"}  # conf/parallel/ray.yaml's where it differs: left there
+
+
 def _check_parallel(config: RunConfig) -> None:
     """No ray setting on parallel=local (`+parallel.address=auto` would run locally, unread);
     parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
     parallel = config.parallel
-    if parallel.name == "local":
-        local = ParallelConfig()
+    if parallel.name == "local" and not config.resume:  # a ray run resumed here keeps its keys
+        unset = ParallelConfig()
         for item in dataclasses.fields(ParallelConfig):
             value = getattr(parallel, item.name)
-            if value != getattr(local, item.name):
+            if value not in (getattr(unset, item.name), RAY_DEFAULTS.get(item.name)):
                 raise ConfigError(
                     f"parallel.{item.name}={value!r} is a setting of parallel=ray, and this run "
-                    f"evaluates in its own process (parallel=local). Fix: parallel=ray "
-                    f"parallel.{item.name}=..., or leave it out.")
+                    "evaluates in its own process (parallel=local). Fix: parallel=ray to use "
+                    "it, or leave it out.")
     if parallel.name == "ray":
         try:
             check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)

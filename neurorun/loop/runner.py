@@ -243,8 +243,9 @@ class Runner(RunParts):
                 except OSError as saving:  # a full disk: the last state written stays
                     if not (atomic.is_disk_full(saving) and atomic.is_disk_full(error)):
                         raise
-                log.warning("run stopped in generation %d; continue it with `%s`",
-                            snapshot.generation + 1, resume_command(self.run_dir))
+                fixed = " and the fix below" if isinstance(error, ConfigError) else ""
+                log.warning("run stopped in generation %d; continue it with `%s`%s",
+                            snapshot.generation + 1, resume_command(self.run_dir), fixed)
             raise
         finally:
             self.summary = result

@@ -131,7 +131,7 @@ def no_problem(monkeypatch):
                                "(algo.optimizer_config=null drops the others)"]),
     # a ray setting on parallel=local ran locally, unread
     (["+parallel.address=auto"], ["parallel.address='auto' is a setting of parallel=ray",
-                                  "(parallel=local). Fix: parallel=ray parallel.address="]),
+                                  "(parallel=local). Fix: parallel=ray to use it"]),
     (["parallel.num_actors=4"], ["parallel.num_actors=4 is a setting of parallel=ray"]),
     # refused before the run (it started, then failed in generation 1)
     (["env=Pendulum-v1", "env.backend=gymnasium", "problem.vectorization=native"],
@@ -166,6 +166,18 @@ def test_config_errors_name_key_value_and_fix_before_any_env(no_problem, tmp_pat
     for text in expected:
         assert text in str(caught.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_ray_run_resumed_in_this_process_keeps_its_ray_keys(tmp_path):
+    """`resume=<ray run> parallel.name=local` passed before ray settings were refused on
+    parallel=local; a resume cannot drop them (nor pick another parallel= group)."""
+    from neurorun.config.checks import validate_config
+
+    validate_config(tiny("parallel=ray", "parallel.name=local"))  # ray.yaml's num_actors: max
+    validate_config(tiny("parallel=ray", "parallel.name=local", "parallel.address=auto",
+                         f"resume={tmp_path}"))
+    with pytest.raises(ConfigError, match="parallel.address='auto' is a setting of parallel=ray"):
+        validate_config(tiny("parallel=ray", "parallel.name=local", "parallel.address=auto"))
 
 
 @pytest.mark.parametrize("name", ["pgpe", "cem", "snes", "xnes", "cmaes", "sep_cmaes", "ars",
