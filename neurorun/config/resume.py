@@ -15,6 +15,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
+from neurorun.config.schema import OPEN_MAPPINGS
 from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, resume_command, saved_config_path
 
 
@@ -79,7 +80,9 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
                 f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
         if key in groups and node is None and value is None:
             continue  # debug=null, hparams_search=null: none picked, as in the run
-        if key in groups or (isinstance(node, DictConfig) and not override.is_add()):
+        # an open mapping given whole is merged (or emptied by null), as in a new run
+        whole = isinstance(node, DictConfig) and key not in OPEN_MAPPINGS
+        if key in groups or (whole and not override.is_add()):
             single = f"{key}.<option>" if isinstance(node, DictConfig) else "algo.popsize"
             raise ValueError(
                 f"resume: {override.input_line!r} picks a config group; a resumed run keeps its "
