@@ -102,19 +102,27 @@ def _check_study(sweeper: DictConfig) -> None:
 
 
 def _check_continued(storage: Any, sweeper: DictConfig) -> None:
-    """Warn where a stored study goes on with the seed that drew its trials: the sampler draws
-    the same first trials again (a new process starts its generator afresh)."""
-    seed, name = (sweeper.get("sampler") or {}).get("seed"), sweeper.get("study_name")
-    if seed is None or name is None:  # a sampler seeded afresh, or a new study each time
+    """Warn where a stored study goes on with the seed that drew its random trials: in a new
+    process the sampler's generator starts afresh, so its random trials (TPE's first
+    n_startup_trials, every trial of RandomSampler) come again."""
+    from optuna.trial import TrialState
+
+    sampler = sweeper.get("sampler") or {}
+    seed, name = sampler.get("seed"), sweeper.get("study_name")
+    random = ("RandomSampler" in str(sampler.get("_target_", ""))
+              or sampler.get("n_startup_trials") is not None)
+    if seed is None or name is None or not random:  # seeded afresh, a new study each time
         return
     try:
         trials = storage.get_all_trials(storage.get_study_id_from_name(name))
     except KeyError:  # a new study
         return
-    if trials:
-        print(f"neurorun: warning: study {name!r} holds {len(trials)} "
-              f"trials, and hydra.sweeper.sampler.seed={seed} draws the same first trials again. "
-              f"Fix: another seed, e.g. hydra.sweeper.sampler.seed={seed + len(trials)}.",
+    done = sum(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials)
+    startup = sampler.get("n_startup_trials")
+    if done and (startup is None or done < startup):
+        print(f"neurorun: warning: study {name!r} holds {done} finished trials, and "
+              f"hydra.sweeper.sampler.seed={seed} draws the same random trials again. Fix: "
+              f"another seed, e.g. hydra.sweeper.sampler.seed={seed + len(trials)}.",
               file=sys.stderr)
 
 

@@ -394,7 +394,7 @@ def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
 
 def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys):
     """A continued study (the presets' storage comment) drew its first trials again: TPE's
-    generator starts afresh from sampler.seed in each process."""
+    generator starts afresh from sampler.seed in each process, for its n_startup_trials."""
     import optuna
     from omegaconf import OmegaConf
 
@@ -402,14 +402,21 @@ def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys)
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s",
-                                "sampler": {"seed": 0}})
+                                "sampler": {"_target_": "optuna.samplers.TPESampler",
+                                            "seed": 0, "n_startup_trials": 3}})
     _check_study(sweeper)  # a new study: nothing to say
     assert capsys.readouterr().err == ""
     study = optuna.create_study(study_name="s", storage=url, direction="maximize")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    capsys.readouterr()  # Optuna's own log lines
     _check_study(sweeper)
     assert capsys.readouterr().err == (
-        "neurorun: warning: study 's' holds 2 trials, and hydra.sweeper.sampler.seed=0 draws "
-        "the same first trials again. Fix: another seed, e.g. hydra.sweeper.sampler.seed=2.\n")
+        "neurorun: warning: study 's' holds 2 finished trials, and hydra.sweeper.sampler.seed=0 "
+        "draws the same random trials again. Fix: another seed, e.g. "
+        "hydra.sweeper.sampler.seed=2.\n")
     _check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}))  # unseeded: no replay
+    assert capsys.readouterr().err == ""
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=1)
+    capsys.readouterr()
+    _check_study(sweeper)  # past TPE's 3 random trials: its model draws the next ones
     assert capsys.readouterr().err == ""
