@@ -54,7 +54,7 @@ class SearchAlgorithm(Recorded):
     # its options that set the first step size: a small bipop attempt scales whichever is set
     # (loop/restarts.py)
     STEP_SIZES: ClassVar[tuple[str, ...]] = ("stdev_init", "radius_init")
-    # its options that only set the popsize: an attempt of another popsize drops them
+    # its options that only set the popsize: a restart's attempt, which sets its own, drops them
     POPSIZE_OPTIONS: ClassVar[tuple[str, ...]] = ()
     mirrored: bool = False  # samples 2k and 2k+1 are center + T(eps_k) and center - T(eps_k)
 

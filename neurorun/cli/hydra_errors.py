@@ -11,6 +11,7 @@ are config errors of the command line, said as neurorun says the others.
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -81,8 +82,13 @@ def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
 
 def _sweep_without_multirun(message: str) -> str:
     """A sweep's override (``seed=0,1``, ``seed=range(0,3)``) in a single run."""
-    override = message.split("'")[1] if message.count("'") >= 2 else "?"
-    key = override.partition("=")[0]
+    named = re.match(r"(?:Ambiguous value for argument|Sweep parameters) '(.*)'",
+                     message.splitlines()[0])  # greedy: a quoted value's quotes stay inside
+    override = named[1] if named else "?"
+    key = override.partition("=")[0].lstrip("+~")
+    if "interval(" in override:
+        return (f"{override} is a search space of Optuna's sweeper. Fix: neurorun -m "
+                f"hydra/sweeper=optuna {override} ... (docs/sweeps.md), or one value.")
     return (f"{override} is a sweep, which runs with -m. Fix: neurorun -m {override} ..., or "
             f"one value (a list is written {key}=[...]).")
 

@@ -10,7 +10,8 @@ each searched key (and with each choice of a searched config group, e.g. algo=ch
 A problem is one line and exit status 2, as any config error (an interval with an infinite or
 NaN end too: Optuna takes it, and its sampler fails at the first trial with an OverflowError).
 Any sweep over no value (`seed=range(0,0)`) is refused too: Hydra would run no job, exit 0 and
-leave a folder holding only multirun.yaml.
+leave a folder holding only multirun.yaml; so is an interval on Hydra's basic sweeper (its
+traceback).
 """
 
 from __future__ import annotations
@@ -188,13 +189,13 @@ def _compose(overrides: list[str], algo: str, config_name: str) -> None:
                 "it would fail. Fix: eval_every=1.")
 
 
-def _check_listed(overrides: list[str]) -> None:
-    """Every sweep is a list of values that Hydra's basic sweeper can run (before Hydra writes
-    its sweep folder): not an interval (Optuna's; a traceback), not over no value (no job)."""
+def _check_listed(overrides: list[str], basic: bool) -> None:
+    """No sweep over no value (no job would run), and on Hydra's ``basic`` sweeper no interval
+    (a search space of Optuna's and others': its traceback), before Hydra writes a folder."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     for override in OverridesParser.create().parse_overrides(overrides):
-        if override.is_interval_sweep():
+        if basic and override.is_interval_sweep():
             _refuse(f"{override.input_line}: an interval is a search space of Optuna's "
                     "sweeper, which this sweep does not use. Fix: add "
                     "hydra/sweeper=optuna (or an hparams_search= preset; docs/sweeps.md), or "
@@ -229,8 +230,9 @@ class SearchCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
         if "optuna" not in str(sweeper.get("_target_", "")).lower():
-            _check_listed(list(config.hydra.overrides.task))
-            if "basic" in str(sweeper.get("_target_", "")).lower():
+            basic = "basic" in str(sweeper.get("_target_", "")).lower()
+            _check_listed(list(config.hydra.overrides.task), basic)
+            if basic:
                 _check_jobs(list(config.hydra.overrides.task), config.hydra.job.config_name)
             return
         _check_counts(sweeper)

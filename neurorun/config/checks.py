@@ -25,8 +25,6 @@ from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
 from neurorun.config.schema import AlgoConfig, ParallelConfig, RunConfig, load_config
-from neurorun.envs import parse_spec
-from neurorun.envs.gym_env import check_native
 from neurorun.loggers.console import warn_now
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
@@ -161,9 +159,7 @@ def _check_vectorization(config: RunConfig) -> None:
     try:
         if problem.episode_length_schedule is not None:
             backend.vectorization_for_cuts(problem.vectorization)
-        kind, name = parse_spec(spec)
-        if kind == "gym":
-            check_native(name, problem.vectorization)
+        backend.check_vectorization(spec, problem.vectorization)
     except ValueError as error:
         raise ConfigError(str(error)) from None
 

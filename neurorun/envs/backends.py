@@ -217,6 +217,15 @@ class Backend:
                              f"envs, which neurorun cannot cut. Fix: {key}=null, and end the "
                              "episodes in the factory.")
 
+    def check_vectorization(self, spec: str, vectorization: str) -> None:
+        """ValueError for a ``problem.vectorization`` that ``spec``'s envs cannot take: on
+        gymnasium (the backend with vectorizations) ``native`` needs the env's own vector env;
+        the others batch their envs themselves and leave it unread."""
+        if self.episode_ending_vectorizations is not None:
+            from neurorun.envs.gym_env import check_gym_vectorization  # the table loads no gym
+
+            check_gym_vectorization(parse_spec(spec)[1], vectorization)
+
     def vectorization_for_cuts(self, vectorization: str) -> str:
         """The vectorization of training envs whose episodes a curriculum cuts one by one:
         ``vectorization`` where it can end single episodes, ``auto`` the first that can;
@@ -224,7 +233,7 @@ class Backend:
         allowed = self.episode_ending_vectorizations
         if allowed is None or vectorization in allowed:
             return vectorization
-        from neurorun.envs.gym_env import check_vectorization  # only gymnasium has them
+        from neurorun.envs.gym_env import check_vectorization  # the table loads no gym
 
         check_vectorization(vectorization)  # a bad value is named as such, first
         if vectorization == "auto":

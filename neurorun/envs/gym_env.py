@@ -60,10 +60,11 @@ def _opengl_failed(error: BaseException) -> bool:
     """Whether MuJoCo's OpenGL set-up raised ``error`` (a MUJOCO_GL it refused, or PyOpenGL
     without the library it names)."""
     frames = traceback.extract_tb(error.__traceback__)
-    return "MUJOCO_GL" in str(error) or any("OpenGL" in frame.filename for frame in frames)
+    package = f"{os.sep}OpenGL{os.sep}"  # PyOpenGL's files
+    return "MUJOCO_GL" in str(error) or any(package in frame.filename for frame in frames)
 
 
-def check_native(env_id: str, vectorization: Any) -> None:
+def check_gym_vectorization(env_id: str, vectorization: Any) -> None:
     """``problem.vectorization`` for ``env_id``: one of VECTORIZATIONS, and ``native`` only
     where gymnasium has the env's own vector env (the config checks ask this too)."""
     check_vectorization(vectorization)
@@ -133,7 +134,7 @@ def make_gym_vector_env(
 ) -> VectorEnv:
     """``gym.make_vec`` with neurorun's choice of vectorization and episode limit."""
     spec = gym_env_spec(env_id)
-    check_native(env_id, vectorization)
+    check_gym_vectorization(env_id, vectorization)
     native = spec.vector_entry_point is not None
     mode = {"auto": "vector_entry_point" if native else "sync", "native": "vector_entry_point"}
     limit = limited_episode_steps(spec.max_episode_steps, episode_length)

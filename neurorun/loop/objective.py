@@ -5,8 +5,8 @@
     mean_center_eval_last_<K>   the mean of the last K center evaluations (e.g. _last_5)
     neg_interactions_to_target  minus the env steps taken in training until center_eval first
                                 reached target_score; a run that never reached it scores
-                                minus twice its budget (max_interactions, or the steps it took
-                                where it has none), below every run that reached it
+                                minus twice the larger of max_interactions and the steps it
+                                took, below every run that reached it within that budget
 
 It is read from the run's `metrics.jsonl`, so a resumed run counts all its generations; a
 run without center evaluations (eval_every=0) has none (nan). A sweeper must maximize it

@@ -31,7 +31,8 @@ from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
              "episodes": "total_episode_count", "time": "elapsed_s"}
-IGNORED_OVERRIDES = ("seed",)
+# not settings of the run: its seed (a group's runs are seeds), a resume's folder and trust
+IGNORED_OVERRIDES = ("seed", "resume", "trust_code")
 
 
 @dataclass
@@ -128,9 +129,7 @@ def read_overrides(folder: Path) -> dict[str, str]:
     for path in paths:
         for line in _override_lines(path):
             key, _, value = line.partition("=")
-            key = key.lstrip("+~")
-            if key != "resume":
-                result[key] = {"True": "true", "False": "false"}.get(value, value)
+            result[key.lstrip("+~")] = {"True": "true", "False": "false"}.get(value, value)
     return result
 
 

@@ -381,14 +381,15 @@ def test_an_interval_without_optunas_sweeper_is_one_line_and_leaves_no_folder(tm
     assert not (tmp_path / "sw").exists()
 
 
-@pytest.mark.parametrize("sweep", ["seed=0,1", "seed=range(0,3)"])
+@pytest.mark.parametrize("sweep", ["seed=0,1", "seed=range(0,3)", "env.id='A','B'"])
 def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
     """Hydra's report was three to five lines and rc 1."""
     result = neurorun("debug=default", sweep, "hydra.run.dir=run", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
+    key = sweep.partition("=")[0]
     assert result.stderr.strip().splitlines() == [
         f"neurorun: config error: {sweep} is a sweep, which runs with -m. Fix: neurorun -m "
-        f"{sweep} ..., or one value (a list is written seed=[...])."]
+        f"{sweep} ..., or one value (a list is written {key}=[...])."]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -420,3 +421,13 @@ def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys)
     capsys.readouterr()
     _check_study(sweeper)  # past TPE's 3 random trials: its model draws the next ones
     assert capsys.readouterr().err == ""
+
+
+def test_an_interval_without_multirun_names_optunas_sweeper(tmp_path):
+    result = neurorun("debug=default", "algo.center_learning_rate=interval(0.1,0.2)",
+                      "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        "neurorun: config error: algo.center_learning_rate=interval(0.1,0.2) is a search space "
+        "of Optuna's sweeper. Fix: neurorun -m hydra/sweeper=optuna "
+        "algo.center_learning_rate=interval(0.1,0.2) ... (docs/sweeps.md), or one value."]

@@ -154,8 +154,9 @@ def test_a_resumed_run_is_labelled_by_what_it_ran_with(tmp_path):
     (resumed / ".hydra" / "overrides.yaml").write_text(
         "- generations=2\n- algo.popsize=8\n- seed=0\n- logger.console.quiet=true\n")
     by_folder = {run.path.name: run.overrides for run in load_runs([tmp_path])}
-    assert by_folder["a"] == by_folder["b"] | {"seed": "0"} == {
-        "generations": "4", "algo.popsize": "12", "seed": "0", "logger.console.quiet": "true"}
+    assert by_folder["a"] == by_folder["b"] | {"seed": "0", "resume": str(resumed)} == {
+        "generations": "4", "algo.popsize": "12", "seed": "0", "logger.console.quiet": "true",
+        "resume": str(resumed)}
     groups = compare_tool.group_runs(load_runs([tmp_path]))
     assert {label: len(members) for label, members in groups.items()} == {
         "generations=4, algo.popsize=12, logger.console.quiet=true": 2}
