@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 Y_COLUMNS = ("mean_eval", "best_sample_eval", "center_eval", "pop_best_eval", "median_eval")
 BANDS = ("std", "minmax", "none", "runs")
 LONG_LABEL = 40  # characters: a legend with a longer label goes below the axes
+LEGEND_WIDTH = 100  # characters of a legend line below the axes (the figure's width, small)
 X_LABELS = {"generation": "generation", "interactions": "environment steps",
             "episodes": "training episodes", "time": "wall time (s)"}
 
@@ -101,9 +103,11 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
     axes.set_xlabel(X_LABELS[x])
     axes.set_ylabel(y)
     axes.grid(alpha=0.3)
-    labels = axes.get_legend_handles_labels()[1]
+    handles, labels = axes.get_legend_handles_labels()
     if max(map(len, labels), default=0) > LONG_LABEL:  # below the axes, off the curves
-        figure.legend(loc="outside lower center", fontsize="small")
+        wrapped = [textwrap.fill(label, LEGEND_WIDTH, break_long_words=False)
+                   for label in labels]  # a line wider than the figure would be cut
+        figure.legend(handles, wrapped, loc="outside lower center", fontsize="small")
     else:
         axes.legend(fontsize="small")
     band_text = {"std": "mean ± std over runs", "minmax": "mean, min–max over runs",

@@ -85,6 +85,17 @@ def test_a_legend_of_long_labels_goes_below_the_axes(tmp_path, sweep):
     assert short.axes[0].get_legend() is not None and not short.legends
 
 
+def test_a_legend_label_wider_than_the_figure_is_wrapped(tmp_path):
+    """Runs differing in many overrides had one-line labels cut at the figure's edge."""
+    many = [f"algo.option_number_{k}=0.0075" for k in range(8)]
+    write_run(tmp_path / "a", rows([0, 10]), ["seed=0", *many])
+    write_run(tmp_path / "b", rows([0, 20]), ["seed=0", "algo.option_number_0=1"])
+    (legend,) = plot_tool.plot_runs([tmp_path / "a", tmp_path / "b"], band="runs").legends
+    text = legend.get_texts()[0].get_text()
+    assert text.replace("\n", " ") == ", ".join(many) + " (1 runs)"
+    assert max(len(line) for line in text.splitlines()) <= 100 < len(text)
+
+
 def test_x_time_and_run_folders_given_one_by_one(sweep):
     figure = plot_tool.plot_runs([sweep / "0_pgpe_s0", sweep / "1_snes_s0"], x="time")
     lines = lines_by_label(figure)
