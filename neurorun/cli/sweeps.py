@@ -110,9 +110,9 @@ def _check_continued(storage: Any, sweeper: DictConfig) -> None:
 
     sampler = sweeper.get("sampler") or {}
     seed, name = sampler.get("seed"), sweeper.get("study_name")
-    random = ("RandomSampler" in str(sampler.get("_target_", ""))
-              or sampler.get("n_startup_trials") is not None)
-    if seed is None or name is None or not random:  # seeded afresh, a new study each time
+    draws_at_random = ("RandomSampler" in str(sampler.get("_target_", ""))
+                       or sampler.get("n_startup_trials") is not None)
+    if seed is None or name is None or not draws_at_random:  # seeded afresh, or a new study
         return
     try:
         trials = storage.get_all_trials(storage.get_study_id_from_name(name))
