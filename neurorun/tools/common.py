@@ -25,11 +25,13 @@ from neurorun.common.streams import replace_unencodable
 from neurorun.record.layout import (
     BEST_POLICY,
     CHECKPOINT_DIR,
+    HYDRA_DIR,
     LAST_POLICY,
     LOCK_FILE,
     LOG_FILE,
     METRIC_FILES,
     STATE_FILE,
+    SWEEP_RECORD,
 )
 from neurorun.record.run_folder import holds_run
 
@@ -295,15 +297,21 @@ def check_out(path: str | Path, what: str, force: bool, flag: str = "--out") -> 
 
 
 def _run_file_owner(path: Path) -> str | None:
-    """What of a run ``path`` lies in: its checkpoints/ folder, or one of the files a run
-    keeps at its top (metrics, log, lock); None for any other path."""
+    """What of a run ``path`` lies in: its checkpoints/ or .hydra/ folder (its saved configs,
+    which resume and the tools read), one of the files a run keeps at its top (metrics, log,
+    lock), or a sweep's record; None for any other path."""
     folder = path.resolve().parent
     if folder.name == CHECKPOINT_DIR and any(
             (folder / name).exists() for name in (STATE_FILE, f"{BEST_POLICY}.pt",
                                                   f"{LAST_POLICY}.pt")):
         return f"inside a run's {CHECKPOINT_DIR}/ folder"
+    hydra = next((p for p in (folder, folder.parent) if p.name == HYDRA_DIR), None)
+    if hydra is not None and holds_run(hydra.parent):
+        return f"inside a run's {HYDRA_DIR}/ folder (its saved configs)"
     if path.name in (*METRIC_FILES, LOG_FILE, LOCK_FILE) and holds_run(folder):
         return f"a run's own {path.name}"
+    if path.name == SWEEP_RECORD and path.is_file():
+        return f"a sweep's {SWEEP_RECORD}"
     return None
 
 

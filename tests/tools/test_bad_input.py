@@ -383,13 +383,18 @@ def test_an_output_in_a_missing_folder_makes_no_folder(tool, run_dir, sweep, tmp
     assert not (tmp_path / "missing").exists()
 
 
-@pytest.mark.parametrize("name", ["metrics.csv", "metrics.jsonl", "checkpoints/state.pt"])
+# .hydra/config.yaml overwritten by `--csv ... --force` made the run unresumable
+@pytest.mark.parametrize("name", ["metrics.csv", "metrics.jsonl", "checkpoints/state.pt",
+                                  ".hydra/overrides.yaml", ".hydra/config.yaml",
+                                  ".hydra/resumed_2026-11-30_00-00-00/config.yaml",
+                                  "../multirun.yaml"])
 def test_a_runs_own_file_is_no_output_even_with_force(name, sweep, capsys):
     run = sweep / "0_pgpe_s0"
     if name.startswith("checkpoints/"):
         save_checkpoint(run)  # best.pt beside it
     own = run / name
     if not own.exists():
+        own.parent.mkdir(exist_ok=True)
         own.write_bytes(b"the run's")
     before = own.read_bytes()
     fails_with(capsys, "compare", [str(sweep), "--csv", str(own), "--force"],
