@@ -235,5 +235,11 @@ def validate_config(cfg: DictConfig, *,
     if machine:
         check_machine(config)
     _check_algorithm(config, warn=machine)  # a sweep's jobs checked up front: said as each runs
+    if machine and config.objective == "neg_interactions_to_target" \
+            and config.max_interactions is None:
+        warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target without "
+                 "max_interactions: a run that misses target_score scores -2 x the steps it "
+                 "took, so a short miss can outrank a late hit. Fix: max_interactions=<the "
+                 "budget of every run>")
     check_ray_installed(config)  # last: the checks above need no ray
     return config

@@ -234,18 +234,23 @@ class Runner(RunParts):
                       "best_center_eval": self.best.score}
         except BaseException as error:  # an error or Ctrl-C: keep what finished generations did
             interrupted = isinstance(error, KeyboardInterrupt)
-            # after a config error (a diverged search) once a generation finished: resumed
-            # with the error's fix, the run continues
-            if snapshot is not None and (snapshot.generation > first
-                                         or not isinstance(error, ConfigError)):
+            # after a config error (a diverged search) too, once a generation finished: its
+            # generations are kept, though the search they reached may be what diverged
+            config_error = isinstance(error, ConfigError)
+            if snapshot is not None and (snapshot.generation > first or not config_error):
                 try:
                     self._save_state(snapshot)
                 except OSError as saving:  # a full disk: the last state written stays
                     if not (atomic.is_disk_full(saving) and atomic.is_disk_full(error)):
                         raise
-                fixed = " and the fix below" if isinstance(error, ConfigError) else ""
-                log.warning("run stopped in generation %d; continue it with `%s`%s",
-                            snapshot.generation + 1, resume_command(self.run_dir), fixed)
+                if config_error:
+                    log.warning("run stopped in generation %d, its state saved; with the fix "
+                                "below, a new run starts afresh, and `%s` with it continues "
+                                "from generation %d's search", snapshot.generation + 1,
+                                resume_command(self.run_dir), snapshot.generation)
+                else:
+                    log.warning("run stopped in generation %d; continue it with `%s`",
+                                snapshot.generation + 1, resume_command(self.run_dir))
             raise
         finally:
             self.summary = result

@@ -281,6 +281,21 @@ def test_a_popsize_max_below_popsize_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_steps_to_target_without_a_budget_is_warned_of(tmp_path, caplog):
+    """Without max_interactions a short miss (-2 x few steps) outranks a late hit."""
+    import logging
+
+    from neurorun.config.checks import validate_config
+
+    for budget, said in ((None, 1), (1000, 0)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="neurorun"):
+            validate_config(tiny("objective=neg_interactions_to_target",
+                                 f"max_interactions={'null' if budget is None else budget}"))
+        assert sum("a short miss can outrank a late hit" in r.getMessage()
+                   for r in caplog.records) == said
+
+
 def test_a_noise_table_size_with_seeded_noise_is_said_to_be_ignored(tmp_path, caplog):
     """noise_table_size went unused without a word with noise_source=seeds (a
     sweep over both sources keeps one size: a warning, not a refusal)."""
