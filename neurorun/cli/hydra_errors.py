@@ -37,6 +37,7 @@ from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
 from neurorun.config.resume import config_groups
+from neurorun.config.schema import OPEN_MAPPINGS
 
 
 def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -86,11 +87,15 @@ def _sweep_without_multirun(message: str) -> str:
                      message.splitlines()[0])  # greedy: a quoted value's quotes stay inside
     override = named[1] if named else "?"
     key = override.partition("=")[0].lstrip("+~")
+    if any(key == path or key.startswith(path + ".") for path in OPEN_MAPPINGS):
+        override = override.removeprefix("++")  # neurorun's own (open_mapping_overrides)
     if "interval(" in override:
         return (f"{override} is a search space of Optuna's sweeper. Fix: neurorun -m "
                 f"hydra/sweeper=optuna {override} ... (docs/sweeps.md), or one value.")
+    single = ("one value" if key in config_groups() or key in OPEN_MAPPINGS
+              else f"one value (a list is written {key}=[...])")
     return (f"{override} is a sweep, which runs with -m. Fix: neurorun -m {override} ..., or "
-            f"one value (a list is written {key}=[...]).")
+            f"{single}.")
 
 
 def _hydra_key_swept(message: str) -> str:

@@ -423,6 +423,17 @@ def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys)
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("sweep", ["algo=choice(pgpe,snes)",
+                                   "algo.optimizer_config={max_speed: 0.2},{max_speed: 0.3}"])
+def test_a_group_or_mapping_sweep_without_multirun_gets_no_list_hint(tmp_path, sweep):
+    """A group or a mapping was told `algo=[...]`, the mapping shown with neurorun's `++`."""
+    result = neurorun("debug=default", sweep, "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        f"neurorun: config error: {sweep} is a sweep, which runs with -m. Fix: neurorun -m "
+        f"{sweep} ..., or one value."]
+
+
 def test_an_interval_without_multirun_names_optunas_sweeper(tmp_path):
     result = neurorun("debug=default", "algo.center_learning_rate=interval(0.1,0.2)",
                       "hydra.run.dir=run", cwd=tmp_path)
