@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from neurorun.config.schema import OPEN_MAPPINGS
+from neurorun.config.schema import OPEN_MAPPINGS, in_open_mapping
 
 NETWORK_STRING_KEYS = ("network.spec",)  # keys whose values are network strings
 # what config.yaml's hydra.run.dir and hydra.sweep.subdir name the run folder after
@@ -51,7 +51,7 @@ def open_mapping_overrides(argv: Sequence[str]) -> list[str]:
     for arg in argv:
         key, sep, value = arg.partition("=")
         whole = key in OPEN_MAPPINGS and value.startswith("{")
-        if sep and (whole or any(key.startswith(path + ".") for path in OPEN_MAPPINGS)):
+        if sep and (whole or in_open_mapping(key)):
             arg = f"++{arg}"
         opened.append(arg)
     return opened

@@ -37,7 +37,7 @@ from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
 from neurorun.config.resume import config_groups
-from neurorun.config.schema import OPEN_MAPPINGS
+from neurorun.config.schema import OPEN_MAPPINGS, in_open_mapping
 
 
 def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -87,7 +87,7 @@ def _sweep_without_multirun(message: str) -> str:
                      message.splitlines()[0])  # greedy: a quoted value's quotes stay inside
     override = named[1] if named else "?"
     key = override.partition("=")[0].lstrip("+~")
-    if any(key == path or key.startswith(path + ".") for path in OPEN_MAPPINGS):
+    if key in OPEN_MAPPINGS or in_open_mapping(key):
         override = override.removeprefix("++")  # neurorun's own (open_mapping_overrides)
     if "interval(" in override:
         return (f"{override} is a search space of Optuna's sweeper. Fix: neurorun -m "

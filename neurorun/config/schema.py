@@ -160,6 +160,11 @@ class ParallelConfig:
 OPEN_MAPPINGS = ("env.env_config", "network.network_args", "parallel.actor_config",
                  "algo.optimizer_config")
 
+
+def in_open_mapping(key: str) -> bool:
+    """Whether ``key`` (dotted) lies under one of OPEN_MAPPINGS."""
+    return any(key.startswith(path + ".") for path in OPEN_MAPPINGS)
+
 @dataclass(frozen=True)
 class AlgoConfig:
     """``algo.*``: the algorithm's name, popsize, distributed mode and its own options (the
