@@ -393,6 +393,7 @@ def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.extras("optuna")
 def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys):
     """A continued study (the presets' storage comment) drew its first trials again: TPE's
     generator starts afresh from sampler.seed in each process, for its n_startup_trials."""

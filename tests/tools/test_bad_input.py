@@ -435,7 +435,9 @@ def test_a_run_with_only_its_last_policy_is_told_to_ask_for_it(run_dir, capsys):
     assert evaluate.main([str(run_dir), "--checkpoint", "last", "--episodes", "1"]) == 0
 
 
-@pytest.mark.parametrize("env, closest", [("Hoper-v5", "Hopper-v5"), ("brax::hoper", "hopper")])
+@pytest.mark.parametrize("env, closest", [
+    ("Hoper-v5", "Hopper-v5"),
+    pytest.param("brax::hoper", "hopper", marks=pytest.mark.extras("jax"))])
 def test_a_misspelt_env_gets_the_closest_names_and_no_install_hint(run_dir, capsys, env, closest):
     """`--env brax::nonexist` was told to install gymnasium[mujoco] or brax."""
     line = fails_with(capsys, "eval", [str(run_dir), "--env", env], "cannot be made here",

@@ -90,6 +90,7 @@ def test_a_users_mujoco_gl_that_fails_is_named_with_its_fix(tmp_path):
     assert "tried MUJOCO_GL=egl" not in line and not (tmp_path / "p.gif").exists()
 
 
+@pytest.mark.extras("jax")
 def test_a_users_mujoco_gl_that_brax_cannot_load_is_named_with_its_fix(tmp_path):
     """brax's import of MuJoCo refuses MUJOCO_GL=bogus: the tools named it until gymnasium's
     envs got their own error for it (then they advised installing brax)."""
