@@ -1,4 +1,4 @@
-"""JSON as neurorun writes it: non-finite floats as null, at any depth."""
+"""JSON as neurorun writes it: non-finite measurements as null at any depth, settings exact."""
 
 import json
 import math
@@ -22,3 +22,13 @@ def test_what_json_cannot_hold_is_still_refused():
     with pytest.raises(TypeError):
         dumps({"a": object()})
     assert dumps({"a": object()}, default=lambda _: "x") == '{"a": "x"}'
+
+
+def test_a_setting_keeps_its_nonfinite_floats_where_a_measurement_gets_null():
+    """An env keyword of infinity (Hopper's healthy_z_range) read back as null would change
+    the env the policy is rebuilt with."""
+    value = {"env_config": {"healthy_z_range": [0.8, math.inf], "g": -math.inf},
+             "network_args": {"bound": math.nan}, "score": math.inf}
+    read = json.loads(dumps(value))
+    assert read["env_config"] == {"healthy_z_range": [0.8, math.inf], "g": -math.inf}
+    assert math.isnan(read["network_args"]["bound"]) and read["score"] is None

@@ -30,22 +30,25 @@ def save_checkpoint(folder: Path, *, normalize: bool = False, env: str = "CartPo
 
 
 def save_policy(folder: Path, env: str, architecture: str, solution: torch.Tensor | None = None,
-                *, normalize: bool = False, saved_env: str | None = None) -> Path:
+                *, normalize: bool = False, saved_env: str | None = None,
+                env_config: dict | None = None) -> Path:
     """A run folder's checkpoints/best.{pkl,pt,json} for ``architecture`` on ``env`` (saved
-    under the spec ``saved_env``, default ``env``): weights ``solution`` (default: seeded
-    normal draws), statistics of 50 seeded observations ``N(0.1, 0.3²)`` when ``normalize``."""
+    under the spec ``saved_env``, default ``env``, with its keywords ``env_config``): weights
+    ``solution`` (default: seeded normal draws), statistics of 50 seeded observations
+    ``N(0.1, 0.3²)`` when ``normalize``."""
     from neurorun.common import atomic
     from neurorun.problems import make_problem
     from neurorun.record import checkpoint
 
-    problem = make_problem(env, architecture, observation_normalization=normalize)
+    problem = make_problem(env, architecture, observation_normalization=normalize,
+                           env_config=env_config)
     generator = torch.Generator().manual_seed(0)
     if normalize:
         problem.obs_stats.update(torch.randn(50, problem.obs_length, generator=generator) * 0.3
                                  + 0.1)
     if solution is None:
         solution = torch.randn(problem.solution_length, generator=generator)
-    meta = {"env": saved_env or env, "env_config": {}, "architecture": problem.architecture,
+    meta = {"env": saved_env or env, "env_config": env_config or {}, "architecture": problem.architecture,
             "network_args": {}, "obs_length": problem.obs_length,
             "act_length": problem.act_length,
             "observation_normalization": normalize}  # as a run writes them

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import torch
 from neurorun.tools import evaluate as evaluate_tool
 from neurorun.tools import loading
 
-from .helpers import BIAS, SOLUTION, WEIGHT, save_checkpoint
+from .helpers import BIAS, SOLUTION, WEIGHT, save_checkpoint, save_policy
 
 
 def expected_episodes(seed: int, episodes: int, mean=None, stdev=None, limit=None):
@@ -180,3 +181,24 @@ def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
     assert max(sizes) == 3
     assert chunked[0].tolist() == whole[0].tolist() == expected_episodes(3, 7)[0]
     assert chunked[1].tolist() == whole[1].tolist()
+
+
+def test_a_policy_alone_keeps_an_infinite_env_setting(tmp_path):
+    """A keyword of infinity (as Hopper's healthy_z_range holds) written to the .json as null
+    would rebuild another env, or none: MountainCar's ``velocity >= None`` fails."""
+    setting = {"goal_velocity": -math.inf}
+    run = save_policy(tmp_path / "run", "MountainCarContinuous-v0",
+                      "Linear(obs_length, act_length)", torch.zeros(3), env_config=setting)
+    meta = json.loads((run / "checkpoints" / "best.json").read_text())
+    assert meta["env_config"] == setting
+    summary = evaluate_tool.evaluate(str(run / "checkpoints" / "best.pt"), episodes=2, seed=5)
+    env = gym.make("MountainCarContinuous-v0", **setting)
+    lengths = []
+    for index in range(2):
+        env.reset(seed=5 + index)
+        length, done = 0, False
+        while not done:  # a zero policy: no force
+            _, _, terminated, truncated, _ = env.step(np.zeros(1, dtype=np.float32))
+            length, done = length + 1, terminated or truncated
+        lengths.append(length)
+    assert [e["length"] for e in summary["episodes"]] == lengths
