@@ -5,6 +5,7 @@ messages given up once when the run ends."""
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ from neurorun.loggers.videos import RunVideos
 from neurorun.loop.build import build_parts, choose_env_backend, make_evaluator, use_host_devices
 from neurorun.loop.status import StopLimits
 from neurorun.problems.jax.compiling import compiles_running, wait_for_compiles
-from neurorun.record.checkpoint import saved_env_name
+from neurorun.record.checkpoint import saved_policy_meta
 from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, run_dir_name, saved_config_path
 from neurorun.record.run_folder import RunFolder
 from neurorun.record.state import RunState, check_layout
@@ -117,7 +118,7 @@ class RunParts:
                               f"it (its random state is saved). Fix: seed: {saved_seed} in "
                               f"{saved_config_path(self.run_dir)}, or start a new run.")
         if state is not None:
-            _check_env_kept(self.run_dir, config.env.id)
+            _check_policy_kept(self.run_dir, config)
         if config.torch_threads is not None:  # small matmuls: threads only add overhead
             torch.set_num_threads(config.torch_threads)
         seed_everything(config.seed)
@@ -156,21 +157,38 @@ class RunParts:
             self._close = parts.pop_all().close  # the run closes them when it ends
 
 
-def _check_env_kept(run_dir: Path, env_id: str) -> None:
-    """ConfigError (one line) when a resumed run's env is not the one its checkpoints were
-    saved on: ``env.id`` edited in the saved config (a command line's change is refused as
-    it is read, ``config/resume.py``). The backend may change; the env may not."""
-    saved = saved_env_name(run_dir)
-    try:
-        name = parse_spec(env_id)[1]
-    except ValueError:  # building the env says what is wrong with the id
+def _check_policy_kept(run_dir: Path, config: RunConfig) -> None:
+    """ConfigError (one line) when a resumed run's env or network is not the one its
+    checkpoints were saved with (their last.json): ``env.id`` or ``network.*`` edited in the
+    saved config (a command line's change is refused as it is read, ``config/resume.py``).
+    The backend may change; the env and the network may not."""
+    saved = saved_policy_meta(run_dir)
+    if saved is None:
         return
-    if saved is not None and saved != name:
-        raise ConfigError(
-            f"resume: env.id={env_id!r} but the run's checkpoints were saved on {saved!r} (its "
-            f"checkpoints/last.json); a resumed run keeps its env (its policy, observation "
-            f"statistics and metrics belong to it). Fix: env.id as it was in "
-            f"{saved_config_path(run_dir)}, or start a new run.")
+    args = json.loads(json.dumps(config.network.network_args))  # as the .json holds them
+    for key, value, kept, same in (
+            ("env.id", config.env.id, _env_name(saved.get("env")),
+             None in (_env_name(config.env.id), _env_name(saved.get("env")))
+             or _env_name(config.env.id) == _env_name(saved.get("env"))),
+            ("network.spec", config.network.spec, saved.get("architecture"),
+             config.network.spec == saved.get("architecture")),
+            ("network.network_args", config.network.network_args, saved.get("network_args"),
+             args == (saved.get("network_args") or {}))):
+        if not same:
+            raise ConfigError(
+                f"resume: {key}={value!r} but the run's checkpoints were saved with {kept!r} "
+                f"(its checkpoints/last.json); a resumed run keeps its env and network (its "
+                f"policy, observation statistics and metrics belong to them). Fix: {key} as it "
+                f"was in {saved_config_path(run_dir)}, or start a new run.")
+
+
+def _env_name(spec: Any) -> str | None:
+    """The env name of a spec (``envpool::Hopper-v5``: ``Hopper-v5``); None for no spec
+    (building the env says what is wrong with it)."""
+    try:
+        return parse_spec(str(spec))[1]
+    except ValueError:
+        return None
 
 
 def _check_work_left(limits: StopLimits, state: RunState) -> None:

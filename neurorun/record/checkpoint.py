@@ -25,7 +25,6 @@ from neurorun.common.atomic import Write, text_file, torch_file
 from neurorun.common.errors import one_line
 from neurorun.common.files import read_bounded
 from neurorun.common.values import is_exact_int
-from neurorun.envs.backends import parse_spec
 from neurorun.problems import RunningNorm
 from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped, upgrade_state
@@ -139,12 +138,11 @@ def load_state(run_dir: str | Path) -> RunState | None:
     return RunState.from_saved(state)
 
 
-def saved_env_name(run_dir: str | Path) -> str | None:
-    """The env name (its spec without the backend) the run's last checkpoint was saved on,
-    from its last.json; None where that file is missing or is no policy's .json (the tools
-    say why, when they read it)."""
+def saved_policy_meta(run_dir: str | Path) -> dict[str, Any] | None:
+    """The .json of the run's last checkpoint (``policy_meta``'s keys); None where that file
+    is missing or is no policy's .json (the tools say why, when they read it)."""
     try:
-        env = json.loads(read_bounded(policy_path(run_dir, LAST_POLICY, ".json"), 2**20))["env"]
-        return parse_spec(env)[1]
-    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        meta = json.loads(read_bounded(policy_path(run_dir, LAST_POLICY, ".json"), 2**20))
+    except (OSError, ValueError, RecursionError):
         return None
+    return meta if isinstance(meta, dict) else None

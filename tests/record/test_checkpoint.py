@@ -322,7 +322,26 @@ def test_an_env_edited_in_the_saved_config_is_not_resumed(tmp_path, edited):
     saved.write_text(saved.read_text().replace("id: CartPole-v1", f"id: {edited}"))
     kept = {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()}
     with pytest.raises(ConfigError, match=rf"resume: env.id='{edited}' but the run's "
-                                          r"checkpoints were saved on 'CartPole-v1'"):
+                                          r"checkpoints were saved with 'CartPole-v1'"):
+        run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()} == kept
+
+
+@pytest.mark.parametrize("key, saved_line, edited_line", [
+    ("network.spec", "spec: Linear(obs_length, act_length)",
+     "spec: Linear(obs_length, act_length) >> Tanh()"),
+    ("network.network_args", "network_args: {}", "network_args: {unused: 2}")])
+def test_a_network_edited_in_the_saved_config_is_not_resumed(tmp_path, key, saved_line,
+                                                              edited_line):
+    """A Tanh after the linear layer (as many weights) went on from the saved weights under
+    another network, and the policy files then named it."""
+    run(tiny("generations=1"), run_dir=tmp_path)
+    saved = tmp_path / ".hydra" / "config.yaml"
+    assert saved_line in saved.read_text()
+    saved.write_text(saved.read_text().replace(saved_line, edited_line))
+    kept = {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()}
+    with pytest.raises(ConfigError, match=rf"resume: {key}=.* but the run's checkpoints were "
+                                          r"saved with .*Fix: "):
         run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
     assert {p.name: p.read_bytes() for p in (tmp_path / "checkpoints").iterdir()} == kept
 

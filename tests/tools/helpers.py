@@ -48,8 +48,9 @@ def save_policy(folder: Path, env: str, architecture: str, solution: torch.Tenso
                                  + 0.1)
     if solution is None:
         solution = torch.randn(problem.solution_length, generator=generator)
-    meta = {"env": saved_env or env, "env_config": env_config or {}, "architecture": problem.architecture,
-            "network_args": {}, "obs_length": problem.obs_length,
+    meta = {"env": saved_env or env, "env_config": env_config or {},
+            "architecture": problem.architecture, "network_args": {},
+            "obs_length": problem.obs_length,
             "act_length": problem.act_length,
             "observation_normalization": normalize}  # as a run writes them
     atomic.atomic_write_all(checkpoint.policy_files(
