@@ -12,6 +12,9 @@ import torch
 
 from neurorun.common.values import is_exact_number
 
+# the relative rounding a sum of squares may lose against the squared sum (float64 sums)
+ROUNDING = 1e-6
+
 
 class SavedValueError(ValueError):
     """A value no run saves: ``key`` (its name in the file) is ``value``, and ``expected`` says
@@ -35,16 +38,20 @@ def check_vector(key: str, value: Any, size: int | None = None) -> None:
 def check_sums(count: Any, total: Any, squares: Any, *, size: int | None = None,
                prefix: str = "") -> None:
     """Observation statistics as :class:`~neurorun.problems.RunningNorm` keeps them: ``count``
-    a finite number >= 0 (or a 0-d floating tensor of one), ``total`` and ``squares`` vectors
-    (:func:`check_vector`) of one length (``size`` where given), ``squares`` >= 0, and both
-    zero while nothing was counted. ``prefix`` goes before the keys (a policy's ``obs_``)."""
+    a whole number >= 0 (or a 0-d floating tensor of one), ``total`` and ``squares`` vectors
+    (:func:`check_vector`) of one length (``size`` where given), both zero while nothing was
+    counted, and no variance below 0 (``count * squares >= total**2``, within rounding).
+    ``prefix`` goes before the keys (a policy's ``obs_``)."""
     if isinstance(count, torch.Tensor) and count.dim() == 0 and count.is_floating_point():
         count = float(count)
-    if not is_exact_number(count) or not math.isfinite(count) or count < 0:
-        raise SavedValueError(f"{prefix}count", count, "a finite number >= 0 (of observations)")
+    if not is_exact_number(count) or not math.isfinite(count) or count < 0 or count % 1:
+        raise SavedValueError(f"{prefix}count", count,
+                              "a whole number >= 0 (of observations)")
     check_vector(f"{prefix}sum", total, size)
     check_vector(f"{prefix}sum_of_squares", squares, total.numel())
-    if not bool((squares >= 0).all()):
-        raise SavedValueError(f"{prefix}sum_of_squares", squares, "values >= 0")
     if count == 0 and bool(total.any() or squares.any()):
         raise SavedValueError(f"{prefix}count", count, "> 0 where the sums are not 0")
+    total, squares = total.double(), squares.double()
+    if not bool((count * squares >= total**2 * (1 - ROUNDING)).all()):
+        raise SavedValueError(f"{prefix}sum_of_squares", squares,
+                              f"values >= {prefix}sum**2 / {prefix}count (a variance >= 0)")

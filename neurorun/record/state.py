@@ -33,7 +33,7 @@ from neurorun.common.saved_values import check_sums, check_vector
 from neurorun.common.seeding import GeneratorsRecord, NumpyRecord, numpy_state, python_state
 from neurorun.common.values import is_exact_int, is_exact_number, is_number
 from neurorun.problems.evaluator import EvaluatorRecord
-from neurorun.problems.running_norm import NormRecord
+from neurorun.problems.running_norm import MIN_VARIANCE, NormRecord
 from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped
 from neurorun.record.layout import saved_config_path
@@ -214,7 +214,7 @@ def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
         return
     stats = check.record(stats, NormRecord, key)
     size = check.count(stats["size"], f"{key}.size", minimum=1)
-    check.real(stats["min_variance"], f"{key}.min_variance", 0.0)
+    check.real(stats["min_variance"], f"{key}.min_variance", MIN_VARIANCE, MIN_VARIANCE)
     sums = [stats[name] for name in ("count", "sum", "sum_of_squares")]
     check.follows(key, check_sums, *sums, size=size)  # a policy file's rule
 

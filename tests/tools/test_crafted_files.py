@@ -15,17 +15,21 @@ import torch
 
 from .helpers import PLOT_TOOL, TOOLS, fails_with, save_checkpoint
 
+NEGATIVE_VARIANCE = "values >= obs_sum**2 / obs_count (a variance >= 0)"
 CRAFTED = [  # (key, new value or a function of the saved one, what the refusal expects)
     ("solution", "abc", "a floating tensor of shape (n,)"),
     ("solution", lambda solution: solution * math.nan, "finite values"),
     ("solution", lambda solution: solution + math.inf, "finite values"),
     ("solution", lambda solution: solution.reshape(2, -1), "a floating tensor of shape (n,)"),
     ("solution", lambda solution: solution.long(), "a floating tensor of shape (n,)"),
-    ("obs_count", "abc", "a finite number >= 0"),
-    ("obs_count", math.nan, "a finite number >= 0"),
+    ("obs_count", "abc", "a whole number >= 0"),
+    ("obs_count", math.nan, "a whole number >= 0"),
+    ("obs_count", 49.5, "a whole number >= 0"),  # observations are counted one by one
     ("obs_count", 0.0, "> 0 where the sums are not 0"),
     ("obs_sum", lambda total: total.reshape(1, -1), "a floating tensor of shape (n,)"),
-    ("obs_sum_of_squares", lambda squares: -squares, "values >= 0"),
+    ("obs_sum_of_squares", lambda squares: -squares, NEGATIVE_VARIANCE),
+    # sums no observations give: a variance below 0, which the stdev's floor hid
+    ("obs_sum_of_squares", lambda squares: squares * 0, NEGATIVE_VARIANCE),
 ]
 
 
