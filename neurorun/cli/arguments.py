@@ -63,8 +63,11 @@ def override_key(override: str) -> str:
 
 
 def asks_for_sweep(argv: Sequence[str]) -> bool:
-    """Whether the command line asks for a sweep (Hydra's multirun)."""
-    return bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
+    """Whether the command line asks for a sweep (Hydra's multirun): ``-m``, or an
+    ``hparams_search`` preset (each sets ``hydra.mode: MULTIRUN``)."""
+    searched = any(override_key(arg) == "hparams_search"
+                   and arg.partition("=")[2] not in ("", "null") for arg in argv)
+    return searched or bool({"-m", "--multirun", "hydra.mode=MULTIRUN"} & set(argv))
 
 
 # Hydra's flags that take a value

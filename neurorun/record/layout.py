@@ -34,6 +34,7 @@ JOB_NAME = "neurorun"  # hydra.job.name, which names Hydra's log of the run
 LOG_FILE = f"{JOB_NAME}.log"
 HYDRA_SAVED = ("config.yaml", "overrides.yaml", "hydra.yaml")  # in hydra.output_subdir
 SWEEP_RECORD = "multirun.yaml"  # Hydra's record of a sweep, at the top of its folder
+SEARCH_RESULTS = "optimization_results.yaml"  # the Optuna sweeper's, at the end of a search
 TENSORBOARD_DIR = "tensorboard"  # the trackers' files (logger=...), when they write locally
 WANDB_DIR = "wandb"  # made by wandb in the folder it is given
 MLFLOW_DB, MLFLOW_ARTIFACTS = "mlflow.db", "mlartifacts"  # MLflow's default store

@@ -30,6 +30,7 @@ from neurorun.record.layout import (
     LOCK_FILE,
     METRIC_FILES,
     READ,
+    SEARCH_RESULTS,
     STATE_FILE,
     SWEEP_RECORD,
     VIDEOS_DIR,
@@ -78,14 +79,18 @@ def refuse_lost_state(folder: str | Path) -> None:
 
 
 def refuse_existing_sweep(folder: str | Path) -> None:
-    """ValueError (one line) when a new sweep would write into `folder` holding a sweep: Hydra
-    writes its multirun.yaml over the earlier one before any job is refused."""
-    if (Path(folder) / SWEEP_RECORD).exists():
+    """ValueError (one line) when a new sweep would write into `folder` holding a sweep: its
+    record (Hydra's basic sweeper writes it over the earlier one before any job is refused),
+    a search's results, or a job folder holding a run (a search cut short writes no record)."""
+    folder = Path(folder)
+    held = [name for name in (SWEEP_RECORD, SEARCH_RESULTS) if (folder / name).exists()]
+    held += [f"{job.name}/" for job in sorted(folder.glob("*/")) if holds_run(job)][:1]
+    if held:
         raise ValueError(
-            f"hydra.sweep.dir={str(folder)!r} already holds a sweep ({SWEEP_RECORD}); a new "
-            "sweep there would overwrite its record. Fix: another hydra.sweep.dir "
-            "(neurorun-plot and neurorun-compare take several sweep folders), or resume= one "
-            "of its runs.")
+            f"hydra.sweep.dir={str(folder)!r} already holds a sweep ({held[0]}); a new "
+            "sweep there would overwrite its record or be refused job by job. Fix: another "
+            "hydra.sweep.dir (neurorun-plot and neurorun-compare take several sweep folders), "
+            "or resume= one of its runs.")
 
 
 def require_creatable(folder: str | Path, source: str) -> None:

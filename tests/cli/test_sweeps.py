@@ -308,6 +308,27 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
     assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]
 
 
+# an Optuna search (which writes no multirun.yaml, and is a sweep without -m) into the folder
+# of an earlier one had each trial refused, Hydra's "Failed experiment" lines between them
+@pytest.mark.extras("optuna")
+@pytest.mark.parametrize("earlier", ["optimization_results.yaml", "0_CartPole-v1_pgpe_s0/"])
+def test_a_search_into_a_folder_holding_a_search_is_refused_before_it_starts(tmp_path, earlier):
+    sweep = tmp_path / "opt"
+    if earlier.endswith("/"):  # a search cut short: its trials' runs, no results yet
+        (sweep / earlier / "checkpoints").mkdir(parents=True)
+    else:
+        sweep.mkdir()
+        (sweep / earlier).write_text("the earlier search's results\n")
+    before = sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*"))
+    result = neurorun("hparams_search=optuna_pgpe_cartpole", "hydra.sweeper.n_trials=2",
+                      "hydra.sweep.dir=opt", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"neurorun: config error: hydra.sweep.dir='opt' already holds a "
+                           f"sweep ({earlier})")
+    assert sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*")) == before
+
+
 # a sweep over no value ran no job, exited 0 and left a folder holding only
 # multirun.yaml: one line, exit 2, no folder
 @pytest.mark.parametrize(("sweep", "refused"), [
