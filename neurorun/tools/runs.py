@@ -1,8 +1,8 @@
 """Run folders on disk: finding them, reading their metrics, grouping a sweep's runs.
 
-A run folder holds `metrics.csv` (or `metrics.jsonl`) and `.hydra/overrides.yaml`; a sweep
-folder holds run folders below it. Runs are grouped by the overrides that differ between
-them, leaving out `seed`: the runs of one group are seeds of one setting.
+A run folder holds `metrics.csv` (or `metrics.jsonl`) and `.hydra/` (its saved config and
+overrides); a sweep folder holds run folders below it. Runs are grouped by their saved
+config, leaving out `seed`: the runs of one group are seeds of one setting.
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ class Run:
     path: Path
     metrics: dict[str, np.ndarray]  # column -> (rows,) float, nan where a row lacks it
     overrides: dict[str, str] = field(default_factory=dict)  # key -> value, in given order
-    env: str | None = None  # env.id of the run's saved config (None: no config saved)
+    settings: dict[str, str] | None = None  # its saved config (read_settings; None: none saved)
+
+    @property
+    def env(self) -> str | None:
+        """env.id of the run's saved config (None: unknown)."""
+        env = (self.settings or {}).get("env.id")
+        return None if env in (None, "???") else env
 
     def column(self, name: str) -> np.ndarray:
         return self.metrics.get(name, np.full(self.rows, np.nan))
@@ -144,19 +150,31 @@ def _override_lines(path: Path) -> list[str]:
     return [str(line) for line in lines] if isinstance(lines, list) else []
 
 
-def read_env(folder: Path) -> str | None:
-    """`env.id` of the run's saved `.hydra/config.yaml` (None when it has none)."""
+def read_settings(folder: Path) -> dict[str, str] | None:
+    """The run's saved `.hydra/config.yaml` as ``{dotted key: value}`` (values as written,
+    interpolations and ``${oc.env:...}`` unread; a list or mapping as JSON), less
+    ``IGNORED_OVERRIDES`` and ``hydra``; None where the run saved no config."""
     path = saved_config_path(folder)
     if not path.exists():  # a FIFO there is refused by read_yaml
         return None
-    try:  # an ${oc.env:...} in the file stays unread: env.id is then unknown
+    try:
         config = read_yaml(path)
-        env_id = None if config is None else OmegaConf.select(without_env_reads(config),
-                                                              "env.id", default=None)
     except Exception as error:  # SavedFileError names the file itself
         raise ToolError(str(error) if isinstance(error, SavedFileError) else
                         f"cannot read {str(path)!r}: {error}") from error
-    return None if env_id is None else str(env_id)
+    if not isinstance(config, DictConfig):
+        return None
+    settings: dict[str, str] = {}
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict) and value and key.count(".") < 1:  # sections, then keys
+            for name, item in value.items():
+                walk(item, f"{key}.{name}" if key else str(name))
+        elif key.partition(".")[0] not in (*IGNORED_OVERRIDES, "hydra"):
+            settings[key] = value if isinstance(value, str) else json.dumps(value)
+
+    walk(OmegaConf.to_container(without_env_reads(config), resolve=False), "")
+    return settings
 
 
 def run_config(folder: Path) -> DictConfig | None:
@@ -240,7 +258,7 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
             if np.any(np.diff(generations) <= 0):
                 warnings.warn(f"{folder}: its metrics' generations do not increase (two runs "
                               "wrote into this folder?); its curve may be wrong", stacklevel=2)
-            runs.append(Run(folder, metrics, read_overrides(folder), read_env(folder)))
+            runs.append(Run(folder, metrics, read_overrides(folder), read_settings(folder)))
         else:
             empty.append(folder)
     if not runs:
@@ -252,28 +270,60 @@ def load_runs(paths: list[str | Path]) -> list[Run]:
 
 
 def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
-    """Runs grouped by the overrides that differ between them (seed left out), in order.
+    """Runs grouped by their saved config (``read_settings``; a run without one by its
+    overrides), in order: the runs of one group are seeds of one setting.
 
-    The label is `key=value, ...` of those overrides; runs that differ in nothing else form
-    one group, labelled by their common overrides (or the folder name of a single run).
-    Runs of different envs (their saved env.id) never share a group, and a warning says so."""
-    keys = list(dict.fromkeys(k for run in runs for k in run.overrides
-                              if k not in IGNORED_OVERRIDES and not k.startswith("hydra.")))
-    varying = [k for k in keys if len({run.overrides.get(k) for run in runs}) > 1]
+    A group's label is ``key=value, ...`` of the overrides its runs share where other groups'
+    differ (the words of the commands); where those tell two groups apart from no other, the
+    saved settings that differ. A single group is labelled by its runs' common overrides (or
+    the folder name of a single run, else "all runs"). Runs of different envs never share a
+    group, and a warning says so."""
     envs = list(dict.fromkeys(run.env for run in runs if run.env is not None))
     if len(envs) > 1:
         warnings.warn(f"these runs are of {len(envs)} envs ({', '.join(envs)}): their scores do "
                       "not compare across envs; each env's runs are grouped apart", stacklevel=2)
-    groups: dict[str, list[Run]] = {}
+    grouped: dict[tuple, list[Run]] = {}
     for run in runs:
-        shown = varying or [k for k in keys if k in run.overrides]
-        label = ", ".join(f"{k}={run.overrides[k]}" for k in shown if k in run.overrides)
-        if len(envs) > 1 and "env" not in shown:  # never one group across envs
-            label = ", ".join(x for x in (f"env={run.env}", label) if x)
-        if not label:
-            label = run.path.name if len(runs) == 1 else "all runs"
-        groups.setdefault(label, []).append(run)
-    return groups
+        identity = run.settings if run.settings is not None else {
+            **_told(run.overrides), "": run.env}  # "": no saved config, grouped apart
+        grouped.setdefault(tuple(sorted(identity.items())), []).append(run)
+    groups = list(grouped.values())
+    shared = [{key: value for key, value in _told(group[0].overrides).items()
+               if all(run.overrides.get(key) == value for run in group)} for group in groups]
+    if len(groups) == 1:
+        label = _label(shared[0], list(shared[0])) or (
+            groups[0][0].path.name if len(groups[0]) == 1 else "all runs")
+        return {label: groups[0]}
+    varying = _varying(shared)
+    labels = [_label(words, varying or list(words)) for words in shared]
+    if len(envs) > 1:  # never one label across envs
+        labels = [label if re.search(r"\benv(\.id)?=", label) else
+                  ", ".join(x for x in (f"env={group[0].env}", label) if x)
+                  for label, group in zip(labels, groups, strict=True)]
+    if "" in labels or len(set(labels)) < len(labels):  # the words tell them apart from none
+        settings = [group[0].settings or {} for group in groups]
+        labels = [_label(values, _varying(settings)) or group[0].path.name
+                  for values, group in zip(settings, groups, strict=True)]
+    if len(set(labels)) < len(labels):  # folders of one name in two sweeps
+        labels = [f"{label} ({group[0].path})" for label, group in zip(labels, groups,
+                                                                        strict=True)]
+    return dict(zip(labels, groups, strict=True))
+
+
+def _told(overrides: dict[str, str]) -> dict[str, str]:
+    """The overrides that are settings (not ``IGNORED_OVERRIDES`` or ``hydra.*``), in order."""
+    return {key: value for key, value in overrides.items()
+            if key not in IGNORED_OVERRIDES and not key.startswith("hydra.")}
+
+
+def _varying(values: list[dict[str, str]]) -> list[str]:
+    """The keys whose value is not the same in every mapping of ``values``, in order."""
+    keys = dict.fromkeys(key for mapping in values for key in mapping)
+    return [key for key in keys if len({mapping.get(key) for mapping in values}) > 1]
+
+
+def _label(values: dict[str, str], keys: list[str]) -> str:
+    return ", ".join(f"{key}={values[key]}" for key in keys if key in values)
 
 
 def check_column(runs: list[Run], name: str) -> None:

@@ -160,3 +160,36 @@ def test_a_resumed_run_is_labelled_by_what_it_ran_with(tmp_path):
     groups = compare_tool.group_runs(load_runs([tmp_path]))
     assert {label: len(members) for label, members in groups.items()} == {
         "generations=4, algo.popsize=12, logger.console.quiet=true": 2}
+
+
+def _run_with_config(folder, finals, overrides, config):
+    write_run(folder, [{"generation": g + 1, "mean_eval": v, "total_interaction_count": 10,
+                        "elapsed_s": 1} for g, v in enumerate(finals)], overrides)
+    (folder / ".hydra" / "config.yaml").write_text(config)
+
+
+CONFIG = "seed: {seed}\nenv:\n  id: CartPole-v1\nalgo:\n  name: pgpe\n  popsize: {popsize}\n"
+
+
+def test_runs_of_one_config_form_one_group_whatever_their_commands_said(tmp_path):
+    """`seed=0`, `env=CartPole-v1 seed=1` and `algo=pgpe seed=2` on the debug preset (whose
+    env and algorithm those are) were three groups of one run, one labelled "all runs"."""
+    for seed, extra in enumerate([[], ["env=CartPole-v1"], ["algo=pgpe"]]):
+        _run_with_config(tmp_path / str(seed), [seed, 2 * seed], [*extra, f"seed={seed}"],
+                         CONFIG.format(seed=seed, popsize=4))
+    _run_with_config(tmp_path / "wide", [7, 9], ["algo.popsize=8", "seed=0"],
+                     CONFIG.format(seed=0, popsize=8))
+    groups = by_group(compare_tool.compare([tmp_path], "mean_eval")[1])
+    assert set(groups) == {"algo.popsize=4", "algo.popsize=8"}  # no override tells the first
+    assert groups["algo.popsize=4"]["runs"] == 3
+    assert groups["algo.popsize=4"]["final_mean"] == pytest.approx((0 + 2 + 4) / 3)
+    assert groups["algo.popsize=8"]["final_mean"] == 9
+
+
+def test_runs_that_differ_only_in_their_saved_config_are_told_apart_by_it(tmp_path):
+    """The same command on two presets' defaults (or a config edited before a resume)."""
+    for name, popsize in (("a", 4), ("b", 6)):
+        _run_with_config(tmp_path / name, [popsize], ["algo=pgpe"],
+                         CONFIG.format(seed=0, popsize=popsize))
+    assert set(by_group(compare_tool.compare([tmp_path], "mean_eval")[1])) == {
+        "algo.popsize=4", "algo.popsize=6"}
