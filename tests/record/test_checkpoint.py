@@ -270,6 +270,7 @@ def test_resume_refuses_another_seed(tmp_path):
 @pytest.mark.parametrize("override", [
     "network.spec='Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)'",
     "env.id=Acrobot-v1",
+    "algo.name=snes",  # it named algo.symmetric, pgpe's option, as a key snes lacks
 ])
 def test_resume_refuses_another_network_or_env(tmp_path, override):
     run(tiny("generations=1"), run_dir=tmp_path)
