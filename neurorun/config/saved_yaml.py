@@ -71,8 +71,8 @@ def read_yaml(path: str | Path) -> Any:
     if top is None or isinstance(top, yaml.ScalarEvent) and top.value in ("", "~", "null"):
         return None
     if isinstance(top, yaml.ScalarEvent):
-        raise SavedFileError(f"{str(path)!r} is not a mapping (it holds the single value "
-                             f"{top.value[:60]!r}). {FIX}")
+        raise SavedFileError(f"{str(path)!r} holds the single value {top.value[:60]!r}, "
+                             f"where a mapping or a list belongs. {FIX}")
     try:
         return OmegaConf.create(text)
     except Exception as error:  # yaml's ConstructorError (tags, duplicate keys), OmegaConf's own
