@@ -516,6 +516,7 @@ def test_the_tools_refuse_a_saved_config_with_aliases(tool, tmp_path, capsys):
     (b"", "is empty"),
     (b"# nothing\n", "is empty"),
     (b"- env\n- algo\n", "is not a mapping"),
+    (b"just words\n", "holds the single value 'just words', where a mapping or a list belongs"),
     (b"\x94\xff random", "is not UTF-8 text"),
 ])
 def test_a_saved_config_that_is_no_config_is_named(content, said, tmp_path):
