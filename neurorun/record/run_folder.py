@@ -79,16 +79,19 @@ def refuse_lost_state(folder: str | Path) -> None:
 
 
 def refuse_existing_sweep(folder: str | Path) -> None:
-    """ValueError (one line) when a new sweep would write into `folder` holding a sweep: its
+    """ValueError (one line) when a new sweep would write into `folder` holding a sweep's
     record (Hydra's basic sweeper writes it over the earlier one before any job is refused),
-    a search's results, or a job folder holding a run (a search cut short writes no record)."""
+    a search's results, or a run (a search cut short writes no record; a job there would be
+    refused)."""
     folder = Path(folder)
-    held = [name for name in (SWEEP_RECORD, SEARCH_RESULTS) if (folder / name).exists()]
-    held += [f"{job.name}/" for job in sorted(folder.glob("*/")) if holds_run(job)][:1]
+    held = [f"a {what} ({name})" for what, name in (("sweep", SWEEP_RECORD),
+                                                     ("search", SEARCH_RESULTS))
+            if (folder / name).exists()]
+    held += [f"a run ({job.name}/)" for job in sorted(folder.glob("*/")) if holds_run(job)]
     if held:
         raise ValueError(
-            f"hydra.sweep.dir={str(folder)!r} already holds a sweep ({held[0]}); a new "
-            "sweep there would overwrite its record or be refused job by job. Fix: another "
+            f"hydra.sweep.dir={str(folder)!r} already holds {held[0]}; a new sweep there "
+            "would overwrite its record or have its jobs refused. Fix: another "
             "hydra.sweep.dir (neurorun-plot and neurorun-compare take several sweep folders), "
             "or resume= one of its runs.")
 

@@ -78,14 +78,24 @@ def test_a_sweeps_job_refused_in_a_runs_folder_leaves_its_files_as_they_were(run
     appended to its log) before the job was refused: a later resume ran the job's config."""
     before = contents(run_copy)
     result = neurorun("-m", "debug=default", "generations=3,4", "algo.popsize=6",
-                      f"hydra.sweep.dir={tmp_path}", "hydra.sweep.subdir=run", cwd=tmp_path)
+                      f"hydra.sweep.dir={tmp_path / 'sweep'}", "hydra.sweep.subdir=../run",
+                      cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.count(f"{str(run_copy)!r} already holds a run") == 4  # 2 jobs, twice
+    assert result.stderr.count("run' already holds a run") == 4  # 2 jobs, twice
     assert contents(run_copy) == before
 
 
-@pytest.mark.parametrize("args", [["resume={run}", "seed=5"],
-                                  ["-m", "hydra.sweep.dir={tmp}", "hydra.sweep.subdir=run"]])
+def test_a_sweep_into_a_folder_holding_a_run_is_refused_before_it_starts(run_copy, tmp_path):
+    before = contents(run_copy)
+    line = config_error(neurorun("-m", "debug=default", "generations=3,4",
+                                 f"hydra.sweep.dir={tmp_path}", cwd=tmp_path))
+    assert f"hydra.sweep.dir={str(tmp_path)!r} already holds a run (run/); " in line
+    assert contents(run_copy) == before
+
+
+@pytest.mark.parametrize("args", [
+    ["resume={run}", "seed=5"],
+    ["-m", "hydra.sweep.dir={tmp}/sweep", "hydra.sweep.subdir=../run"]])
 def test_a_given_output_subdir_is_refused_for_a_resume_or_a_sweep(run_copy, tmp_path, args):
     """`resume=<run> hydra.output_subdir=.hydra` saved the default config over the run's own
     before the resume was refused (seed=5): the run's config then held seed 5 and algo=pgpe's

@@ -302,7 +302,8 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
     result = neurorun("-m", "debug=default", "seed=0,1", "hydra.sweep.dir=sw", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("neurorun: config error: hydra.sweep.dir='sw' already holds a sweep")
+    assert line.startswith("neurorun: config error: hydra.sweep.dir='sw' already holds a sweep "
+                           "(multirun.yaml); ")
     assert "Fix: " in line
     assert (sweep / "multirun.yaml").read_text() == "the earlier sweep's record\n"
     assert [p.name for p in sweep.iterdir()] == ["multirun.yaml"]
@@ -311,8 +312,11 @@ def test_a_sweep_into_a_folder_holding_a_sweep_is_refused_before_hydra_writes(tm
 # an Optuna search (which writes no multirun.yaml, and is a sweep without -m) into the folder
 # of an earlier one had each trial refused, Hydra's "Failed experiment" lines between them
 @pytest.mark.extras("optuna")
-@pytest.mark.parametrize("earlier", ["optimization_results.yaml", "0_CartPole-v1_pgpe_s0/"])
-def test_a_search_into_a_folder_holding_a_search_is_refused_before_it_starts(tmp_path, earlier):
+@pytest.mark.parametrize("earlier, said", [
+    ("optimization_results.yaml", "a search (optimization_results.yaml)"),
+    ("0_CartPole-v1_pgpe_s0/", "a run (0_CartPole-v1_pgpe_s0/)")])
+def test_a_search_into_a_folder_holding_a_search_is_refused_before_it_starts(tmp_path, earlier,
+                                                                           said):
     sweep = tmp_path / "opt"
     if earlier.endswith("/"):  # a search cut short: its trials' runs, no results yet
         (sweep / earlier / "checkpoints").mkdir(parents=True)
@@ -324,8 +328,8 @@ def test_a_search_into_a_folder_holding_a_search_is_refused_before_it_starts(tmp
                       "hydra.sweep.dir=opt", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith(f"neurorun: config error: hydra.sweep.dir='opt' already holds a "
-                           f"sweep ({earlier})")
+    assert line.startswith(f"neurorun: config error: hydra.sweep.dir='opt' already holds "
+                           f"{said}; ")
     assert sorted(str(p.relative_to(sweep)) for p in sweep.rglob("*")) == before
 
 
