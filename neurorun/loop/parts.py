@@ -165,11 +165,10 @@ def _check_policy_kept(run_dir: Path, config: RunConfig) -> None:
     saved = saved_policy_meta(run_dir)
     if saved is None:
         return
+    env, saved_env = _env_name(config.env.id), _env_name(saved.get("env"))
     args = json.loads(json.dumps(config.network.network_args))  # as the .json holds them
     for key, value, kept, same in (
-            ("env.id", config.env.id, _env_name(saved.get("env")),
-             None in (_env_name(config.env.id), _env_name(saved.get("env")))
-             or _env_name(config.env.id) == _env_name(saved.get("env"))),
+            ("env.id", config.env.id, saved_env, None in (env, saved_env) or env == saved_env),
             ("network.spec", config.network.spec, saved.get("architecture"),
              config.network.spec == saved.get("architecture")),
             ("network.network_args", config.network.network_args, saved.get("network_args"),
