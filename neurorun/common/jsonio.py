@@ -1,7 +1,7 @@
 """JSON as neurorun writes it (a policy's .json, metrics.jsonl, an exported file's metadata).
 JSON has no NaN or infinity: a measurement that is one is written as null (missing); a setting
-(``SETTINGS``: what the env or the network is built with) keeps it as ``Infinity``, ``-Infinity``
-or ``NaN``, the extension Python's ``json`` reads back, since null would change the setting."""
+(the keys a caller names ``exact``) keeps it as ``Infinity``, ``-Infinity`` or ``NaN``, the
+extension Python's ``json`` reads back, since null would change the setting."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ import json
 import math
 from collections.abc import Mapping
 from typing import Any
-
-# the top-level keys whose values are settings handed to a constructor, kept exact
-SETTINGS = ("env_config", "network_args")
 
 
 def finite_or_null(value: Any) -> Any:
@@ -25,11 +22,11 @@ def finite_or_null(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any, **options: Any) -> str:
+def dumps(value: Any, *, exact: tuple[str, ...] = (), **options: Any) -> str:
     """``json.dumps`` of ``value`` with its non-finite floats as null (``finite_or_null``),
-    but those under a top-level key of ``SETTINGS``."""
+    but those under a top-level key named in ``exact``."""
     if isinstance(value, Mapping):
-        written = {key: item if key in SETTINGS else finite_or_null(item)
+        written = {key: item if key in exact else finite_or_null(item)
                    for key, item in value.items()}
     else:
         written = finite_or_null(value)

@@ -46,6 +46,11 @@ META_TYPES = (("env", "a string", lambda v: isinstance(v, str)),
                 for key in ("obs_length", "act_length")))
 
 
+# the keys of a policy's .json that hold settings the env and the network are built with:
+# written exactly, a non-finite float there included (jsonio.dumps)
+SETTING_KEYS = ("env_config", "network_args")
+
+
 def policy_meta(problem: Any, env_config: Any, network_args: Any) -> dict[str, Any]:
     """The .json of a run's policies (``META_TYPES`` and the sizes): the env with its backend
     (``envpool::Id``), its keyword arguments, the network and its arguments (plain values of
@@ -76,7 +81,7 @@ def policy_files(problem: Any, solution: torch.Tensor, stem: str | Path,
     weights = {"solution": solution, **{k: v for k, v in stats.items() if v is not None}}
     described = stamped({**meta, "solution_length": int(solution.numel()),
                          **{k: _as_list(v) for k, v in stats.items()}})
-    text = jsonio.dumps(described, indent=2, default=str) + "\n"
+    text = jsonio.dumps(described, exact=SETTING_KEYS, indent=2, default=str) + "\n"
     return [(stem.with_suffix(".pkl"), lambda tmp: problem.save_solution(solution, tmp, obs_stats)),
             (stem.with_suffix(".pt"), torch_file(weights)),
             (stem.with_suffix(".json"), text_file(text))]

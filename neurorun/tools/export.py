@@ -28,6 +28,7 @@ from neurorun.common.extras import require
 from neurorun.common.jsonio import finite_or_null
 from neurorun.envs import env_spaces
 from neurorun.problems.export import EnvPolicy
+from neurorun.record.checkpoint import SETTING_KEYS
 from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
@@ -77,7 +78,7 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
 
     def metadata(module: ExportedPolicy, inputs: dict[str, torch.Tensor]) -> str:
         written.update(describe(loaded, policy, obs_space, act_space, module, inputs))
-        return jsonio.dumps(written)
+        return jsonio.dumps(written, exact=SETTING_KEYS)
 
     try:
         data = export_policy(form, policy, obs, metadata)
