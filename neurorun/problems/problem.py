@@ -1,46 +1,28 @@
 """``Problem``: a population of policy parameter vectors to fitness, after EvoTorch's
-VecGymNE and GymNE (``make_problem`` lists the options), with two choices of its own:
-
-- Observation statistics are frozen during one ``evaluate`` call and the call's observations
-  merged in at its end, so fitness does not depend on how the population is split.
-- A solution that meets a non-finite observation or reward gets the call's worst fitness
-  (``rollout.replace_nonfinite``), counted in ``last_stats``.
-
-The evaluation itself is ``HostEvaluation`` (step by step) or, on jax envs with a jax form of
-the network, ``JaxRollout`` (one compiled program); episode seeds: ``schedule.pair_seeds``.
+VecGymNE and GymNE (``make_problem`` lists the options). It builds the parts and keeps what
+lasts across calls: the counters, the observation statistics and the generator states. The
+rollouts are ``evaluation.Evaluation``'s; episode seeds: ``schedule.pair_seeds``.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from neurorun.envs import env_spaces
 from neurorun.nets import BatchedPolicy, make_network, parameter_count, vector_to_module
+from neurorun.problems.evaluation import Evaluation
 from neurorun.problems.evaluator import EvaluationStats, EvaluatorRecord
 from neurorun.problems.export import EnvPolicy
 from neurorun.problems.host_evaluation import EvaluationError, HostEvaluation
 from neurorun.problems.jax.rollout import compiled_rollout
-from neurorun.problems.memory import (
-    HOST_SLOTS,
-    TEST_SLOTS,
-    check_compiled,
-    check_results,
-    check_samples,
-)
+from neurorun.problems.memory import check_compiled, check_results, check_samples
 from neurorun.problems.obs_sync import ObsSync
-from neurorun.problems.options import (
-    PLAIN_ROLLOUT,
-    REFERENCE_INITIAL_BOUNDS,
-    EnvOptions,
-    RolloutOptions,
-)
-from neurorun.problems.rollout import RolloutResult, replace_nonfinite
+from neurorun.problems.options import REFERENCE_INITIAL_BOUNDS, EnvOptions, RolloutOptions
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.problems.solutions import cpu_vector, env_policy, save_solution
 
@@ -84,21 +66,12 @@ class Problem:
         # the compiled evaluation (jax envs with a jax form of the network), else None
         self.jax_rollout = (compiled_rollout(env, self.network, self.architecture, self.device)
                             if jit else None)
+        self.evaluation = Evaluation(self.host, self.jax_rollout, rollout_options, self._noise)
 
     @property
     def env_options(self) -> EnvOptions:
         """The env's options: one record, which the host loop reads too."""
         return self.host.envs.options
-
-    def _slots(self, total: int) -> int:
-        """Env slots of an evaluation of ``total`` solutions: streaming, one queue of every
-        (solution, episode) pair over at most ``max_num_envs`` slots; lock-step, sub-batches
-        of at most ``max_num_envs`` solutions, one slot each."""
-        limit = self.env_options.max_num_envs or (
-            total if self.jax_rollout is not None else min(total, HOST_SLOTS))
-        if self.env_options.streaming:
-            return min(limit, total * self.rollout_options.num_episodes)
-        return min(limit, total)
 
     def check_capacity(self, popsize: int, num_test_episodes: int = 0) -> None:
         """ValueError, before anything runs or compiles, when a generation of ``popsize``
@@ -108,7 +81,7 @@ class Problem:
         if self.jax_rollout is None:
             check_samples(popsize, self.solution_length, self.device)
         else:
-            check_compiled(popsize, self._slots(popsize),
+            check_compiled(popsize, self.evaluation.slots(popsize),
                            *self.jax_rollout.memory_bytes(popsize, self.solution_length),
                            device=self.device, devices=len(self.jax_rollout.devices),
                            spec=self.env_options.spec)
@@ -131,24 +104,6 @@ class Problem:
                              f"{self.solution_length}) (P solutions of solution_length)")
         return params
 
-    def _run(self, purpose: str, params: Tensor, first: int, options: RolloutOptions,
-             seed: int, collect: RunningNorm | None, slots: int,
-             cut: int | None = None) -> RolloutResult:
-        """Solutions ``first..`` on ``slots`` env slots, episodes cut after ``cut`` steps; a
-        failing env step is retried once on a fresh env."""
-        if self.jax_rollout is not None:
-            noise_seed = 0
-            if options.action_noise_stdev:
-                noise_seed = int(torch.randint(2**31 - 1, (), generator=self._noise,
-                                               device=self._noise.device))
-            return self.jax_rollout(params, options, seed=seed, slots=slots,
-                                    streaming=self.env_options.streaming,
-                                    normalizer=self.obs_stats, collect=collect,
-                                    noise_seed=noise_seed, population=purpose != "test",
-                                    cut=cut)
-        return self.host(purpose, params, first, options, seed=seed, slots=slots,
-                         normalizer=self.obs_stats, collect=collect, noise=self._noise, cut=cut)
-
     def draw_seed(self) -> int:
         """The base seed of the next evaluation: what ``evaluate(params)`` uses without one."""
         return int(self._rng.integers(2**31 - 1))
@@ -167,41 +122,11 @@ class Problem:
     def evaluate(self, params: Any, seed: int | None = None, cut: int | None = None) -> Tensor:
         """Fitness ``(P,)`` (mean return over ``num_episodes`` episodes) of ``params (P, D)``,
         their episodes cut after ``cut`` steps (None: ``episode_cut()``)."""
-        started = time.perf_counter()
-        params = self._as_params(params)
-        cut = self.episode_cut() if cut is None else int(cut)
-        total = params.shape[0]
-        base = self.draw_seed() if seed is None else int(seed)
-        slots = self._slots(total)
-        chunk = total if self.env_options.streaming else slots
-        results = []
-        collected = RunningNorm(self.obs_length) if self.obs_stats is not None else None
-        for first in range(0, total, chunk):
-            part = RunningNorm(self.obs_length) if collected is not None else None
-            results.append(self._run("eval", params[first:first + chunk], first,
-                                     self.rollout_options, base + first, part,
-                                     min(slots, total - first), cut))
-            if part is not None:
-                collected.update(part)
-        if collected is not None:
-            self.obs_stats.update(collected)
-        fitness = torch.cat([r.fitness for r in results])
-        nonfinite = torch.cat([r.nonfinite for r in results])
-        fitness = replace_nonfinite(fitness, nonfinite)
-        self._record(results, int(nonfinite.sum()), time.perf_counter() - started)
-        return fitness.to(params.dtype)
-
-    def _record(self, results: list[RolloutResult], nonfinite: int, seconds: float) -> None:
-        stats = EvaluationStats.of_episodes(
-            torch.cat([r.episode_returns for r in results]),
-            torch.cat([r.episode_lengths for r in results]).to(torch.float64),
-            num_interactions=sum(r.interactions for r in results),
-            num_episodes=sum(r.episodes for r in results), nonfinite_count=nonfinite,
-            num_vector_steps=sum(r.vector_steps for r in results),
-            num_simulated_steps=sum(r.simulated_steps for r in results),
-            eval_time_s=seconds, num_subbatches=1)
-        self.add_counts(stats)
-        self.last_stats = stats
+        fitness, self.last_stats = self.evaluation.population(
+            self._as_params(params), self.draw_seed() if seed is None else int(seed),
+            self.episode_cut() if cut is None else int(cut), self.obs_stats)
+        self.add_counts(self.last_stats)
+        return fitness
 
     def add_counts(self, stats: EvaluationStats) -> None:
         """Count an evaluation's env steps and episodes (this problem's own, or those its ray
@@ -214,26 +139,15 @@ class Problem:
         """Returns and lengths ``(num_episodes,)`` of one solution, episode k as solution k's first
         (``schedule.pair_seeds``), for the center evaluation and ``neurorun-eval``: no action
         noise, no shaping, counters and obs stats left alone; NaN for an episode that met a
-        non-finite value. Batches of at most ``TEST_SLOTS`` episodes keep the memory flat."""
-        params = self._as_params(solution)[:1]
-        returns, lengths = [], []
-        for first in range(0, int(num_episodes), TEST_SLOTS):
-            count = min(TEST_SLOTS, int(num_episodes) - first)
-            result = self._run("test", params.expand(count, -1), first, PLAIN_ROLLOUT,
-                               int(seed) + first, None, count)
-            returns.append(torch.where(result.nonfinite, float("nan"), result.fitness))
-            lengths.append(result.lengths)
-        return torch.cat(returns).to(params.dtype), torch.cat(lengths)
+        non-finite value."""
+        return self.evaluation.test(self._as_params(solution)[:1], int(num_episodes),
+                                    int(seed), self.obs_stats)
 
     # ----- policies -----
-    def make_net(self, solution: Any) -> nn.Module:
-        """The network with ``solution`` as parameters (no obs normalization, no clipping)."""
-        return vector_to_module(self.network, cpu_vector(solution))
-
     def to_policy(self, solution: Any, obs_stats: RunningNorm | None = None) -> EnvPolicy:
         """The policy on raw observations: obs normalization (``obs_stats``, default: the
         current statistics) and action clipping inside."""
-        return env_policy(self.make_net(solution),
+        return env_policy(vector_to_module(self.network, cpu_vector(solution)),
                           self.obs_stats if obs_stats is None else obs_stats,
                           self.observation_space, self.env_action_space)
 

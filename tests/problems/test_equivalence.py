@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from neurorun.nets import vector_to_module
 from neurorun.problems import make_problem
 
 BASE = 123
@@ -42,7 +43,8 @@ def test_batched_equals_single_policy_loops(env_id, discrete, scale, max_num_env
     params = scale * torch.randn(5, problem.solution_length,
                                  generator=torch.Generator().manual_seed(1))
     fitness = problem.evaluate(params, seed=BASE)
-    expected = [plain_loop(env_id, problem.make_net(params[j]), BASE + j, 2, discrete)
+    net = problem.network
+    expected = [plain_loop(env_id, vector_to_module(net, params[j]), BASE + j, 2, discrete)
                 for j in range(5)]
     np.testing.assert_allclose(fitness.numpy(), expected, rtol=1e-4)
 
@@ -52,7 +54,8 @@ def test_test_episodes_equal_seeded_single_loops():
                            vectorization="sync", seed=0)
     solution = torch.tensor([0.5, -0.3, 0.2, 0.1])
     returns, _ = problem.test_episodes(solution, 3, seed=40)
-    expected = [plain_loop("Pendulum-v1", problem.make_net(solution), 40 + k, 1, False)
+    net = vector_to_module(problem.network, solution)
+    expected = [plain_loop("Pendulum-v1", net, 40 + k, 1, False)
                 for k in range(3)]
     np.testing.assert_allclose(returns.numpy(), expected, rtol=1e-4)
 
@@ -78,6 +81,7 @@ def test_recurrent_policies_restart_their_state_each_episode():
                            num_episodes=3, vectorization="sync", seed=0)
     params = torch.randn(4, problem.solution_length, generator=torch.Generator().manual_seed(5))
     fitness = problem.evaluate(params, seed=BASE)
-    expected = [recurrent_loop("CartPole-v1", problem.make_net(params[j]), BASE + j, 3)
+    net = problem.network
+    expected = [recurrent_loop("CartPole-v1", vector_to_module(net, params[j]), BASE + j, 3)
                 for j in range(4)]
     np.testing.assert_allclose(fitness.numpy(), expected, rtol=1e-5)

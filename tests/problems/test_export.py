@@ -1,4 +1,4 @@
-"""Policy export: to_policy wraps make_net with obs normalization and action clipping."""
+"""Policy export: to_policy wraps the bare network with obs normalization and action clipping."""
 
 import pickle
 import subprocess
@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from neurorun.nets import vector_to_module
 from neurorun.problems import make_problem
 
 NETWORK = "Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)"
@@ -21,7 +22,7 @@ def trained_problem(env_id="Pendulum-v1"):
     return problem
 
 
-def test_to_policy_on_raw_obs_equals_make_net_on_normalized_clipped():
+def test_to_policy_on_raw_obs_equals_the_network_on_normalized_clipped():
     problem = trained_problem()
     solution = 3.0 * torch.randn(problem.solution_length,
                                  generator=torch.Generator().manual_seed(2))
@@ -32,7 +33,8 @@ def test_to_policy_on_raw_obs_equals_make_net_on_normalized_clipped():
     stdev = torch.sqrt(torch.clamp(stats.sum_of_squares / count - (stats.sum / count) ** 2,
                                    min=1e-2)).float()
     with torch.no_grad():
-        expected = torch.clamp(problem.make_net(solution)((raw - mean) / stdev), -2.0, 2.0)
+        net = vector_to_module(problem.network, solution)
+        expected = torch.clamp(net((raw - mean) / stdev), -2.0, 2.0)
         got = problem.to_policy(solution)(raw)
     torch.testing.assert_close(got, expected)
     assert (expected.abs() == 2.0).any()  # the clipping was exercised

@@ -80,9 +80,9 @@ def test_a_nan_terminal_observation_does_not_fail_the_slots_next_solution():
 def test_without_max_num_envs_a_host_env_has_at_most_host_slots(monkeypatch):
     """max_num_envs=null: one slot per pair, up to HOST_SLOTS (here 3 of 4 x 2 pairs); the
     fitness is still the seeded one, computed by hand."""
-    from neurorun.problems import problem as problem_module
+    from neurorun.problems import evaluation
 
-    monkeypatch.setattr(problem_module, "HOST_SLOTS", 3)
+    monkeypatch.setattr(evaluation, "HOST_SLOTS", 3)
     problem = toy(vectorization="sync", num_episodes=2)
     biases = torch.tensor([[0.0, 0.0, b] for b in (0.5, -0.5, 0.0, 1.0)])
     fitness = problem.evaluate(biases, seed=7)

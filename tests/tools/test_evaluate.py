@@ -165,12 +165,12 @@ def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, 
 def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
     """Episodes stream through at most TEST_SLOTS env slots, seeded as one
     batch would be (gymnasium: episode k seeded seed + k)."""
-    from neurorun.problems import env_cache, make_problem, problem
+    from neurorun.problems import env_cache, evaluation, make_problem
 
     made = make_problem("CartPole-v1", "Linear(obs_length, act_length)")
     solution = torch.from_numpy(SOLUTION)
     whole = made.test_episodes(solution, 7, 3)
-    monkeypatch.setattr(problem, "TEST_SLOTS", 3)
+    monkeypatch.setattr(evaluation, "TEST_SLOTS", 3)
     sizes = []
     make_env = env_cache.make_env
     monkeypatch.setattr(env_cache, "make_env", lambda spec, n, **kw: (sizes.append(n),
