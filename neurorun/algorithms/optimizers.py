@@ -111,6 +111,7 @@ class Adam(Optimizer):
     def check(*, lr: float, beta1: float, beta2: float, epsilon: float) -> None:
         _check_fraction("beta1", beta1)
         _check_fraction("beta2", beta2)
+        require_positive("epsilon", epsilon)  # 0: 0/0 where the gradient is 0
 
     def step(self, gradient: torch.Tensor) -> torch.Tensor:
         self.t += 1

@@ -24,7 +24,13 @@ from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
-from neurorun.config.schema import AlgoConfig, ParallelConfig, RunConfig, load_config
+from neurorun.config.schema import (
+    AlgoConfig,
+    ParallelConfig,
+    RestartConfig,
+    RunConfig,
+    load_config,
+)
 from neurorun.loggers.console import warn_now
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
@@ -146,6 +152,19 @@ def _check_restart(config: RunConfig) -> None:
                           "restart.patience, or restart.patience=null.")
 
 
+def _warn_unread_restart(config: RunConfig) -> None:
+    """Say the restart.* settings the others leave unread."""
+    restart, default, log = config.restart, RestartConfig(), logging.getLogger("neurorun")
+    if restart.patience is None and restart.min_improvement != default.min_improvement:
+        warn_now(log, "restart.min_improvement=%s is ignored: restart.patience=null never "
+                 "restarts. Fix: restart.patience=5 to restart a stalled search, or leave "
+                 "restart.min_improvement out", restart.min_improvement)
+    if restart.strategy == "same" and restart.popsize_factor != default.popsize_factor:
+        warn_now(log, "restart.popsize_factor=%s is ignored: restart.strategy=same restarts "
+                 "at the same popsize. Fix: restart.strategy=ipop (or bipop) to grow it, or "
+                 "leave restart.popsize_factor out", restart.popsize_factor)
+
+
 def _check_vectorization(config: RunConfig) -> None:
     """problem.vectorization on the backend env.backend resolves to: ``native`` where
     gymnasium has the env's own vector env; a curriculum on vector envs that can end single
@@ -235,11 +254,12 @@ def validate_config(cfg: DictConfig, *,
     if machine:
         check_machine(config)
     _check_algorithm(config, warn=machine)  # a sweep's jobs checked up front: said as each runs
-    if machine and config.objective == "neg_interactions_to_target" \
-            and config.max_interactions is None:
-        warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target without "
-                 "max_interactions: a run that misses target_score scores -2 x the steps it "
-                 "took, so a short miss can outrank a late hit. Fix: max_interactions=<the "
-                 "budget of every run>")
+    if machine:
+        _warn_unread_restart(config)
+        if config.objective == "neg_interactions_to_target" and config.max_interactions is None:
+            warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target "
+                     "without max_interactions: a run that misses target_score scores -2 x the "
+                     "steps it took, so a short miss can outrank a late hit. Fix: "
+                     "max_interactions=<the budget of every run>")
     check_ray_installed(config)  # last: the checks above need no ray
     return config

@@ -4,6 +4,7 @@ record/best.py's."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,8 @@ class StopLimits:
         if self.max_interactions is not None and count >= self.max_interactions:
             return f"max_interactions: {count:,} >= {self.max_interactions:,}"
         if self.max_time is not None and status.elapsed_s >= self.max_time:
-            return f"max_time: {status.elapsed_s:.1f} s >= {self.max_time} s"
+            decimals = max(1, 1 - math.floor(math.log10(self.max_time)))  # 0.001: 4
+            return f"max_time: {status.elapsed_s:.{decimals}f} s >= {self.max_time} s"
         return None
 
     def progress(self, status: dict[str, Any]) -> tuple[str, float]:

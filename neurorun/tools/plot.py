@@ -6,7 +6,8 @@
 Runs are grouped by the overrides that differ between them (seed left out); each group is
 one line, the mean over its runs, with a band (±std or min–max) around it. Runs whose x
 values differ (interactions, episodes, time) are interpolated onto the union of their x
-values within the range every run of the group covers. `--band runs` draws every run as its
+values within the range every run of the group covers (a group whose runs share no such
+range is drawn run by run, with a warning). `--band runs` draws every run as its
 own line in its group's color instead: runs that stop at different points (e.g. at
 target_score) keep their whole curve. matplotlib draws them: `pip install 'neurorun[plots]'`.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +95,7 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
             continue
         grid, values = common_grid(members, X_COLUMNS[x], y)
         if grid.size == 0:
+            _draw_apart(axes, label, members, X_COLUMNS[x], y)
             continue
         mean = values.mean(axis=0)
         (line,) = axes.plot(grid, mean, label=f"{label} ({len(values)} runs)")
@@ -114,6 +117,18 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
                  "none": "mean over runs", "runs": "each run"}[band]
     axes.set_title(f"{y} ({band_text})", fontsize="medium")
     return figure
+
+
+def _draw_apart(axes, label: str, members: list[Run], x_column: str, y_column: str) -> None:
+    """A group with no x range that all its runs cover: each run its own line, and a
+    warning saying why (none with a finite value: a warning alone)."""
+    if not any(run_curve(run, x_column, y_column)[0].size for run in members):
+        warnings.warn(f"{label}: no finite {y_column} against {x_column}; left out of the plot",
+                      stacklevel=3)
+        return
+    warnings.warn(f"{label}: its runs' {x_column} ranges do not overlap, so there is no mean "
+                  "to draw; each run is drawn as its own line (as --band runs)", stacklevel=3)
+    _plot_each_run(axes, label, members, x_column, y_column)
 
 
 def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column: str) -> None:

@@ -106,6 +106,10 @@ def test_make_optimizer_none_and_errors():
         make_optimizer("clipup", {"speed": 1}, lr=0.1, length=2, device=CPU, dtype=torch.float32)
     with pytest.raises(ValueError, match=r"momentum=1.5.*Fix"):
         make_optimizer("sgd", {"momentum": 1.5}, lr=0.1, length=2, device=CPU, dtype=torch.float32)
+    for epsilon in (0, -1.0):  # 0: 0/0 on a zero gradient; below 0: steps turned around
+        with pytest.raises(ValueError, match=rf"epsilon={epsilon}; expected a finite number > 0"):
+            make_optimizer("adam", {"epsilon": epsilon}, lr=0.1, length=2, device=CPU,
+                           dtype=torch.float32)
 
 
 @pytest.mark.parametrize(("name", "config"), [("clipup", {"max_speed": "abc"}),

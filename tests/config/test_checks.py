@@ -332,6 +332,29 @@ def test_a_popsize_max_without_an_adaptive_popsize_is_said_to_be_ignored(tmp_pat
     assert "popsize_max" not in capfd.readouterr().err
 
 
+@pytest.mark.parametrize(("overrides", "said"), [
+    (["restart.patience=1", "restart.popsize_factor=50"],
+     "neurorun: restart.popsize_factor=50 is ignored: restart.strategy=same restarts at the "
+     "same popsize. Fix: restart.strategy=ipop (or bipop) to grow it, or leave "
+     "restart.popsize_factor out"),
+    (["restart.min_improvement=0.5"],
+     "neurorun: restart.min_improvement=0.5 is ignored: restart.patience=null never restarts. "
+     "Fix: restart.patience=5 to restart a stalled search, or leave restart.min_improvement "
+     "out"),
+    (["restart.patience=1", "restart.popsize_factor=50", "restart.strategy=ipop"], None),
+    (["restart.patience=1", "restart.min_improvement=0.5"], None),
+])
+def test_a_restart_setting_the_others_leave_unread_is_said_to_be_ignored(capfd, overrides,
+                                                                          said):
+    """restart.popsize_factor with strategy=same, and min_improvement without a patience,
+    went unused without a word."""
+    from neurorun.config.checks import validate_config
+
+    validate_config(tiny("generations=4", *overrides))
+    lines = [line for line in capfd.readouterr().err.splitlines() if "is ignored" in line]
+    assert lines == ([] if said is None else [said])
+
+
 def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(
         no_problem):
     """The check needs no solution length: a list passes it whatever its length, and a bad

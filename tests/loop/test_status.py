@@ -40,6 +40,15 @@ def test_limits_stop_at_their_thresholds_and_not_before():
     assert StopLimits(max_time=9.5).reason(status()) is None
 
 
+@pytest.mark.parametrize(("max_time", "elapsed", "said"), [
+    (9.0, 9.04, "max_time: 9.0 s >= 9.0 s"), (3600.0, 3600.26, "max_time: 3600.3 s >= 3600.0 s"),
+    (0.5, 0.513, "max_time: 0.51 s >= 0.5 s"),
+    (0.001, 0.00162, "max_time: 0.0016 s >= 0.001 s")])  # it said "0.0 s >= 0.001 s"
+def test_the_max_time_reason_shows_the_elapsed_time_as_finely_as_the_limit(max_time, elapsed,
+                                                                           said):
+    assert StopLimits(max_time=max_time).reason(status(elapsed_s=elapsed)) == said
+
+
 def test_status_round_trips_through_a_dict_in_column_order():
     row = status().as_dict()
     assert list(row) == list(ROW)

@@ -271,8 +271,9 @@ def test_resume_refuses_another_seed(tmp_path):
     "network.spec='Linear(obs_length, 8) >> Tanh() >> Linear(8, act_length)'",
     "env.id=Acrobot-v1",
     "algo.name=snes",  # it named algo.symmetric, pgpe's option, as a key snes lacks
+    "algo.optimizer=adam",  # it called state.pt changed: ClipUp's state is no Adam's
 ])
-def test_resume_refuses_another_network_or_env(tmp_path, override):
+def test_resume_refuses_another_network_env_algorithm_or_optimizer(tmp_path, override):
     run(tiny("generations=1"), run_dir=tmp_path)
     key = override.split("=")[0]
     with pytest.raises(ValueError, match=rf"resume: {key}=.* but the run was started with "

@@ -55,6 +55,23 @@ def test_different_x_grids_share_the_covered_range(tmp_path):
     np.testing.assert_allclose(y, [0, 7.5, 15, 22.5, 30])
 
 
+def test_a_group_whose_runs_share_no_x_range_is_drawn_run_by_run_with_a_warning(tmp_path):
+    """Steps 0-20 and 30-50 overlap nowhere: no mean exists, so each run is its own line
+    (the whole curve, as --band runs) beside the other group's mean, not left out."""
+    write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["algo=snes", "seed=0"])
+    write_run(tmp_path / "b", rows([5, 6, 7], steps=[30, 40, 50]), ["algo=snes", "seed=1"])
+    write_run(tmp_path / "c", rows([1, 2, 3], steps=[0, 10, 20]), ["algo=pgpe", "seed=0"])
+    with pytest.warns(UserWarning, match="algo=snes: its runs' total_interaction_count ranges "
+                                         "do not overlap"):
+        figure = plot_tool.plot_runs([tmp_path], x="interactions")
+    (axes,) = figure.axes
+    curves = sorted((list(line.get_xdata()), list(line.get_ydata())) for line in axes.lines)
+    assert curves == [([0, 10, 20], [0, 10, 20]), ([0, 10, 20], [1, 2, 3]),
+                      ([30, 40, 50], [5, 6, 7])]
+    assert [line.get_label() for line in axes.lines if not line.get_label().startswith("_")] \
+        == ["algo=snes (2 runs)", "algo=pgpe (1 runs)"]
+
+
 def test_band_runs_keeps_every_whole_run_in_its_group_color(tmp_path):
     write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
     write_run(tmp_path / "b", rows([0, 10, 30, 50], steps=[0, 5, 15, 25]), ["seed=1"])
