@@ -19,7 +19,8 @@ rows stay as run).
 
 Each run is ``neurorun experiment=<task> seed=S max_time=<cap>`` (``preset``: the task's
 preset as shipped; ``ars_v1`` / ``ars_v2``: it without / with observation normalization;
-``normalized``: a PGPE preset with normalized fitness instead of centered ranks) or
+``normalized``: a PGPE preset with normalized fitness instead of centered ranks; ``clipup``:
+``humanoid`` with the ClipUp settings it shipped until 2026-11-30) or
 ``neurorun env=<Env> problem.observation_normalization=true <ALGO_SETTINGS> ...`` (the other
 algorithms, on the env preset's reward shift and target), through ``neurorun.loop.runner.run``, the
 path of the ``neurorun`` command, on the default backend (EnvPool, both cores). A run is
@@ -82,13 +83,14 @@ TASKS: dict[str, tuple[str, float, float, int]] = {
     "humanoid": ("Humanoid-v5", 6000, 3600, 142600),
     "humanoid_ars": ("Humanoid-v5", 6000, 3600, 142600),
 }
-# `preset`, `ars_v1` and `ars_v2` run the task's experiment preset; the others run the task's
+# `preset`, `ars_v1`, `ars_v2`, `normalized` and `clipup` run the task's experiment preset
+# (with their overrides); the others run the task's
 # env preset (reward shift, target) with observation normalization and these settings;
 # `env_only` is `neurorun env=<Env>` with nothing else (the defaults plus the env preset, under
 # its own time budget; --cap-scale still scales it).
-ON_THE_EXPERIMENT = ("preset", "ars_v1", "ars_v2", "normalized")
+ON_THE_EXPERIMENT = ("preset", "ars_v1", "ars_v2", "normalized", "clipup")
 # settings tried on one task, not in --full's matrix
-ONE_TASK = ("pgpe_plain", "normalized")
+ONE_TASK = ("clipup", "normalized")
 ALGO_SETTINGS: dict[str, list[str]] = {
     "preset": [],
     "ars_v1": ["problem.observation_normalization=false"],  # the preset, raw observations
@@ -108,15 +110,10 @@ ALGO_SETTINGS: dict[str, list[str]] = {
                   "algo.stdev_init=0.05", "eval_every=1"],
     "cem": ["algo=cem", "algo.popsize=40", "algo.parenthood_ratio=0.25", "algo.radius_init=null",
             "algo.stdev_init=0.05", "algo.stdev_min=0.005", "eval_every=1"],
-    # PGPE with plain gradient steps and a fixed stdev on humanoid_ars's settings: ARS V2's
-    # update written as PGPE's (normalized fitness; lr = 2 alpha / nu moves the center by
-    # alpha / (b sigma_R) x sum of (r+ - r-) delta, as ARS does): experiment=humanoid without
-    # ClipUp, to tell what ClipUp's step costs there
-    "pgpe_plain": ["algo=pgpe", "algo.popsize=460", "algo.radius_init=null",
-                   "algo.stdev_init=0.0075", "algo.stdev_min=0.0075", "algo.stdev_max=0.0075",
-                   "algo.ranking_method=normalized", "algo.optimizer=null",
-                   "algo.optimizer_config=null", "algo.center_learning_rate=5.3333",
-                   "eval_every=1"],
+    # experiment=humanoid's settings until 2026-11-30, PGPE + ClipUp on ARS's budget: the
+    # stdev learned, ClipUp's speed 0.1 (lr 0.75 x speed); run on that experiment
+    "clipup": ["algo.stdev_min=null", "algo.stdev_max=null", "algo.optimizer=clipup",
+               "algo.optimizer_config={max_speed:0.1}", "algo.center_learning_rate=0.075"],
 }
 
 
@@ -356,7 +353,8 @@ def _curve_runs(records: list[dict[str, Any]]) -> tuple[list[Run], str]:
         metrics = {column: np.array([point[field] for point in curve], dtype=float)
                    for column, field in columns.items()}
         runs.append(Run(Path(f"{value}_s{record['seed']}"), metrics,
-                        {key: value, "seed": str(record["seed"])}, record["env"]))
+                        {key: value, "seed": str(record["seed"])},
+                        settings={"env.id": record["env"], key: value}))
     counts = ", ".join(f"{label} ×{missing.count(label)}" for label in dict.fromkeys(missing))
     return runs, (textwrap.fill(f"not drawn (runs logged without their curve): {counts}", 100)
                   if missing else "")
