@@ -101,7 +101,7 @@ ALGO_SETTINGS: dict[str, list[str]] = {
     "env_only": [],
     # Salimans et al. 2017: sigma 0.02, Adam 0.01, l2coeff 0.005 (the neurorun/conf/algo defaults)
     "openai_es": ["algo=openai_es", "algo.popsize=40", "eval_every=1"],
-    # ClipUp's MuJoCo setup (experiment=humanoid) without the adaptive popsize
+    # ClipUp's published MuJoCo setup (as in EvoTorch's examples) without the adaptive popsize
     "pgpe": ["algo=pgpe", "algo.popsize=40", "algo.center_learning_rate=0.01125",
              "algo.optimizer_config.max_speed=0.015", "algo.radius_init=0.27", "eval_every=1"],
     "snes": ["algo=snes", "algo.popsize=40", "algo.radius_init=null", "algo.stdev_init=0.05",
