@@ -155,11 +155,13 @@ def _check_restart(config: RunConfig) -> None:
 def _warn_unread_restart(config: RunConfig) -> None:
     """Say the restart.* settings the others leave unread."""
     restart, default, log = config.restart, RestartConfig(), logging.getLogger("neurorun")
-    if restart.patience is None and restart.min_improvement != default.min_improvement:
-        warn_now(log, "restart.min_improvement=%s is ignored: restart.patience=null never "
-                 "restarts. Fix: restart.patience=5 to restart a stalled search, or leave "
-                 "restart.min_improvement out", restart.min_improvement)
-    if restart.strategy == "same" and restart.popsize_factor != default.popsize_factor:
+    if restart.patience is None:
+        for key in ("min_improvement", "popsize_factor"):
+            if getattr(restart, key) != getattr(default, key):
+                warn_now(log, "restart.%s=%s is ignored: restart.patience=null never restarts. "
+                         "Fix: restart.patience=5 to restart a stalled search, or leave "
+                         "restart.%s out", key, getattr(restart, key), key)
+    elif restart.strategy == "same" and restart.popsize_factor != default.popsize_factor:
         warn_now(log, "restart.popsize_factor=%s is ignored: restart.strategy=same restarts "
                  "at the same popsize. Fix: restart.strategy=ipop (or bipop) to grow it, or "
                  "leave restart.popsize_factor out", restart.popsize_factor)

@@ -94,7 +94,8 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
             _plot_each_run(axes, label, members, X_COLUMNS[x], y)
             continue
         grid, values = common_grid(members, X_COLUMNS[x], y)
-        if grid.size == 0:
+        longest = max(run_curve(run, X_COLUMNS[x], y)[0].size for run in members)
+        if grid.size == 0 or (grid.size == 1 and longest > 1):  # a lone shared point: no line
             _draw_apart(axes, label, members, X_COLUMNS[x], y)
             continue
         mean = values.mean(axis=0)
@@ -126,8 +127,9 @@ def _draw_apart(axes, label: str, members: list[Run], x_column: str, y_column: s
         warnings.warn(f"{label}: no finite {y_column} against {x_column}; left out of the plot",
                       stacklevel=3)
         return
-    warnings.warn(f"{label}: its runs' {x_column} ranges do not overlap, so there is no mean "
-                  "to draw; each run is drawn as its own line (as --band runs)", stacklevel=3)
+    warnings.warn(f"{label}: its runs' {x_column} ranges do not overlap (or meet at one "
+                  "point), so there is no mean to draw; each run is drawn as its own line (as "
+                  "--band runs)", stacklevel=3)
     _plot_each_run(axes, label, members, x_column, y_column)
 
 

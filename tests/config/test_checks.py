@@ -341,6 +341,10 @@ def test_a_popsize_max_without_an_adaptive_popsize_is_said_to_be_ignored(tmp_pat
      "neurorun: restart.min_improvement=0.5 is ignored: restart.patience=null never restarts. "
      "Fix: restart.patience=5 to restart a stalled search, or leave restart.min_improvement "
      "out"),
+    (["restart.popsize_factor=50"],  # it advised strategy=ipop, refused without a patience
+     "neurorun: restart.popsize_factor=50 is ignored: restart.patience=null never restarts. "
+     "Fix: restart.patience=5 to restart a stalled search, or leave restart.popsize_factor "
+     "out"),
     (["restart.patience=1", "restart.popsize_factor=50", "restart.strategy=ipop"], None),
     (["restart.patience=1", "restart.min_improvement=0.5"], None),
 ])

@@ -72,6 +72,16 @@ def test_a_group_whose_runs_share_no_x_range_is_drawn_run_by_run_with_a_warning(
         == ["algo=snes (2 runs)", "algo=pgpe (1 runs)"]
 
 
+def test_runs_meeting_at_one_point_are_drawn_run_by_run_too(tmp_path):
+    """Steps 0-20 and 20-40 share the single point 20: a one-point mean is no line."""
+    write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
+    write_run(tmp_path / "b", rows([5, 6, 7], steps=[20, 30, 40]), ["seed=1"])
+    with pytest.warns(UserWarning, match="do not overlap \\(or meet at one point\\)"):
+        figure = plot_tool.plot_runs([tmp_path], x="interactions")
+    (axes,) = figure.axes
+    assert sorted(list(line.get_xdata()) for line in axes.lines) == [[0, 10, 20], [20, 30, 40]]
+
+
 def test_band_runs_keeps_every_whole_run_in_its_group_color(tmp_path):
     write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
     write_run(tmp_path / "b", rows([0, 10, 30, 50], steps=[0, 5, 15, 25]), ["seed=1"])
