@@ -94,9 +94,7 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
             _plot_each_run(axes, label, members, X_COLUMNS[x], y)
             continue
         grid, values = common_grid(members, X_COLUMNS[x], y)
-        longest = max(run_curve(run, X_COLUMNS[x], y)[0].size for run in members)
-        if grid.size == 0 or (grid.size == 1 and longest > 1):  # a lone shared point: no line
-            _draw_apart(axes, label, members, X_COLUMNS[x], y)
+        if grid.size <= 1 and _drew_apart(axes, label, members, X_COLUMNS[x], y):
             continue
         mean = values.mean(axis=0)
         (line,) = axes.plot(grid, mean, label=f"{label} ({len(values)} runs)")
@@ -120,17 +118,22 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
     return figure
 
 
-def _draw_apart(axes, label: str, members: list[Run], x_column: str, y_column: str) -> None:
-    """A group with no x range that all its runs cover: each run its own line, and a
-    warning saying why (none with a finite value: a warning alone)."""
-    if not any(run_curve(run, x_column, y_column)[0].size for run in members):
+def _drew_apart(axes, label: str, members: list[Run], x_column: str, y_column: str) -> bool:
+    """For a group whose runs share at most one x point: each run its own line with a warning
+    saying why, or a warning alone where none has a finite value (True); False where no run
+    has two points (a one-point mean is all there is)."""
+    sizes = [run_curve(run, x_column, y_column)[0].size for run in members]
+    if not any(sizes):
         warnings.warn(f"{label}: no finite {y_column} against {x_column}; left out of the plot",
                       stacklevel=3)
-        return
+        return True
+    if max(sizes) < 2:
+        return False
     warnings.warn(f"{label}: its runs' {x_column} ranges do not overlap (or meet at one "
                   "point), so there is no mean to draw; each run is drawn as its own line (as "
                   "--band runs)", stacklevel=3)
     _plot_each_run(axes, label, members, x_column, y_column)
+    return True
 
 
 def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column: str) -> None:
