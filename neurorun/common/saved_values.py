@@ -35,6 +35,12 @@ def check_vector(key: str, value: Any, size: int | None = None) -> None:
         raise SavedValueError(key, value, "finite values (a run saves no other)")
 
 
+def check_min_variance(value: Any, key: str = "min_variance") -> None:
+    """A variance floor of observation statistics: a finite number >= 0 (0: none)."""
+    if not is_exact_number(value) or not (math.isfinite(value) and value >= 0):
+        raise SavedValueError(key, value, "a finite number >= 0 (a variance floor)")
+
+
 def check_sums(count: Any, total: Any, squares: Any, *, size: int | None = None,
                prefix: str = "") -> None:
     """Observation statistics as :class:`~neurorun.problems.RunningNorm` keeps them: ``count``

@@ -27,6 +27,7 @@ from neurorun.config.machine import check_machine, check_ray_installed, resolved
 from neurorun.config.schema import (
     AlgoConfig,
     ParallelConfig,
+    ProblemConfig,
     RestartConfig,
     RunConfig,
     load_config,
@@ -152,6 +153,16 @@ def _check_restart(config: RunConfig) -> None:
                           "restart.patience, or restart.patience=null.")
 
 
+def _check_normalization(problem: ProblemConfig) -> None:
+    """problem.observation_min_variance only where observations are normalized."""
+    floor = problem.observation_min_variance
+    if not problem.observation_normalization and floor != ProblemConfig().observation_min_variance:
+        raise ConfigError(f"problem.observation_min_variance={floor} is the variance floor of "
+                          "observation normalization, but problem.observation_normalization="
+                          "false. Fix: problem.observation_normalization=true (or leave "
+                          "problem.observation_min_variance out).")
+
+
 def _warn_unread_restart(config: RunConfig) -> None:
     """Say the restart.* settings the others leave unread."""
     restart, default, log = config.restart, RestartConfig(), logging.getLogger("neurorun")
@@ -249,6 +260,7 @@ def validate_config(cfg: DictConfig, *,
     config = load_config(resolve_config(cfg))
     _check_stops(config)
     _check_restart(config)
+    _check_normalization(config.problem)
     _check_vectorization(config)
     _check_parallel(config)
     if prepare is not None:

@@ -35,6 +35,7 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     "env.id": "its policy, observation statistics and metrics belong to that env",
     "algo.name": "its search state is that algorithm's",
     "algo.optimizer": "its search state holds that optimizer's",
+    "problem.observation_min_variance": "its policies were scored with that normalization",
 }
 # where a search starts: read again by a restart only (restart.patience)
 START_KEYS = ("algo.center_init", "algo.stdev_init", "algo.radius_init", "problem.initial_bounds")

@@ -31,6 +31,7 @@ from neurorun.loggers.videos import VideoSettings
 from neurorun.parallel.workload import check_workload
 from neurorun.problems.devices import check_devices
 from neurorun.problems.options import AliveBonus, RolloutOptions, parse_initial_bounds
+from neurorun.problems.running_norm import MIN_VARIANCE
 
 # objective=: the number a run hands back to a Hydra sweeper (loop/objective.py says each)
 OBJECTIVES = ("best_center_eval", "last_center_eval", "mean_center_eval_last_<K >= 1>",
@@ -109,6 +110,7 @@ class ProblemConfig:
     """``problem.*``: how episodes become fitness (``neurorun.problems.make_problem``)."""
 
     observation_normalization: bool = False
+    observation_min_variance: float = setting(MIN_VARIANCE, ge=0.0)  # 0: ARS's rule, no floor
     num_episodes: int = setting(1, ge=1)
     episode_length: int | None = setting(None, ge=1)
     decrease_rewards_by: float | None = setting(0.0, rule=_rollout("decrease_rewards_by"))

@@ -13,6 +13,7 @@ from neurorun.problems.options import (
     parse_initial_bounds,
 )
 from neurorun.problems.problem import Problem
+from neurorun.problems.running_norm import MIN_VARIANCE
 
 
 def make_problem(
@@ -28,6 +29,7 @@ def make_problem(
     action_noise_stdev: float | None = None,
     episode_length_schedule: Sequence[Sequence[int]] | None = None,
     observation_normalization: bool = False,
+    observation_min_variance: float = MIN_VARIANCE,
     max_num_envs: int | None = None,
     initial_bounds: Sequence[float] | None = None,
     device: str = "cpu",
@@ -54,6 +56,7 @@ def make_problem(
         episode_length_schedule: [[steps, length], ...], the training episodes' length by
             the interactions so far (a curriculum; see EpisodeLengths).
         observation_normalization: normalize observations with running statistics.
+        observation_min_variance: their variance floor (0: none, a constant feature ignored).
         max_num_envs: at most this many envs at once; more solutions run in sub-batches.
             None: one env per solution of an evaluate call.
         initial_bounds: (low, high) for initial parameters; None: (-1e-5, 1e-5).
@@ -84,5 +87,6 @@ def make_problem(
     return Problem(env_options, network, rollout_options,
                    network_args=dict(network_args or {}),
                    observation_normalization=bool(observation_normalization),
+                   observation_min_variance=float(observation_min_variance),
                    initial_bounds=parse_initial_bounds(initial_bounds), seed=seed,
                    jit=bool(jit))

@@ -23,7 +23,7 @@ from neurorun.problems.jax.rollout import compiled_rollout
 from neurorun.problems.memory import check_compiled, check_results, check_samples
 from neurorun.problems.obs_sync import ObsSync
 from neurorun.problems.options import REFERENCE_INITIAL_BOUNDS, EnvOptions, RolloutOptions
-from neurorun.problems.running_norm import RunningNorm
+from neurorun.problems.running_norm import MIN_VARIANCE, RunningNorm
 from neurorun.problems.solutions import cpu_vector, env_policy, save_solution
 
 __all__ = ["EvaluationError", "Problem"]
@@ -35,6 +35,7 @@ class Problem:
     def __init__(self, env: EnvOptions, network: Any, rollout_options: RolloutOptions, *,
                  network_args: dict[str, Any] | None = None,
                  observation_normalization: bool = False,
+                 observation_min_variance: float = MIN_VARIANCE,
                  initial_bounds: tuple[float, float] = REFERENCE_INITIAL_BOUNDS,
                  seed: int | None = None,
                  jit: bool = True):
@@ -55,7 +56,8 @@ class Problem:
         self.policy.check_env_sizes(self.obs_length, self.act_length, env.spec)
         self.host = HostEvaluation(env, self.policy, self.device)
         self.initial_bounds = (float(initial_bounds[0]), float(initial_bounds[1]))
-        self.obs_stats = RunningNorm(self.obs_length) if observation_normalization else None
+        self.obs_stats = (RunningNorm(self.obs_length, min_variance=observation_min_variance)
+                          if observation_normalization else None)
         self._obs_sync = ObsSync(self.obs_stats)
         self.interaction_count = 0
         self.episode_count = 0

@@ -12,16 +12,25 @@ from typing import Any, TypedDict
 import torch
 from torch import Tensor
 
-from neurorun.common.saved_values import SavedValueError, check_sums, check_vector
+from neurorun.common.saved_values import (
+    SavedValueError,
+    check_min_variance,
+    check_sums,
+    check_vector,
+)
 
 MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
+# with no floor (min_variance 0), ARS's rule: a feature whose variance is within the rounding of
+# the float64 sums (relative to its mean squared) is constant; its stdev is 0 and it is ignored
+CONSTANT_VARIANCE = 1e-12
 
 
 def normalization_affine(mean: Tensor, stdev: Tensor) -> tuple[Tensor, Tensor]:
     """``(scale, shift)`` that normalize observations as ``obs * scale + shift``, i.e.
     ``(obs - mean) / stdev``; the one formula of rollouts, ``normalize`` and exported policies
-    (the same float operations, so a saved policy scores what it scored in the run)."""
-    scale = 1.0 / stdev
+    (the same float operations, so a saved policy scores what it scored in the run). A stdev
+    of 0 marks a constant feature: it is multiplied by 0 (ARS's rule)."""
+    scale = torch.where(stdev > 0, 1.0 / stdev, torch.zeros_like(stdev))
     return scale, -mean * scale
 
 
@@ -41,7 +50,8 @@ class RunningNorm:
 
     Args:
         size: number of features.
-        min_variance: variance floor used by ``stdev``.
+        min_variance: variance floor used by ``stdev``; 0: none, and a constant feature
+            gets the stdev 0 (ignored: ``normalization_affine``), as in ARS.
         device: where the sums live.
     """
 
@@ -91,9 +101,15 @@ class RunningNorm:
 
     @property
     def stdev(self) -> Tensor:
-        """sqrt(max(variance, min_variance)); all ones before any data arrived."""
+        """sqrt(max(variance, min_variance)); all ones before any data arrived. Without a
+        floor (min_variance 0), 0 for a constant feature: one whose variance is within the
+        sums' rounding, ``CONSTANT_VARIANCE`` times its mean squared (at least 1)."""
         count = self.count.clamp(min=1.0)
-        variance = (self.sum_of_squares / count - self.mean**2).clamp(min=self.min_variance)
+        mean = self.mean
+        variance = (self.sum_of_squares / count - mean**2).clamp(min=self.min_variance)
+        if self.min_variance == 0:
+            constant = variance <= CONSTANT_VARIANCE * (mean**2).clamp(min=1.0)
+            variance = torch.where(constant, torch.zeros_like(variance), variance)
         return torch.where(self.count > 0, variance.sqrt(), torch.ones_like(variance))
 
     def affine(self, device: torch.device | str, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
@@ -107,10 +123,10 @@ class RunningNorm:
 
     def export(self) -> dict[str, Any]:
         """What a saved policy keeps: mean and stdev (float32) for normalizing, and the float64
-        sums and count they come from."""
+        sums, count and variance floor they come from."""
         return {"obs_mean": self.mean.float().cpu(), "obs_stdev": self.stdev.float().cpu(),
                 "obs_sum": self.sum.cpu(), "obs_sum_of_squares": self.sum_of_squares.cpu(),
-                "obs_count": float(self.count)}
+                "obs_count": float(self.count), "obs_min_variance": self.min_variance}
 
     def copy(self) -> RunningNorm:
         result = RunningNorm(self.size, min_variance=self.min_variance, device=self.device)
@@ -147,8 +163,9 @@ class RunningNorm:
 
     @classmethod
     def from_export(cls, exported: dict[str, Any]) -> RunningNorm:
-        """The statistics a saved policy holds (``export``): exactly from the sums and count,
-        or (a policy pickle has no count) as one observation with that mean and stdev.
+        """The statistics a saved policy holds (``export``): exactly from the sums, count and
+        variance floor (files older than the floor's key: ``MIN_VARIANCE``), or (a policy
+        pickle has no count) as one observation with that mean and stdev.
 
         Raises:
             SavedValueError: statistics no run saves, by the rules state.pt's are held to.
@@ -156,15 +173,17 @@ class RunningNorm:
         if exported.get("obs_count") is not None and exported.get("obs_sum") is not None:
             total, squares = exported["obs_sum"], exported.get("obs_sum_of_squares")
             check_sums(exported["obs_count"], total, squares, prefix="obs_")
+            floor = exported.get("obs_min_variance", MIN_VARIANCE)
+            check_min_variance(floor, "obs_min_variance")
             return cls.from_state_dict(NormRecord(
-                size=total.numel(), min_variance=MIN_VARIANCE,
+                size=total.numel(), min_variance=float(floor),
                 count=torch.tensor(float(exported["obs_count"])), sum=total,
                 sum_of_squares=squares))
         mean, stdev = exported.get("obs_mean"), exported.get("obs_stdev")
         check_vector("obs_mean", mean)
         check_vector("obs_stdev", stdev, mean.numel())
-        if not bool((stdev > 0).all()):
-            raise SavedValueError("obs_stdev", stdev, "values > 0 (a standard deviation)")
+        if not bool((stdev >= 0).all()):
+            raise SavedValueError("obs_stdev", stdev, "values >= 0 (a standard deviation)")
         mean, stdev = mean.double(), stdev.double()
         return cls.from_state_dict(NormRecord(size=mean.numel(), min_variance=0.0,
                                               count=torch.tensor(1.0), sum=mean,

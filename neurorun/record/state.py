@@ -29,11 +29,11 @@ from neurorun.algorithms import ALGORITHMS
 from neurorun.algorithms.fitness import PopulationStats
 from neurorun.algorithms.record import AlgorithmRecord
 from neurorun.common.errors import ConfigError
-from neurorun.common.saved_values import check_sums, check_vector
+from neurorun.common.saved_values import check_min_variance, check_sums, check_vector
 from neurorun.common.seeding import GeneratorsRecord, NumpyRecord, numpy_state, python_state
 from neurorun.common.values import is_exact_int, is_exact_number, is_number
 from neurorun.problems.evaluator import EvaluatorRecord
-from neurorun.problems.running_norm import MIN_VARIANCE, NormRecord
+from neurorun.problems.running_norm import NormRecord
 from neurorun.record.best import BestCenter
 from neurorun.record.format import stamped
 from neurorun.record.layout import saved_config_path
@@ -214,7 +214,7 @@ def _check_obs_stats(check: RecordCheck, stats: Any, key: str) -> None:
         return
     stats = check.record(stats, NormRecord, key)
     size = check.count(stats["size"], f"{key}.size", minimum=1)
-    check.real(stats["min_variance"], f"{key}.min_variance", MIN_VARIANCE, MIN_VARIANCE)
+    check.follows(key, check_min_variance, stats["min_variance"])
     sums = [stats[name] for name in ("count", "sum", "sum_of_squares")]
     check.follows(key, check_sums, *sums, size=size)  # a policy file's rule
 
@@ -252,6 +252,12 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
                         problem.observation_normalization, path)
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")
+    for key, stats in (("problem.obs_stats", state.problem["obs_stats"]),
+                       ("best.obs_stats", state.best["obs_stats"])):
+        own = reference["obs_stats"]
+        if stats is not None and own is not None and stats["min_variance"] != own["min_variance"]:
+            check.refuse(f"{key}.min_variance", stats["min_variance"],
+                         f"{own['min_variance']!r} (this run's problem.observation_min_variance)")
     # the problem's own kinds (e.g. PCG64 and a CUDA generator)
     check.bit_generator(state.problem["rng"], "problem.rng", reference["rng"]["bit_generator"])
     check.torch_generator(state.problem["noise_rng"], "problem.noise_rng", problem.device)
