@@ -46,8 +46,9 @@ def save_solution(path: str | Path, solution: Any, policy: EnvPolicy, stats: Run
     ``obs_mean``, ``obs_stdev``, ``obs_sum``, ``obs_sum_of_squares`` (when normalizing),
     ``interaction_count``, ``episode_count``, ``time``, ``env``, ``architecture``."""
     result: dict[str, Any] = {"solution": cpu_vector(solution).clone(), "policy": policy}
-    if stats is not None:  # the reference's keys: all but the count
-        result.update({k: v for k, v in stats.export().items() if k != "obs_count"})
+    if stats is not None:  # the reference's keys: the mean and stdev it normalizes with
+        result.update({k: v for k, v in stats.export().items()
+                       if k not in ("obs_count", "obs_min_variance")})
     result.update(interaction_count=interaction_count, episode_count=episode_count,
                   time=datetime.now(), env=env, architecture=architecture)
     with open(path, "wb") as file:

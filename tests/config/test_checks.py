@@ -126,6 +126,12 @@ def no_problem(monkeypatch):
       "problem.episode_length_schedule=[[0,10]]"],
      ["problem.vectorization=native with problem.episode_length_schedule",
       "cannot end single episodes", "Fix: problem.vectorization=sync"]),
+    # a floor of a normalization the run does not do
+    (["problem.observation_min_variance=0"],
+     ["problem.observation_min_variance=0 is the variance floor of observation normalization",
+      "Fix: problem.observation_normalization=true"]),
+    (["problem.observation_normalization=true", "problem.observation_min_variance=-0.5"],
+     ["problem.observation_min_variance=-0.5: expected a finite number >= 0"]),
     # another optimizer's settings: how to drop them
     (["algo.optimizer=adam"], ["does not fit optimizer 'adam'",
                                "(algo.optimizer_config=null drops the others)"]),

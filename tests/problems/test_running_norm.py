@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from neurorun.common.saved_values import SavedValueError
 from neurorun.problems import RunningNorm
+from neurorun.problems.running_norm import MIN_VARIANCE
 
 
 def data(seed, rows=40, size=3):
@@ -56,6 +58,52 @@ def test_variance_floor_and_empty_stats():
     exported = norm.export()
     assert exported["obs_count"] == 2.0 and exported["obs_sum"].tolist() == [2.0, 12.0]
     assert exported["obs_mean"].dtype == torch.float32
+
+
+def constant_and_small_features(batches=50, rows=1000):
+    """Rows of a wide feature, a narrow one (stdev 0.02: under the default floor's 0.1) and a
+    constant one (a body's mass, as Humanoid observes it), fed in batches."""
+    generator = np.random.default_rng(7)
+    for _ in range(batches):
+        x = np.empty((rows, 3), dtype=np.float32)
+        x[:, 0] = generator.normal(2.0, 3.0, rows)
+        x[:, 1] = generator.normal(-0.4, 0.02, rows)
+        x[:, 2] = 8.907462
+        yield torch.from_numpy(x)
+
+
+def test_without_a_floor_each_feature_is_divided_by_its_own_stdev_and_a_constant_is_ignored():
+    """ARS's normalization: no floor; a feature whose variance is the sums' rounding is 0."""
+    norm, floored = RunningNorm(3, min_variance=0.0), RunningNorm(3)
+    for batch in constant_and_small_features():
+        norm.update(batch)
+        floored.update(batch)
+    x = torch.cat(list(constant_and_small_features())).double().numpy()
+    rounding = float(norm.sum_of_squares[2] / norm.count - norm.mean[2] ** 2)
+    assert rounding != 0.0  # the sums do not give the constant a variance of exactly 0
+    np.testing.assert_allclose(norm.stdev.numpy(), [x[:, 0].std(), x[:, 1].std(), 0.0],
+                               rtol=1e-6)
+    np.testing.assert_allclose(floored.stdev.numpy()[1:], [MIN_VARIANCE**0.5] * 2, rtol=1e-12)
+    rows = torch.from_numpy(x[:5]).float()
+    expected = (x[:5, :2] - x[:, :2].mean(0)) / x[:, :2].std(0)
+    normalized = norm.normalize(rows)
+    np.testing.assert_allclose(normalized[:, :2].numpy(), expected, rtol=1e-4, atol=1e-5)
+    assert normalized[:, 2].tolist() == [0.0] * 5  # multiplied by 0, as ARS does
+
+
+def test_a_policys_statistics_keep_their_floor():
+    norm = RunningNorm(3, min_variance=0.0)
+    for batch in constant_and_small_features(batches=2):
+        norm.update(batch)
+    exported = norm.export()
+    loaded = RunningNorm.from_export(exported)
+    assert loaded.min_variance == 0.0
+    torch.testing.assert_close(loaded.stdev, norm.stdev)
+    older = {k: v for k, v in exported.items() if k != "obs_min_variance"}  # before the key
+    assert RunningNorm.from_export(older).min_variance == MIN_VARIANCE
+    for crafted in (-1.0, float("nan"), "0"):
+        with pytest.raises(SavedValueError, match="obs_min_variance: expected a finite number"):
+            RunningNorm.from_export({**exported, "obs_min_variance": crafted})
 
 
 def test_state_dict_round_trip_and_size_checks():

@@ -18,6 +18,7 @@ from neurorun.common.errors import ConfigError
 from neurorun.config import resume
 from neurorun.loop.runner import run
 from neurorun.record import layout, run_folder
+from tests.record.crafted import craft_state, set_key
 
 TIME_COLUMNS = ("elapsed_s", "steps_per_s")
 
@@ -272,8 +273,9 @@ def test_resume_refuses_another_seed(tmp_path):
     "env.id=Acrobot-v1",
     "algo.name=snes",  # it named algo.symmetric, pgpe's option, as a key snes lacks
     "algo.optimizer=adam",  # it called state.pt changed: ClipUp's state is no Adam's
+    "problem.observation_min_variance=0",  # its policies were scored with the 0.01 floor
 ])
-def test_resume_refuses_another_network_env_algorithm_or_optimizer(tmp_path, override):
+def test_resume_refuses_another_network_env_algorithm_optimizer_or_floor(tmp_path, override):
     run(tiny("generations=1"), run_dir=tmp_path)
     key = override.split("=")[0]
     with pytest.raises(ValueError, match=rf"resume: {key}=.* but the run was started with "
@@ -281,6 +283,18 @@ def test_resume_refuses_another_network_env_algorithm_or_optimizer(tmp_path, ove
         resume.load_run_config(tmp_path, [override])
     same = resume.load_run_config(tmp_path, ["env.id=CartPole-v1"])  # unchanged: fine
     assert same.env.id == "CartPole-v1"
+
+
+@pytest.mark.parametrize("key", ["problem/obs_stats", "best/obs_stats"])
+def test_resume_refuses_statistics_of_another_variance_floor(tmp_path, key):
+    """state.pt's statistics normalize with the run's floor (problem.observation_min_variance):
+    a state of another floor scored its policies otherwise."""
+    run(tiny("generations=2", "env=Pendulum-v1", "problem.observation_normalization=true",
+             "problem.observation_min_variance=0"), run_dir=tmp_path)
+    path = craft_state(tmp_path, set_key(f"{key}/min_variance", 0.01))
+    with pytest.raises(ConfigError, match=rf"{path}: {key.replace('/', '.')}.min_variance is "
+                                          r"0\.01, expected 0\.0 \(this run's problem"):
+        run(resume.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
 
 
 def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):

@@ -101,9 +101,13 @@ def test_fresh_process_from_the_weights_alone(run_dir, tmp_path):
     assert "warning" not in result.stderr  # weights only: nothing to warn about
 
 
-@pytest.mark.parametrize("env", ["Pendulum-v1", pytest.param(
-    "envpool::Pendulum-v1", marks=pytest.mark.extras("envpool"))])
-def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
+@pytest.mark.parametrize(("env", "floor"), [
+    ("Pendulum-v1", None),
+    pytest.param("envpool::Pendulum-v1", None, marks=pytest.mark.extras("envpool")),
+    # its velocity's variance is below the default floor: the policy file keeps the run's 0
+    ("MountainCarContinuous-v0", "problem.observation_min_variance=0"),
+])
+def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env, floor):
     """The run's own test episodes (same seeds, frozen obs statistics): its last center_eval."""
     import csv
 
@@ -113,7 +117,8 @@ def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env):
 
     cfg = compose_config(["debug=default", "logger.console.quiet=true", f"env={env}",
                           "generations=3", "eval_episodes=3", "seed=4",
-                          "problem.observation_normalization=true"])
+                          "problem.observation_normalization=true",
+                          *([floor] if floor else [])])
     run(cfg, run_dir=tmp_path / "run")
     with open(tmp_path / "run" / "metrics.csv", newline="") as file:
         last = list(csv.DictReader(file))[-1]
