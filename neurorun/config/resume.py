@@ -16,6 +16,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
 from neurorun.config.schema import OPEN_MAPPINGS
+from neurorun.problems.running_norm import MIN_VARIANCE
 from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, resume_command, saved_config_path
 
 
@@ -37,6 +38,8 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     "algo.optimizer": "its search state holds that optimizer's",
     "problem.observation_min_variance": "its policies were scored with that normalization",
 }
+# fixed keys that configs saved before the key existed lack, at the value those runs had
+FIXED_SINCE = {"problem.observation_min_variance": MIN_VARIANCE}
 # where a search starts: read again by a restart only (restart.patience)
 START_KEYS = ("algo.center_init", "algo.stdev_init", "algo.radius_init", "problem.initial_bounds")
 
@@ -77,6 +80,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
+        if node is None:
+            node = FIXED_SINCE.get(key)
         if fixed and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "

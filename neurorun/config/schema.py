@@ -110,7 +110,7 @@ class ProblemConfig:
     """``problem.*``: how episodes become fitness (``neurorun.problems.make_problem``)."""
 
     observation_normalization: bool = False
-    observation_min_variance: float = setting(MIN_VARIANCE, ge=0.0)  # 0: ARS's rule, no floor
+    observation_min_variance: float = setting(MIN_VARIANCE, ge=0.0)  # 0: none, as ARS
     num_episodes: int = setting(1, ge=1)
     episode_length: int | None = setting(None, ge=1)
     decrease_rewards_by: float | None = setting(0.0, rule=_rollout("decrease_rewards_by"))

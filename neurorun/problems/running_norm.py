@@ -20,16 +20,17 @@ from neurorun.common.saved_values import (
 )
 
 MIN_VARIANCE = 1e-2  # the reference's floor: a near-constant feature is not blown up
-# with no floor (min_variance 0), ARS's rule: a feature whose variance is within the rounding of
-# the float64 sums (relative to its mean squared) is constant; its stdev is 0 and it is ignored
-CONSTANT_VARIANCE = 1e-12
+# with no floor (min_variance 0), a constant feature is ignored, as ARS ignores one whose stdev
+# is below 1e-7: here a variance within the float64 sums' rounding, 1e-10 times the feature's
+# mean squared (at least 1e-10), since the sums give a constant feature a variance near 0
+CONSTANT_VARIANCE = 1e-10
 
 
 def normalization_affine(mean: Tensor, stdev: Tensor) -> tuple[Tensor, Tensor]:
     """``(scale, shift)`` that normalize observations as ``obs * scale + shift``, i.e.
     ``(obs - mean) / stdev``; the one formula of rollouts, ``normalize`` and exported policies
     (the same float operations, so a saved policy scores what it scored in the run). A stdev
-    of 0 marks a constant feature: it is multiplied by 0 (ARS's rule)."""
+    of 0 marks a constant feature: it is multiplied by 0 (as ARS does)."""
     scale = torch.where(stdev > 0, 1.0 / stdev, torch.zeros_like(stdev))
     return scale, -mean * scale
 
@@ -51,7 +52,7 @@ class RunningNorm:
     Args:
         size: number of features.
         min_variance: variance floor used by ``stdev``; 0: none, and a constant feature
-            gets the stdev 0 (ignored: ``normalization_affine``), as in ARS.
+            gets the stdev 0 (ignored: ``normalization_affine``), as ARS ignores one.
         device: where the sums live.
     """
 

@@ -16,7 +16,7 @@ from typing import Any
 from neurorun.common.errors import ConfigError
 from neurorun.common.values import is_int
 
-FORMAT = 3  # the format this neurorun writes
+FORMAT = 4  # the format this neurorun writes
 KEY = "format"  # where state.pt and each policy .json say theirs
 UNVERSIONED = 1  # the files saved before the format had a version
 
@@ -87,6 +87,13 @@ def _state_2_to_3(state: dict[str, Any]) -> None:
         status.setdefault("center_eval_length", None)
 
 
+def _state_3_to_4(state: dict[str, Any]) -> None:
+    """Format 3 differs in the policy files only: they held no ``obs_min_variance`` (the floor
+    was always 0.01, which ``RunningNorm.from_export`` reads for a file without it); state.pt's
+    observation statistics held their floor already."""
+    del state  # nothing to fill
+
+
 def _mapping(record: Any, key: str) -> dict[str, Any]:
     """``record[key]`` where both are dicts, else a throwaway dict (nothing to fill)."""
     value = record.get(key) if isinstance(record, dict) else None
@@ -94,4 +101,5 @@ def _mapping(record: Any, key: str) -> dict[str, Any]:
 
 
 # STATE_STEPS[n - 1] reads format n into format n + 1
-STATE_STEPS: tuple[Callable[[dict[str, Any]], None], ...] = (_state_1_to_2, _state_2_to_3)
+STATE_STEPS: tuple[Callable[[dict[str, Any]], None], ...] = (_state_1_to_2, _state_2_to_3,
+                                                            _state_3_to_4)

@@ -190,9 +190,10 @@ def _load_pickle(path: Path, env: str | None) -> LoadedPolicy:
                         "'policy' has an act(obs) method")
     meta = _read_meta(path)
     saved["policy"].eval()
-    # the pickle has the reference's keys, without the count: the .json has it
+    # the pickle has the reference's keys, without the count and the floor: the .json has them
     return _loaded(path, saved["policy"], env or str(saved.get("env")),
-                   {**saved, "obs_count": meta.get("obs_count")}, meta,
+                   {**saved, **{key: meta[key] for key in ("obs_count", "obs_min_variance")
+                                if key in meta}}, meta,
                    str(saved.get("architecture")))
 
 

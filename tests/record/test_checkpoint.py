@@ -297,6 +297,18 @@ def test_resume_refuses_statistics_of_another_variance_floor(tmp_path, key):
         run(resume.load_run_config(tmp_path, ["generations=3"]), run_dir=tmp_path)
 
 
+def test_a_run_saved_before_the_floor_existed_keeps_its_floor_of_001(tmp_path):
+    """Its saved config lacks problem.observation_min_variance: it ran with 0.01."""
+    run(tiny("generations=1"), run_dir=tmp_path)
+    saved = layout.saved_config_path(tmp_path)
+    config = OmegaConf.load(saved)
+    del config.problem["observation_min_variance"]
+    OmegaConf.save(config, saved)
+    with pytest.raises(ValueError, match=r"started with problem.observation_min_variance=0\.01;"):
+        resume.load_run_config(tmp_path, ["+problem.observation_min_variance=0"])
+    assert "observation_min_variance" not in resume.load_run_config(tmp_path, []).problem
+
+
 def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):
     """It advised `+algo.popsiz=3`, which the config check then refused."""
     run(tiny("generations=1"), run_dir=tmp_path)

@@ -36,8 +36,8 @@ def same(saved: Any, expected: Any) -> bool:
     return type(saved) is type(expected) and saved == expected
 
 
-def test_format_3_is_todays():
-    assert FORMAT == 3
+def test_format_4_is_todays():
+    assert FORMAT == 4
 
 
 def test_the_step_from_format_1_fills_what_format_1_files_lack():
@@ -47,7 +47,7 @@ def test_the_step_from_format_1_fills_what_format_1_files_lack():
                  "optimizer": {"lr": 0.1, "max_speed": 0.2, "momentum": 0.9, "velocity": "V"}}},
              "best": {"solution": None, "score": None, "generation": 0},
              "status": {"generation": 5, "popsize": 10}}
-    expected = {"format": 3, "generation": 5, "algorithm": {"algorithm": "pgpe", "draw": 0,
+    expected = {"format": 4, "generation": 5, "algorithm": {"algorithm": "pgpe", "draw": 0,
                 "search": {"mu": "MU", "sigma": "SIGMA", "optimizer": {
                     "lr": 0.1, "max_speed": 0.2, "momentum": 0.9, "velocity": "V", "steps": 0}}},
                 "best": {"solution": None, "score": None, "generation": 0, "obs_stats": None},
@@ -65,7 +65,7 @@ def test_the_step_from_format_1_keeps_what_a_file_has_and_fills_no_other_optimiz
              "algorithm": {"draw": 11, "search": {"optimizer": {"lr": 0.1, "momentum": 0.9,
                                                                 "velocity": "V"}}},
              "best": {"obs_stats": {"size": 3}}, "status": {}}
-    expected = {"format": 3, "generation": 0, "seed": 7, "restarts": 1, "stall_history": [1.5],
+    expected = {"format": 4, "generation": 0, "seed": 7, "restarts": 1, "stall_history": [1.5],
                 "algorithm": {"draw": 11, "search": {"optimizer": {"lr": 0.1, "momentum": 0.9,
                                                                    "velocity": "V"}}},
                 "best": {"obs_stats": {"size": 3}}, "status": {}, "restart": None,
@@ -81,7 +81,7 @@ def test_a_format_1_state_resumes_and_reads_as_its_upgraded_record(trained):
     from neurorun.loop.runner import run
 
     saved = torch.load(state_path(trained), weights_only=True)
-    assert saved["format"] == 3
+    assert saved["format"] == 4
     older = copy.deepcopy(saved)
     for key in ("format", "seed", "restarts", "restart", "restart_due", "stall_history"):
         del older[key]
@@ -100,7 +100,7 @@ def test_a_format_1_state_resumes_and_reads_as_its_upgraded_record(trained):
     result = run(load_run_config(trained, ["generations=3", QUIET]), run_dir=trained)
     assert result["generation"] == 3
     resumed = torch.load(state_path(trained), weights_only=True)
-    assert resumed["format"] == 3
+    assert resumed["format"] == 4
     # ClipUp counts its steps from 0 on (with no decay, a count changes no step)
     assert resumed["algorithm"]["search"]["optimizer"]["steps"] == 3 - 2  # 2: debug's
 
@@ -108,9 +108,15 @@ def test_a_format_1_state_resumes_and_reads_as_its_upgraded_record(trained):
 def test_the_step_from_format_2_fills_the_center_eval_length_of_the_last_status():
     older = {"format": 2, "generation": 4, "status": {"generation": 4, "center_eval": 9.5}}
     assert upgrade_state(older, "state.pt") == {
-        "format": 3, "generation": 4,
+        "format": 4, "generation": 4,
         "status": {"generation": 4, "center_eval": 9.5, "center_eval_length": None}}
-    assert upgrade_state({"format": 2, "status": {}}, "state.pt") == {"format": 3, "status": {}}
+    assert upgrade_state({"format": 2, "status": {}}, "state.pt") == {"format": 4, "status": {}}
+
+
+def test_the_step_from_format_3_changes_no_state():
+    """Format 4 added the variance floor to the policy files; state.pt held it already."""
+    older = {"format": 3, "generation": 2, "problem": {"obs_stats": {"min_variance": 0.01}}}
+    assert upgrade_state(copy.deepcopy(older), "state.pt") == {**older, "format": 4}
 
 
 def test_a_format_3_state_round_trips(trained, tmp_path):
@@ -128,22 +134,22 @@ def test_a_state_of_a_newer_format_is_one_line_naming_the_fix(trained):
     from neurorun.config.resume import load_run_config
     from neurorun.loop.runner import run
 
-    craft_state(trained, set_key("format", 4))
+    craft_state(trained, set_key("format", 5))
     metrics = (trained / "metrics.csv").read_bytes()
     with pytest.raises(ConfigError) as refused:  # exit 2 from the command
         run(load_run_config(trained, ["generations=3", QUIET]), run_dir=trained)
     message = str(refused.value)
     assert isinstance(refused.value, FormatError) and "\n" not in message
-    for words in (str(state_path(trained)), "format 4", "formats up to 3", "upgrade neurorun"):
+    for words in (str(state_path(trained)), "format 5", "formats up to 4", "upgrade neurorun"):
         assert words in message
     assert (trained / "metrics.csv").read_bytes() == metrics
 
 
-@pytest.mark.parametrize("value", [0, -1, True, 3.0, "3", None])
+@pytest.mark.parametrize("value", [0, -1, True, 4.0, "4", None])
 def test_a_state_whose_format_is_not_a_whole_number_from_1_is_one_line(trained, value):
     craft_state(trained, set_key("format", value))
     with pytest.raises(FormatError) as refused:
         load_state(trained)
     message = str(refused.value)
     assert "\n" not in message and str(state_path(trained)) in message
-    assert f"format is {value!r}" in message and "this neurorun's is 3" in message
+    assert f"format is {value!r}" in message and "this neurorun's is 4" in message

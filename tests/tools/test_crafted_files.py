@@ -163,8 +163,8 @@ def test_skipped_metrics_lines_are_counted_in_one_warning(tool, tmp_path, capsys
 
 
 @pytest.mark.parametrize(("value", "expected"), [
-    (4, ["has format 4", "formats up to 3", "upgrade neurorun"]),
-    ("3", ["format is '3'", "this neurorun's is 3"]),
+    (5, ["has format 5", "formats up to 4", "upgrade neurorun"]),
+    ("4", ["format is '4'", "this neurorun's is 4"]),
 ])
 def test_a_policy_json_of_a_newer_or_malformed_format_is_one_line(tmp_path, capsys, value,
                                                                   expected):
@@ -172,6 +172,6 @@ def test_a_policy_json_of_a_newer_or_malformed_format_is_one_line(tmp_path, caps
     run = save_checkpoint(tmp_path / "run")
     path = run / "checkpoints" / "best.json"
     meta = json.loads(path.read_text())
-    assert meta["format"] == 3  # as a run writes it
+    assert meta["format"] == 4  # as a run writes it
     path.write_text(json.dumps({**meta, "format": value}))
     fails_with(capsys, "eval", [str(run), "--episodes", "1"], str(path), *expected)

@@ -125,6 +125,10 @@ def test_eval_of_a_run_reproduces_its_center_eval(tmp_path, env, floor):
     summary = evaluate_tool.evaluate(str(tmp_path / "run"), episodes=3, checkpoint="last",
                                      seed=derive_seed(4, "evaluation"))
     assert summary["return_mean"] == pytest.approx(float(last["center_eval"]), rel=1e-12)
+    pickled = evaluate_tool.evaluate(str(tmp_path / "run" / "checkpoints" / "last.pkl"),
+                                     episodes=3, seed=derive_seed(4, "evaluation"),
+                                     trust_pickle=True)  # its floor is in last.json
+    assert pickled["return_mean"] == summary["return_mean"]
 
 
 def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys):
