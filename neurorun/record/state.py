@@ -252,9 +252,9 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
                         problem.observation_normalization, path)
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")
+    own = reference["obs_stats"]
     for key, stats in (("problem.obs_stats", state.problem["obs_stats"]),
                        ("best.obs_stats", state.best["obs_stats"])):
-        own = reference["obs_stats"]
         if stats is not None and own is not None and stats["min_variance"] != own["min_variance"]:
             check.refuse(f"{key}.min_variance", stats["min_variance"],
                          f"{own['min_variance']!r} (this run's problem.observation_min_variance)")
