@@ -17,7 +17,6 @@ from neurorun.common.seeding import derive_seed
 from neurorun.config.checks import algo_error
 from neurorun.envs import backend_of, resolve_backend
 from neurorun.envs.base import UnknownEnvError
-from neurorun.loggers.console import warn_now
 from neurorun.nets import NetworkParseError
 from neurorun.nets.network_spec import NetworkFactoryError
 from neurorun.parallel import make_ray_evaluator
@@ -137,17 +136,15 @@ def make_evaluator(config: RunConfig, problem: Problem) -> Evaluator:
 def use_host_devices(config: RunConfig) -> None:
     """On a jax env, give jax's CPU the host devices ``problem.devices`` asks for (XLA reads
     the count once, when jax starts: before the run builds anything), unless the user's
-    XLA_FLAGS force a count; say which count it is. Elsewhere, say that a count or ids given
-    are ignored. The run's entry (``loop.parts.RunParts``) calls it, so ``run(cfg)`` from Python
-    sets the count as the command does, where jax has not started yet in the process."""
+    XLA_FLAGS force a count; say which count it is (elsewhere the config checks say a count
+    or ids given are ignored). The run's entry (``loop.parts.RunParts``) calls it, so
+    ``run(cfg)`` from Python sets the count as the command does, where jax has not started
+    yet in the process."""
     log = logging.getLogger("neurorun.devices")
     devices = config.problem.devices  # checked with the config
     try:
         jax_env = backend_of(config.env.id).jax_batch is not None
         if not jax_env:
-            if devices != "auto":
-                warn_now(log, "problem.devices=%s is for brax and Playground envs (their "
-                         "compiled evaluation): env %s ignores it", devices, config.env.id)
             return
         flags, said = host_device_flags(devices, os.environ)
         check_xla_flags(os.environ.get("XLA_FLAGS", "") if flags is None else flags)

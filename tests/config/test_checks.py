@@ -365,6 +365,38 @@ def test_a_restart_setting_the_others_leave_unread_is_said_to_be_ignored(capfd, 
     assert lines == ([] if said is None else [said])
 
 
+COMPILED = "brax and Playground envs (their compiled evaluation)"
+
+
+@pytest.mark.parametrize(("overrides", "said"), [
+    (["problem.jit=false"], f"problem.jit=false is ignored: it is for {COMPILED}, and env "
+                            "CartPole-v1 runs on gymnasium. Fix: leave problem.jit out"),
+    (["problem.devices=[0,1]"], f"problem.devices=[0, 1] is ignored: it is for {COMPILED}, "
+                                "and env CartPole-v1 runs on gymnasium. Fix: leave "
+                                "problem.devices out"),
+    pytest.param(["env=envpool::CartPole-v1", "problem.vectorization=sync"],
+                 "problem.vectorization=sync is ignored: it is for gymnasium's vector envs, and "
+                 "env envpool::CartPole-v1 runs on EnvPool. Fix: leave problem.vectorization "
+                 "out", marks=pytest.mark.extras("envpool")),
+    pytest.param(["env=brax::inverted_pendulum", "problem.vectorization=async"],
+                 "problem.vectorization=async is ignored: it is for gymnasium's vector envs, "
+                 "and env brax::inverted_pendulum runs on brax. Fix: leave "
+                 "problem.vectorization out", marks=pytest.mark.extras("jax")),
+    (["problem.vectorization=sync"], None),  # read where they apply: nothing said
+    pytest.param(["env=brax::inverted_pendulum", "problem.jit=false"], None,
+                 marks=pytest.mark.extras("jax")),
+])
+def test_a_problem_setting_the_env_backend_leaves_unread_is_said_to_be_ignored(capfd, overrides,
+                                                                                said):
+    """problem.jit and problem.vectorization went unused without a word on a backend that
+    does not read them (problem.devices was said, elsewhere, in other words)."""
+    from neurorun.config.checks import validate_config
+
+    validate_config(tiny("generations=4", *overrides))
+    lines = [line for line in capfd.readouterr().err.splitlines() if "is ignored" in line]
+    assert lines == ([] if said is None else [f"neurorun: {said}"])
+
+
 def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(
         no_problem):
     """The check needs no solution length: a list passes it whatever its length, and a bad
