@@ -13,7 +13,7 @@ from neurorun.problems.playback import FRAME_HEIGHT, FRAME_WIDTH, Episode, Posit
 from neurorun.tools.common import ToolError, write_output
 from neurorun.tools.episodes import FRAME_COPIES, check_memory
 from neurorun.tools.loading import LoadedPolicy
-from neurorun.tools.video import no_renderer_error, write_video
+from neurorun.tools.video import no_renderer_error, out_format, write_video
 
 
 def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, seed: int,
@@ -51,13 +51,13 @@ def _check_memory(episodes: int, pipeline_state: Any, length: int, out: Path) ->
     import jax
 
     step = sum(leaf.nbytes for leaf in jax.tree_util.tree_leaves(pipeline_state))
-    if out.suffix != ".html":
+    if out_format(out) != ".html":
         step += FRAME_HEIGHT * FRAME_WIDTH * 3 * FRAME_COPIES
     check_memory(episodes, step * (length + 1), "states and frames")
 
 
 def _write(system: Any, states: list[Any], out: Path, fps: float) -> None:
-    if out.suffix == ".html":
+    if out_format(out) == ".html":
         from brax.io import html
 
         write_output(out, lambda tmp: tmp.write_text(html.render(system, states),

@@ -40,7 +40,7 @@ from neurorun.tools.common import (
 )
 from neurorun.tools.episodes import run_episodes, step_limit
 from neurorun.tools.loading import load_policy
-from neurorun.tools.video import check_video_writer, no_renderer_error, write_video
+from neurorun.tools.video import check_video_writer, no_renderer_error, out_format, write_video
 
 MIN_FPS, MAX_FPS = 0.1, 100.0  # a GIF's frame: 10 ms to 10 s, in whole hundredths
 
@@ -56,7 +56,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
                         f"an fps from {MIN_FPS} to {MAX_FPS}")
     check_episode_seeds(seed, episodes)
     check_out(out, "video", force)
-    if out.suffix != ".html":
+    if out_format(out) != ".html":
         check_video_writer(out)
         # Before anything imports mujoco (brax does): it reads MUJOCO_GL once, on import.
         prepare_mujoco_gl()
@@ -70,7 +70,7 @@ def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps:
     if shown != "frames":
         raise ToolError(f"env {loaded.env!r}: rendering supports gymnasium and EnvPool ids and "
                         "brax names; pass one with --env")
-    if out.suffix == ".html":
+    if out_format(out) == ".html":
         raise ToolError(f"--out {str(out)!r}: the HTML viewer is for brax envs; write a .gif "
                         "or .mp4 for a gymnasium env")
     offscreen_pygame()

@@ -17,11 +17,16 @@ from neurorun.tools.common import ToolError, write_output
 VIDEO_SUFFIXES = tuple(ENCODERS)
 
 
+def out_format(path: Path) -> str:
+    """The format ``--out`` names: its suffix in lower case (``r.GIF`` is a GIF)."""
+    return path.suffix.lower()
+
+
 def check_video_writer(path: Path) -> None:
     """Fail before rendering when `path`'s format cannot be written here."""
-    if path.suffix not in VIDEO_SUFFIXES:
+    if out_format(path) not in VIDEO_SUFFIXES:
         raise ToolError(f"--out {str(path)!r}: expected a .gif or .mp4 file (.html for brax)")
-    if path.suffix == ".mp4":  # run_tool says a missing extra in one line
+    if out_format(path) == ".mp4":  # run_tool says a missing extra in one line
         require("video", "--out .mp4", otherwise="write a .gif")
 
 
@@ -30,8 +35,9 @@ def write_video(frames: list[np.ndarray], path: Path, fps: float) -> Path:
     check_video_writer(path)
     if not frames:
         raise ToolError("no frames to write: the env rendered nothing")
-    what = "GIF" if path.suffix == ".gif" else "MP4 video"
-    return write_output(path, lambda tmp: ENCODERS[path.suffix](frames, tmp, fps), what)
+    kind = out_format(path)
+    what = "GIF" if kind == ".gif" else "MP4 video"
+    return write_output(path, lambda tmp: ENCODERS[kind](frames, tmp, fps), what)
 
 
 def users_gl_error(failed: str) -> ToolError | None:

@@ -34,14 +34,16 @@ def expected_frames(seed: int, episodes: int, limit: int) -> list[list[np.ndarra
     return result
 
 
-def test_gif_holds_every_frame(run_dir, tmp_path):
-    out = tmp_path / "policy.gif"
+@pytest.mark.parametrize("name", ["policy.gif", "policy.GIF"])  # .GIF was refused
+def test_gif_holds_every_frame(run_dir, tmp_path, name):
+    out = tmp_path / name
     episodes = render_tool.render(str(run_dir), out, episodes=2, seed=3, fps=20, max_steps=25)
     expected = expected_frames(3, 2, 25)
     assert [len(e.frames) for e in episodes] == [len(f) for f in expected]  # length + 1 each
     assert [e.length + 1 for e in episodes] == [len(f) for f in expected]
     frames = [frame for episode in expected for frame in episode]
     with Image.open(out) as gif:
+        assert gif.format == "GIF"
         assert gif.size == (frames[0].shape[1], frames[0].shape[0])
         durations = []
         for index in range(gif.n_frames):
