@@ -43,6 +43,8 @@ def folder_error(argv: Sequence[str]) -> str | None:
         if given.get("resume") == "":
             raise ValueError("resume= names no folder. Fix: resume=<the run folder> to continue "
                              "a run, or leave resume= out to start a new one.")
+        for key in ("resume", "hydra.run.dir", "hydra.sweep.dir"):
+            _refuse_tilde(key, given.get(key, ""))
         for key in ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir"):
             if given.get(key) == "":  # Hydra's files among the user's (or the sweep's)
                 where = "the sweep's folder" if key.endswith("subdir") else "the current folder"
@@ -67,6 +69,18 @@ def folder_error(argv: Sequence[str]) -> str | None:
     except (FileNotFoundError, ValueError) as error:
         return str(error)
     return None
+
+
+def _refuse_tilde(key: str, value: str) -> None:
+    """ValueError for a folder that starts with ``~``: the shell does not expand it inside
+    ``key=~/x``, so it would reach neurorun as it is, a folder named ``~`` here."""
+    if not value.startswith("~"):
+        return
+    home, sep, rest = value.partition("/")
+    fix = f"{key}=$HOME{sep}{rest}" if home == "~" else f"{key}=<the folder's full path>"
+    raise ValueError(f"{key}={value!r} starts with '~', which the shell does not expand "
+                     f"inside an override: it would be a folder named {home!r} in the current "
+                     f"one. Fix: {fix}")
 
 
 def _refuse_swept_resume(argv: Sequence[str]) -> None:
