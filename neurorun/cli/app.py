@@ -118,9 +118,9 @@ def _job(cfg: DictConfig, failed_jobs: FailedJobs, kept_back: list[str]) -> floa
         return None
     print(f"run folder:  {result['run_dir']}")
     print(f"best policy: {result['best_policy']} ({_best_score(result, config)})")
-    name, objective = config.objective, result["objective"]
-    print(f"objective:   {name} = {objective}"
-          + ("" if math.isfinite(objective) else " (no finite center evaluation to read it from)"))
+    name = config.objective
+    print(f"objective:   {name} = {result['objective']}")
+    objective = result["objective"]
     searching = sweep and hydra_cfg.sweeper.get("n_trials") is not None  # Optuna
     if searching and not math.isfinite(objective):
         failed_jobs.add(hydra_cfg, task_overrides(hydra_cfg), f"objective {name} = "

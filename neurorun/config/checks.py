@@ -211,15 +211,6 @@ def _warn_unread_problem(config: RunConfig) -> None:
                      config.env.id, _BACKEND_NAMES[parse_spec(spec)[0]], key)
 
 
-def _warn_unread_evaluation(config: RunConfig) -> None:
-    """Say eval_episodes is unread where the run evaluates no center."""
-    episodes = config.eval_episodes
-    if not evaluates_center(config) and episodes != RunConfig.eval_episodes:
-        warn_now(logging.getLogger("neurorun"), "eval_episodes=%s is ignored: the run evaluates "
-                 "no center (%s). Fix: eval_every=1 to evaluate it, or leave eval_episodes out",
-                 episodes, no_center(config))
-
-
 def _check_vectorization(config: RunConfig) -> None:
     """problem.vectorization on the backend env.backend resolves to: ``native`` where
     gymnasium has the env's own vector env; a curriculum on vector envs that can end single
@@ -313,7 +304,6 @@ def validate_config(cfg: DictConfig, *,
     if machine:
         _warn_unread_restart(config)
         _warn_unread_problem(config)
-        _warn_unread_evaluation(config)
         if config.objective == "neg_interactions_to_target" and config.max_interactions is None:
             warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target "
                      "without max_interactions: a run that misses target_score scores -2 x the "

@@ -59,8 +59,7 @@ def test_a_config_without_the_objective_key_ends_with_its_default(tmp_path):
     result = neurorun("debug=default", "generations=1", "~objective", "eval_every=0",
                       "target_score=null", "logger.console.quiet=true", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert ("objective:   best_center_eval = nan (no finite center evaluation to read it "
-            "from)") in result.stdout.splitlines()
+    assert "objective:   best_center_eval = nan" in result.stdout
 
 
 @pytest.mark.parametrize(("args", "expected"), [

@@ -385,20 +385,11 @@ COMPILED = "brax and Playground envs (their compiled evaluation)"
     (["problem.vectorization=sync"], None),  # read where they apply: nothing said
     pytest.param(["env=brax::inverted_pendulum", "problem.jit=false"], None,
                  marks=pytest.mark.extras("jax")),
-    (["eval_every=0", "eval_episodes=3", "target_score=null"],
-     "eval_episodes=3 is ignored: the run evaluates no center (eval_every=0). Fix: "
-     "eval_every=1 to evaluate it, or leave eval_episodes out"),
-    (["eval_every=5", "eval_episodes=3", "target_score=null"],
-     "eval_episodes=3 is ignored: the run evaluates no center (eval_every=5 > generations=4: "
-     "none would run). Fix: eval_every=1 to evaluate it, or leave eval_episodes out"),
-    (["eval_every=0", "eval_episodes=5", "target_score=null"], None),  # the default
-    (["eval_every=2", "eval_episodes=3"], None),
 ])
-def test_a_problem_or_evaluation_setting_left_unread_is_said_to_be_ignored(capfd, overrides,
-                                                                           said):
+def test_a_problem_setting_the_env_backend_leaves_unread_is_said_to_be_ignored(capfd, overrides,
+                                                                                said):
     """problem.jit and problem.vectorization went unused without a word on a backend that
-    does not read them (problem.devices was said, elsewhere, in other words), and so did
-    eval_episodes without center evaluations."""
+    does not read them (problem.devices was said, elsewhere, in other words)."""
     from neurorun.config.checks import validate_config
 
     validate_config(tiny("generations=4", *overrides))
