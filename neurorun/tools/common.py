@@ -262,12 +262,9 @@ def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     return float(array.mean()), float(array.std())
 
 
-def format_mean_std(mean: float, std: float, digits: int = 2, count: int | None = None) -> str:
-    """``mean ± std``; the mean alone over ``count`` = 1 value (it has no spread to show)."""
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
     if not np.isfinite(mean):
         return "-"
-    if count == 1:
-        return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 

@@ -98,12 +98,11 @@ def print_table(metric: str, rows: list[dict], console: Any = None) -> None:
     for column in ("runs", "final", "best", "steps", "time (s)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
-        runs = row["runs"]
-        table.add_row(row["group"], str(runs),
-                      format_mean_std(row["final_mean"], row["final_std"], count=runs),
-                      format_mean_std(row["best_mean"], row["best_std"], count=runs),
-                      format_mean_std(row["steps_mean"], row["steps_std"], 0, runs),
-                      format_mean_std(row["time_s_mean"], row["time_s_std"], 1, runs))
+        table.add_row(row["group"], str(row["runs"]),
+                      format_mean_std(row["final_mean"], row["final_std"]),
+                      format_mean_std(row["best_mean"], row["best_std"]),
+                      format_mean_std(row["steps_mean"], row["steps_std"], 0),
+                      format_mean_std(row["time_s_mean"], row["time_s_std"], 1))
     # off a terminal (a pipe, a file) rich would cut the table at 80 columns: print it whole
     (console or Console(width=None if sys.stdout.isatty() else 400)).print(table)
 

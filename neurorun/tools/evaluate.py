@@ -122,10 +122,9 @@ def print_table(summary: dict[str, Any], console: Any = None) -> None:
     for index, row in enumerate(summary["episodes"]):
         table.add_row(str(index), str(row["seed"]), f"{row['return']:.2f}", str(row["length"]))
     table.add_section()
-    episodes = len(summary["episodes"])
     table.add_row("mean ± std", "", format_mean_std(summary["return_mean"],
-                                                    summary["return_std"], count=episodes),
-                  format_mean_std(summary["length_mean"], summary["length_std"], 1, episodes),
+                                                    summary["return_std"]),
+                  format_mean_std(summary["length_mean"], summary["length_std"], 1),
                   style="bold")
     recorded = summary.get("recorded_center_eval")
     if recorded is not None:

@@ -193,14 +193,3 @@ def test_runs_that_differ_only_in_their_saved_config_are_told_apart_by_it(tmp_pa
                          CONFIG.format(seed=0, popsize=popsize))
     assert set(by_group(compare_tool.compare([tmp_path], "mean_eval")[1])) == {
         "algo.popsize=4", "algo.popsize=6"}
-
-
-def test_a_group_of_one_run_shows_its_values_without_a_spread(sweep, capsys):
-    """One run printed `5.00 ± 0.00`: a spread over one value that nothing measured."""
-    assert compare_tool.main([str(sweep / "0_pgpe_s0")]) == 0
-    table = capsys.readouterr().out
-    # center_eval [1, -, 5]: final 5, best 5; 300 steps (rows' default), elapsed 0.3 s
-    (line,) = [line for line in table.splitlines() if "algo=pgpe" in line]
-    assert [cell.strip() for cell in line.strip("│ ").split("│")][1:] == [
-        "1", "5.00", "5.00", "300", "0.3"]
-    assert "±" not in line
