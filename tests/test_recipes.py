@@ -181,7 +181,8 @@ def compose(conf_dir, *overrides):
 @pytest.fixture
 def tiny_backend(monkeypatch):
     """The backend's row in BACKENDS."""
-    monkeypatch.setitem(backends.BACKENDS, "tiny", backends.Backend(line_spaces, make_line))
+    monkeypatch.setitem(backends.BACKENDS, "tiny", backends.Backend(line_spaces, make_line,
+                                                                     "a line"))
 
 
 def metrics(run_dir):

@@ -6,6 +6,7 @@ and a run's is locked (a sweep's job's as Hydra reads ``hydra.output_subdir``:
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -72,15 +73,16 @@ def folder_error(argv: Sequence[str]) -> str | None:
 
 
 def _refuse_tilde(key: str, value: str) -> None:
-    """ValueError for a folder that starts with ``~``: the shell does not expand it inside
-    ``key=~/x``, so it would reach neurorun as it is, a folder named ``~`` here."""
+    """ValueError for a folder that starts with ``~``: Hydra reads a ``~`` only quoted, and
+    the shell leaves a quoted one as it is, so it would be a folder named ``~`` here."""
     if not value.startswith("~"):
         return
-    home, sep, rest = value.partition("/")
-    fix = f"{key}=$HOME{sep}{rest}" if home == "~" else f"{key}=<the folder's full path>"
+    expanded = os.path.expanduser(value)
+    fix = (f"{key}={expanded}" if expanded != value
+           else f"{key}=<the folder's full path>")  # ~name of no such user
     raise ValueError(f"{key}={value!r} starts with '~', which the shell does not expand "
-                     f"inside an override: it would be a folder named {home!r} in the current "
-                     f"one. Fix: {fix}")
+                     "inside a quoted override: it would be a folder named "
+                     f"{value.partition('/')[0]!r} in the current one. Fix: {fix}")
 
 
 def _refuse_swept_resume(argv: Sequence[str]) -> None:

@@ -28,11 +28,10 @@ from neurorun.config.schema import (
     AlgoConfig,
     ParallelConfig,
     ProblemConfig,
-    RestartConfig,
     RunConfig,
     load_config,
 )
-from neurorun.envs import parse_spec
+from neurorun.config.unread import warn_unread
 from neurorun.loggers.console import warn_now
 from neurorun.parallel.distributed import require_distributable
 from neurorun.parallel.workload import check_workload
@@ -164,53 +163,6 @@ def _check_normalization(problem: ProblemConfig) -> None:
                           "problem.observation_min_variance out).")
 
 
-def _warn_unread_restart(config: RunConfig) -> None:
-    """Say the restart.* settings the others leave unread."""
-    restart, default, log = config.restart, RestartConfig(), logging.getLogger("neurorun")
-    if restart.patience is None:
-        for key in ("min_improvement", "popsize_factor"):
-            if getattr(restart, key) != getattr(default, key):
-                warn_now(log, "restart.%s=%s is ignored: restart.patience=null never restarts. "
-                         "Fix: restart.patience=5 to restart a stalled search, or leave "
-                         "restart.%s out", key, getattr(restart, key), key)
-    elif restart.strategy == "same" and restart.popsize_factor != default.popsize_factor:
-        warn_now(log, "restart.popsize_factor=%s is ignored: restart.strategy=same restarts "
-                 "at the same popsize. Fix: restart.strategy=ipop (or bipop) to grow it, or "
-                 "leave restart.popsize_factor out", restart.popsize_factor)
-
-
-# the problem.* keys only some backends read: who reads them, and whether a backend does
-_BACKEND_KEYS = {
-    "jit": ("brax and Playground envs (their compiled evaluation)",
-            lambda backend: backend.jax_batch is not None),
-    "devices": ("brax and Playground envs (their compiled evaluation)",
-                lambda backend: backend.jax_batch is not None),
-    "vectorization": ("gymnasium's vector envs",
-                      lambda backend: backend.episode_ending_vectorizations is not None),
-}
-_BACKEND_NAMES = {"gym": "gymnasium", "envpool": "EnvPool", "brax": "brax",
-                  "playground": "Playground", "factory": "an env factory"}
-
-
-def _warn_unread_problem(config: RunConfig) -> None:
-    """Say the problem.* settings the env's backend leaves unread (e.g. problem.jit=false on
-    EnvPool)."""
-    problem, default = config.problem, ProblemConfig()
-    changed = [key for key in _BACKEND_KEYS if getattr(problem, key) != getattr(default, key)]
-    resolved = resolved_backend(config) if changed else None  # may import EnvPool: only then
-    if resolved is None:
-        return
-    spec, backend = resolved
-    for key in changed:
-        readers, reads = _BACKEND_KEYS[key]
-        if not reads(backend):
-            value = getattr(problem, key)
-            warn_now(logging.getLogger("neurorun"), "problem.%s=%s is ignored: it is for %s, "
-                     "and env %s runs on %s. Fix: leave problem.%s out", key,
-                     str(value).lower() if isinstance(value, bool) else value, readers,
-                     config.env.id, _BACKEND_NAMES[parse_spec(spec)[0]], key)
-
-
 def _check_vectorization(config: RunConfig) -> None:
     """problem.vectorization on the backend env.backend resolves to: ``native`` where
     gymnasium has the env's own vector env; a curriculum on vector envs that can end single
@@ -302,8 +254,7 @@ def validate_config(cfg: DictConfig, *,
         check_machine(config)
     _check_algorithm(config, warn=machine)  # a sweep's jobs checked up front: said as each runs
     if machine:
-        _warn_unread_restart(config)
-        _warn_unread_problem(config)
+        warn_unread(config)
         if config.objective == "neg_interactions_to_target" and config.max_interactions is None:
             warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target "
                      "without max_interactions: a run that misses target_score scores -2 x the "

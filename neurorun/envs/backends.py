@@ -187,6 +187,7 @@ class Backend:
 
     spaces: Callable[[str, str, dict[str, Any]], Spaces]  # (spec, name, env_config)
     make: Callable[[str, str, int, dict[str, Any]], TorchVecEnv]  # (spec, name, n, options)
+    label: str  # what messages call it: "env X runs on <label>"
     # jax envs: (name, episode_length, **env_config) -> the env in brax's interface,
     # vectorized over reset keys, that JaxVecEnv and the compiled evaluation step; None: not
     # a jax env
@@ -251,23 +252,24 @@ class Backend:
             raise ValueError(f"{key}={num_threads!r}; expected an integer >= 1, or null (the "
                              "CPUs this process may use)")
         if num_threads is not None and not self.takes_threads:
-            kind = parse_spec(spec)[0]
             raise ValueError(f"{key}={num_threads} sets EnvPool's threads, but env {spec!r} "
-                             f"runs on {'gymnasium' if kind == 'gym' else kind}. Fix: "
+                             f"runs on {self.label}. Fix: "
                              f"{key}=null, or an EnvPool "
                              "env (envpool::<id>, or a bare id with env.backend=envpool).")
 
 
 BACKENDS: dict[str, Backend] = {
     # only a SyncVectorEnv is stepped env by env (gym_env.SubEnvStepper)
-    "gym": Backend(_gym_spaces, _make_gym, gymnasium_id=True, render="frames",
+    "gym": Backend(_gym_spaces, _make_gym, "gymnasium", gymnasium_id=True, render="frames",
                    episode_ending_vectorizations=("sync",)),
-    "envpool": Backend(_envpool_spaces, _make_envpool, takes_threads=True, gymnasium_id=True,
-                       render="frames", extra="envpool"),  # rendered through gymnasium's env
-    "brax": Backend(_brax_spaces, _make_jax, jax_batch=_brax_batch, render="html", extra="jax"),
-    "playground": Backend(_playground_spaces, _make_jax, jax_batch=_playground_batch,
-                          extra="playground"),
-    "factory": Backend(_factory_spaces, _make_factory, cuts_episodes=False),
+    "envpool": Backend(_envpool_spaces, _make_envpool, "EnvPool", takes_threads=True,
+                       gymnasium_id=True, render="frames",
+                       extra="envpool"),  # rendered through gymnasium's env
+    "brax": Backend(_brax_spaces, _make_jax, "brax", jax_batch=_brax_batch, render="html",
+                    extra="jax"),
+    "playground": Backend(_playground_spaces, _make_jax, "Playground",
+                          jax_batch=_playground_batch, extra="playground"),
+    "factory": Backend(_factory_spaces, _make_factory, "an env factory", cuts_episodes=False),
 }
 
 

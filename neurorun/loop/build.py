@@ -14,7 +14,7 @@ import torch
 from neurorun.algorithms import ALGORITHMS, SearchAlgorithm, make_algorithm
 from neurorun.common.errors import ConfigError
 from neurorun.common.seeding import derive_seed
-from neurorun.config.checks import algo_error
+from neurorun.config.checks import algo_error, evaluates_center
 from neurorun.envs import backend_of, resolve_backend
 from neurorun.envs.base import UnknownEnvError
 from neurorun.nets import NetworkParseError
@@ -119,7 +119,7 @@ def check_generation_fits(config: RunConfig, problem: Problem,
     (its popsize_max when adaptive) and the center evaluation after it would not fit the
     device's memory (``Problem.check_capacity``)."""
     problem.check_capacity(max(algorithm.popsize, algorithm.options.adaptive.popsize_max or 0),
-                           config.eval_episodes if config.eval_every else 0)
+                           config.eval_episodes if evaluates_center(config) else 0)
 
 
 def make_evaluator(config: RunConfig, problem: Problem) -> Evaluator:

@@ -10,10 +10,10 @@ import numpy as np
 
 from neurorun.envs.brax_env import brax_episode_length, single_brax_env
 from neurorun.problems.playback import FRAME_HEIGHT, FRAME_WIDTH, Episode, PositionsDrawing
-from neurorun.tools.common import ToolError, write_output
+from neurorun.tools.common import ToolError, out_format, write_output
 from neurorun.tools.episodes import FRAME_COPIES, check_memory
 from neurorun.tools.loading import LoadedPolicy
-from neurorun.tools.video import no_renderer_error, out_format, write_video
+from neurorun.tools.video import no_renderer_error, write_video
 
 
 def render_brax(loaded: LoadedPolicy, name: str, out: Path, *, episodes: int, seed: int,

@@ -268,6 +268,11 @@ def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
+def out_format(path: str | Path) -> str:
+    """The format an output file's name asks for: its suffix in lower case (``r.GIF``: .gif)."""
+    return Path(path).suffix.lower()
+
+
 def check_out(path: str | Path, what: str, force: bool, flag: str = "--out") -> None:
     """One line before any work where ``path`` should not be written: a folder, a missing or
     unwritable folder (nothing is made), a run's own file, an existing file without --force.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neurorun.common.extras import require
-from neurorun.tools.common import ToolError, check_out, run_tool, write_output
+from neurorun.tools.common import ToolError, check_out, out_format, run_tool, write_output
 from neurorun.tools.runs import X_COLUMNS, Run, check_column, group_runs, load_runs
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> None:
         out = Path(args.out)
-        image_format = out.suffix.lstrip(".").lower()
+        image_format = out_format(out).lstrip(".")
         if image_format not in new_figure().canvas.get_supported_filetypes():
             raise ToolError(f"--out {args.out!r}: unknown image format {image_format!r}; use "
                             ".png, .pdf or .svg")

@@ -34,13 +34,14 @@ from neurorun.tools.common import (
     add_policy_options,
     check_episode_seeds,
     check_out,
+    out_format,
     positive_int,
     run_tool,
     seed_int,
 )
 from neurorun.tools.episodes import run_episodes, step_limit
 from neurorun.tools.loading import load_policy
-from neurorun.tools.video import check_video_writer, no_renderer_error, out_format, write_video
+from neurorun.tools.video import check_video_writer, no_renderer_error, write_video
 
 MIN_FPS, MAX_FPS = 0.1, 100.0  # a GIF's frame: 10 ms to 10 s, in whole hundredths
 

@@ -12,14 +12,9 @@ from neurorun.common.extras import require
 from neurorun.envs.gym_env import INSTALL_GL, mujoco_gl_fix
 from neurorun.loggers.videos import ENCODERS
 from neurorun.problems.playback import users_mujoco_gl
-from neurorun.tools.common import ToolError, write_output
+from neurorun.tools.common import ToolError, out_format, write_output
 
 VIDEO_SUFFIXES = tuple(ENCODERS)
-
-
-def out_format(path: Path) -> str:
-    """The format ``--out`` names: its suffix in lower case (``r.GIF`` is a GIF)."""
-    return path.suffix.lower()
 
 
 def check_video_writer(path: Path) -> None:

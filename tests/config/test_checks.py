@@ -370,18 +370,19 @@ COMPILED = "brax and Playground envs (their compiled evaluation)"
 
 @pytest.mark.parametrize(("overrides", "said"), [
     (["problem.jit=false"], f"problem.jit=false is ignored: it is for {COMPILED}, and env "
-                            "CartPole-v1 runs on gymnasium. Fix: leave problem.jit out"),
+                            "CartPole-v1 runs on gymnasium. Fix: problem.jit=true (its default)"),
     (["problem.devices=[0,1]"], f"problem.devices=[0, 1] is ignored: it is for {COMPILED}, "
-                                "and env CartPole-v1 runs on gymnasium. Fix: leave "
-                                "problem.devices out"),
-    pytest.param(["env=envpool::CartPole-v1", "problem.vectorization=sync"],
+                                "and env CartPole-v1 runs on gymnasium. Fix: "
+                                "problem.devices=auto (its default)"),
+    # a preset's value (problem=gymne: sync): the fix names the value, not the key's absence
+    pytest.param(["env=envpool::CartPole-v1", "problem=gymne"],
                  "problem.vectorization=sync is ignored: it is for gymnasium's vector envs, and "
-                 "env envpool::CartPole-v1 runs on EnvPool. Fix: leave problem.vectorization "
-                 "out", marks=pytest.mark.extras("envpool")),
+                 "env envpool::CartPole-v1 runs on EnvPool. Fix: problem.vectorization=auto "
+                 "(its default)", marks=pytest.mark.extras("envpool")),
     pytest.param(["env=brax::inverted_pendulum", "problem.vectorization=async"],
                  "problem.vectorization=async is ignored: it is for gymnasium's vector envs, "
-                 "and env brax::inverted_pendulum runs on brax. Fix: leave "
-                 "problem.vectorization out", marks=pytest.mark.extras("jax")),
+                 "and env brax::inverted_pendulum runs on brax. Fix: "
+                 "problem.vectorization=auto (its default)", marks=pytest.mark.extras("jax")),
     (["problem.vectorization=sync"], None),  # read where they apply: nothing said
     pytest.param(["env=brax::inverted_pendulum", "problem.jit=false"], None,
                  marks=pytest.mark.extras("jax")),

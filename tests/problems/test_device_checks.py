@@ -98,8 +98,8 @@ def test_devices_on_a_gymnasium_env_are_said_to_be_ignored(tmp_path):
     done = _neurorun(tmp_path, "problem.devices=2")
     assert done.returncode == 0, done.stderr
     assert ("neurorun: problem.devices=2 is ignored: it is for brax and Playground envs "
-            "(their compiled evaluation), and env CartPole-v1 runs on gymnasium. Fix: leave "
-            "problem.devices out") in done.stderr.splitlines()
+            "(their compiled evaluation), and env CartPole-v1 runs on gymnasium. Fix: "
+            "problem.devices=auto (its default)") in done.stderr.splitlines()
     quiet = _neurorun(tmp_path, run="auto")
     assert "problem.devices" not in quiet.stderr
 

@@ -14,6 +14,7 @@ from PIL import Image
 
 from neurorun.common import extras
 from neurorun.tools import render as render_tool
+from neurorun.tools.video import write_video
 
 from .helpers import BIAS, WEIGHT, save_checkpoint, save_policy
 
@@ -34,16 +35,14 @@ def expected_frames(seed: int, episodes: int, limit: int) -> list[list[np.ndarra
     return result
 
 
-@pytest.mark.parametrize("name", ["policy.gif", "policy.GIF"])  # .GIF was refused
-def test_gif_holds_every_frame(run_dir, tmp_path, name):
-    out = tmp_path / name
+def test_gif_holds_every_frame(run_dir, tmp_path):
+    out = tmp_path / "policy.gif"
     episodes = render_tool.render(str(run_dir), out, episodes=2, seed=3, fps=20, max_steps=25)
     expected = expected_frames(3, 2, 25)
     assert [len(e.frames) for e in episodes] == [len(f) for f in expected]  # length + 1 each
     assert [e.length + 1 for e in episodes] == [len(f) for f in expected]
     frames = [frame for episode in expected for frame in episode]
     with Image.open(out) as gif:
-        assert gif.format == "GIF"
         assert gif.size == (frames[0].shape[1], frames[0].shape[0])
         durations = []
         for index in range(gif.n_frames):
@@ -53,6 +52,14 @@ def test_gif_holds_every_frame(run_dir, tmp_path, name):
     changes = sum(not np.array_equal(a, b) for a, b in zip(frames, frames[1:], strict=False))
     assert len(durations) == 1 + changes
     assert sum(durations) == len(frames) * 50  # 20 fps: 50 ms per frame, exact in GIF
+
+
+def test_an_upper_case_suffix_names_the_same_format(tmp_path):
+    """`--out r.GIF` was refused as not a .gif or .mp4 file."""
+    frames = [np.full((4, 6, 3), value, dtype=np.uint8) for value in (0, 255)]
+    out = write_video(frames, tmp_path / "r.GIF", fps=10)
+    with Image.open(out) as gif:
+        assert (gif.format, gif.size, gif.n_frames) == ("GIF", (6, 4), 2)
 
 
 def test_a_render_says_only_what_it_wrote(run_dir, tmp_path):
