@@ -267,6 +267,15 @@ def test_episode_counts_that_cannot_fit_are_refused_before_any_env(tmp_path, key
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("every", ["eval_every=0", "eval_every=3"])  # 3 > generations=2
+def test_eval_episodes_are_not_sized_where_no_center_is_evaluated(tmp_path, every):
+    """eval_every=3 with generations=2 evaluates no center, yet its eval_episodes were sized
+    and the run refused for memory it would never use."""
+    Runner(tiny(every, "generations=2", "target_score=null", "eval_episodes=100000000000"),
+           run_dir=tmp_path / "run").run()
+    assert (tmp_path / "run" / "checkpoints" / "last.pt").exists()
+
+
 def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
     """`noise_table_size=10` fits CartPole's linear policy (D = 4 x 2 + 2 = 10): the check
     reads the run's solution length, not a stand-in's."""
