@@ -50,7 +50,7 @@ def _check_device(config: RunConfig, backend: Backend | None) -> None:
                           f"(torch {torch.__version__}, a CPU-only build or no visible device). "
                           "Fix: problem.device=cpu, or install a CUDA build of torch where a "
                           "GPU is (make install TORCH=torch).")
-    if backend is None or backend.jax_batch is None:
+    if backend is None or not backend.is_jax:
         return
     import jax  # installed: the env's extra was checked first
 

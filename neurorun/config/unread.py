@@ -40,7 +40,7 @@ def _warn_unread_restart(config: RunConfig) -> None:
 
 # the problem.* keys only some backends read: who reads them, and whether a backend does
 _COMPILED = ("brax and Playground envs (their compiled evaluation)",
-             lambda backend: backend.jax_batch is not None)
+             lambda backend: backend.is_jax)
 _BACKEND_KEYS = {
     "jit": _COMPILED,
     "devices": _COMPILED,

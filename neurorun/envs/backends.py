@@ -203,6 +203,11 @@ class Backend:
     render: Literal["frames", "html"] | None = None
     extra: str | None = None  # the pyproject extra its packages come from (None: the core)
 
+    @property
+    def is_jax(self) -> bool:
+        """Whether its envs are jax envs (the compiled evaluation steps them)."""
+        return self.jax_batch is not None
+
     def require(self, spec: str) -> None:
         """MissingExtraError (an ImportError) when the packages of ``spec``'s backend are not
         installed: one line that names them and the pip command."""

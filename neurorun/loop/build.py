@@ -143,7 +143,7 @@ def use_host_devices(config: RunConfig) -> None:
     log = logging.getLogger("neurorun.devices")
     devices = config.problem.devices  # checked with the config
     try:
-        jax_env = backend_of(config.env.id).jax_batch is not None
+        jax_env = backend_of(config.env.id).is_jax
         if not jax_env:
             return
         flags, said = host_device_flags(devices, os.environ)

@@ -27,7 +27,7 @@ class EnvCache:
         each episode). jax envs reuse the evaluation env for test episodes when it is large
         enough (a new batch size means a new compilation)."""
         shared = self._envs.get("eval")
-        if (purpose == "test" and backend_of(self.options.spec).jax_batch is not None
+        if (purpose == "test" and backend_of(self.options.spec).is_jax
                 and shared is not None and shared.num_envs >= num_envs):
             return shared
         env = self._envs.get(purpose)

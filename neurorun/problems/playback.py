@@ -246,8 +246,7 @@ class JaxPlayer(Player):
 def draws_with_mujoco(spec: str) -> bool:
     """Whether env ``spec``'s frames are drawn by MuJoCo (through OpenGL)."""
     backend = backend_of(spec)
-    return backend.jax_batch is not None or (backend.gymnasium_id
-                                             and is_mujoco_env(parse_spec(spec)[1]))
+    return backend.is_jax or (backend.gymnasium_id and is_mujoco_env(parse_spec(spec)[1]))
 
 
 def make_player(spec: str, env_config: dict[str, Any], episode_length: int | None) -> Player:
@@ -258,7 +257,7 @@ def make_player(spec: str, env_config: dict[str, Any], episode_length: int | Non
         ValueError: a factory's env (``pkg.module:factory``), which neurorun cannot draw.
     """
     backend = backend_of(spec)
-    if backend.jax_batch is not None:
+    if backend.is_jax:
         return JaxPlayer(spec, env_config, episode_length)
     if backend.gymnasium_id:
         return GymPlayer(parse_spec(spec)[1], env_config, episode_length)

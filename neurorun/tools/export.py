@@ -34,6 +34,7 @@ from neurorun.tools.common import (
     ToolError,
     add_policy_options,
     check_out,
+    out_format,
     run_tool,
     write_output,
 )
@@ -90,7 +91,7 @@ def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False
 
 def _check_out(out: Path, form: Format, force: bool) -> None:
     """One line before any work: a wrong suffix, then ``check_out``'s rules."""
-    if out.suffix not in form.suffixes:
+    if out_format(out) not in form.suffixes:
         other = next(name for name in FORMATS if name != form.name)
         raise ToolError(f"--out {str(out)!r}: --format {form.name} writes a "
                         f"{' or '.join(form.suffixes)} file; pass --out policy{form.suffixes[0]}"

@@ -455,6 +455,12 @@ def test_an_output_in_a_missing_folder(run_dir, tmp_path, capsys):
     assert not (tmp_path / "missing").exists()
 
 
+def test_an_upper_case_suffix_names_the_same_format(run_dir, tmp_path):
+    out = tmp_path / "P.PT"
+    assert export.main([str(run_dir), "--out", str(out), "--format", "torchscript"]) == 0
+    assert metadata_of(out.read_bytes(), "torchscript")["env"] == "CartPole-v1"
+
+
 @pytest.mark.parametrize(("fmt", "name"), [("torchscript", "p.onnx"), ("onnx", "p.pt")])
 def test_an_output_named_for_the_other_format(fmt, name, run_dir, tmp_path, capsys):
     refused(capsys, [str(run_dir), "--out", str(tmp_path / name), "--format", fmt],

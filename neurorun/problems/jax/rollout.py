@@ -78,7 +78,7 @@ def compiled_rollout(env: EnvOptions, network: Any, architecture: str,
                      device: torch.device) -> JaxRollout | None:
     """The compiled evaluation of ``network`` on ``env``; None on other envs, and for a network
     without a jax form (evaluated step by step from Python then, with a warning)."""
-    if backend_of(env.spec).jax_batch is None:
+    if not backend_of(env.spec).is_jax:
         return None
     devices = jax_devices(env.devices)
     try:
