@@ -55,12 +55,17 @@ def _load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def summary() -> str:
+def summary(measured: bool) -> str:
+    """SUMMARY.md's text: every table of benchmarks/results. ``measured``: the benchmarks ran
+    just now (else the tables are rebuilt from results written earlier, each dated where its
+    result records when it was measured)."""
     date = dt.date.today().isoformat()
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, {_cores()} cores"
     learning = _load("learning.json") or {}
     command = "make bench-full" if learning.get("full") else "make bench"
-    parts = [f"Measured {date} on {machine} with `{command}`.", ""]
+    parts = [f"Measured {date} on {machine} with `{command}`." if measured else
+             f"Rebuilt {date} from the results of `{command}` (not measured then: each "
+             "table's date is beside its title where its result records one).", ""]
     tabled = [script for script, _ in SCRIPTS] + ["bench_old_new.py", "bench_humanoid_steps.py",
                                                    "bench_gpu.py"]
     for script in tabled:
@@ -90,8 +95,8 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
-def write_summary() -> None:
-    text = summary()
+def write_summary(measured: bool) -> None:
+    text = summary(measured)
     (RESULTS / "SUMMARY.md").write_text(text)
     print(text)
 
@@ -105,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         run_scripts(args.full)
-    write_summary()
+    write_summary(measured=not args.summary_only)
 
 
 if __name__ == "__main__":
