@@ -16,6 +16,8 @@ import torch
 from gymnasium import spaces
 from torch import Tensor
 
+from neurorun.common.values import is_int
+
 
 class UnknownEnvError(ValueError):
     """An environment spec names no registered environment."""
@@ -34,6 +36,21 @@ class EnvStepError(RuntimeError):
         super().__init__(message)
         self.env_index = env_index
         self.solution: int | None = None  # the solution that env ran (set by the rollout)
+
+
+def own_episode_limit(env_config: dict[str, Any], registered: int | None) -> int | None:
+    """The env's own episode limit: ``env_config``'s ``max_episode_steps`` where it is given
+    (gymnasium and EnvPool both take it), else ``registered``; ValueError where it is not a
+    count (gymnasium reads -1 as "no limit", so an env that never ends its episodes would
+    never end a generation)."""
+    steps = env_config.get("max_episode_steps")
+    if steps is None:
+        return registered
+    if not is_int(steps) or steps < 1:
+        raise ValueError(f"env_config.max_episode_steps={steps!r}: expected a count >= 1. Fix: "
+                         "env.env_config.max_episode_steps=<a count>, or leave it out (the "
+                         "env's own limit; problem.episode_length cuts episodes shorter)")
+    return steps
 
 
 def box(size: int, bound: float = np.inf) -> spaces.Box:

@@ -35,6 +35,7 @@ from neurorun.envs.base import (
     TorchVecEnv,
     UnknownEnvError,
     check_observation_space,
+    own_episode_limit,
     policy_action_space,
 )
 from neurorun.envs.envpool_models import lean_model_options
@@ -106,10 +107,7 @@ def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
         if wanted in (int, float, bool, str) and not fits(value, wanted):
             raise ValueError(f"env_config.{key}={value!r}: EnvPool's {env_id} takes a "
                              f"{wanted.__name__} there (default {default!r})")
-    steps = env_config.get("max_episode_steps")
-    if steps is not None and steps < 1:
-        raise ValueError(f"env_config.max_episode_steps={steps}: expected >= 1 (or leave it "
-                         "out: the env's own limit)")
+    own_episode_limit(env_config, None)  # a count where given
     return envpool.make_spec(env_id, **env_config)
 
 

@@ -28,6 +28,7 @@ from neurorun.envs.base import (
     TorchVecEnv,
     UnknownEnvError,
     check_observation_space,
+    own_episode_limit,
     policy_action_space,
 )
 
@@ -137,9 +138,10 @@ def make_gym_vector_env(
     check_gym_vectorization(env_id, vectorization)
     native = spec.vector_entry_point is not None
     mode = {"auto": "vector_entry_point" if native else "sync", "native": "vector_entry_point"}
-    limit = limited_episode_steps(spec.max_episode_steps, episode_length)
-    if limit is not None:
-        env_config = {"max_episode_steps": int(limit), **env_config}
+    limit = limited_episode_steps(own_episode_limit(env_config, spec.max_episode_steps),
+                                  episode_length)
+    if limit is not None:  # the earlier of the env's own limit and episode_length
+        env_config = {**env_config, "max_episode_steps": int(limit)}
     return gym.make_vec(
         env_id, num_envs=num_envs, vectorization_mode=mode.get(vectorization, vectorization),
         **env_config,
@@ -336,6 +338,7 @@ class GymVecEnv(TorchVecEnv):
 def gym_spaces(env_id: str, **env_config: Any) -> tuple[gym.Space, gym.Space]:
     """Observation and action space of one env, built and closed again."""
     gym_env_spec(env_id)
+    own_episode_limit(env_config, None)  # a count where given
     try:
         env = gym.make(env_id, **env_config)
     except TypeError as error:  # a keyword its constructor does not take

@@ -156,7 +156,7 @@ def tiny(*overrides):
     (["env=Pendulum-v1", "+env.env_config.g=9.0"],  # gymnasium's Pendulum takes g
      "takes no option 'g'.*Fix: one of those, or the bare id with env.backend=gymnasium"),
     (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=-1"],
-     r"env_config.max_episode_steps=-1: expected >= 1"),
+     r"env_config.max_episode_steps=-1: expected a count >= 1"),
     (["env=envpool::Pendulum-v1", "+env.env_config.max_episode_steps=abc"],
      r"env_config.max_episode_steps='abc': EnvPool's Pendulum-v1 takes a int there"),
     (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost_weight=high"],

@@ -93,6 +93,39 @@ def test_next_step_autoreset_and_episode_length():
     assert all(r < 0 for r in rewards[4])  # stepping again
 
 
+def steps_to_first_done(env) -> int:
+    """Steps until every env of ``env`` (zero actions, Pendulum never ends its own) is done."""
+    for step in range(1, 1000):
+        _, _, done = env.step(torch.zeros(env.num_envs, 1))
+        if done.all():
+            return step
+    raise AssertionError("no episode ended within 1,000 steps")
+
+
+@pytest.mark.parametrize(("own", "episode_length", "expected"), [
+    (500, 5, 5),  # episode_length cuts an env_config limit, as it cuts the registered one
+    (3, 5, 3),    # and never extends it
+    (4, None, 4),
+])
+def test_an_env_config_limit_is_the_envs_own(own, episode_length, expected):
+    env = make_env("Pendulum-v1", 2, vectorization="sync", seed=0,
+                   episode_length=episode_length, max_episode_steps=own)
+    try:
+        assert steps_to_first_done(env) == expected
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("steps", [-1, 0, 2.5, True])
+def test_an_env_config_limit_that_is_not_a_count_is_refused(steps):
+    """gymnasium reads -1 as no limit: Pendulum's generation never ended."""
+    from neurorun.envs.gym_env import gym_spaces
+
+    with pytest.raises(ValueError, match=rf"^env_config.max_episode_steps={steps!r}: expected "
+                                         r"a count >= 1\. Fix: "):
+        gym_spaces("Pendulum-v1", max_episode_steps=steps)
+
+
 def test_episode_length_never_extends_the_env_limit():
     assert limited_episode_steps(500, None) == 500
     assert limited_episode_steps(500, 100) == 100
