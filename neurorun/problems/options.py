@@ -14,9 +14,10 @@ from neurorun.common.values import is_number
 from neurorun.problems.devices import check_devices
 
 REFERENCE_INITIAL_BOUNDS = (-1e-5, 1e-5)  # GymNE's and VecGymNE's default
-# Reward shaping per step, times any episode length (< 2**63 steps) and squared in the episode
-# statistics, stays finite in float64 up to this size; steps of a schedule fit a float64 exactly.
-MAX_SHAPING = 1e100
+# Reward shaping per step, summed over a million-step episode into a float32 fitness and
+# squared in the fitness statistics (1e24), stays finite up to this size (1e40 made every
+# fitness infinite); steps of a schedule fit a float64 exactly.
+MAX_SHAPING = 1e6
 MAX_STEP = 2**53
 
 

@@ -94,6 +94,11 @@ def no_problem(monkeypatch):
       for name in ("cmaes", "sep_cmaes") for size in (1, 2, 3)],
     (["problem.alive_bonus_schedule=[1e308,1]"], ["problem.alive_bonus_schedule=", "Fix:"]),
     (["problem.alive_bonus_schedule=[5,nan]"], ["problem.alive_bonus_schedule=", "Fix:"]),
+    # beyond float32 once summed over an episode: every fitness was inf
+    (["problem.alive_bonus_schedule=[0,1e40]"], ["problem.alive_bonus_schedule=",
+                                                 "a bonus up to 1e+06", "Fix:"]),
+    (["problem.decrease_rewards_by=1e40"], ["problem.decrease_rewards_by=1e+40",
+                                            "within +-1e+06", "Fix:"]),
     (["problem.decrease_rewards_by=inf"], ["problem.decrease_rewards_by=inf", "finite",
                                            "Fix:"]),
     (["problem.action_noise_stdev=nan"], ["problem.action_noise_stdev=nan", "Fix:"]),
