@@ -25,8 +25,8 @@ def import_object(spec: str, what: str) -> Any:
     """The object named by ``"pkg.module:Name"``; ``what`` (network, env) names it in errors.
 
     Raises:
-        ImportError: the module cannot be imported.
-        AttributeError: the module has no such attribute (with close names).
+        ImportError: the module cannot be imported, or has no such attribute (with close
+            names), as Python's ``from module import Name``.
     """
     module_name, _, attribute = spec.strip().partition(":")
     try:
@@ -40,8 +40,8 @@ def import_object(spec: str, what: str) -> Any:
         names = [n for n in dir(module) if not n.startswith("_")]
         close = difflib.get_close_matches(attribute, names, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        raise AttributeError(f"{what} {spec!r}: module {module_name!r} has no attribute "
-                             f"{attribute!r}{hint}")
+        raise ImportError(f"{what} {spec!r}: module {module_name!r} has no attribute "
+                          f"{attribute!r}{hint}; check the spelling")
     return getattr(module, attribute)
 
 

@@ -59,10 +59,13 @@ def _torch_device(value: Any) -> None:
     try:
         if not isinstance(value, str):
             raise TypeError(value)
-        torch.device(value)
+        kind = torch.device(value).type
     except (RuntimeError, TypeError):
         raise ValueError(f"device={value!r}: not a torch device. Fix: device=cpu (or cuda, "
                          "cuda:1 where a GPU is).") from None
+    if kind not in ("cpu", "cuda"):  # mps, xpu, meta: torch's own error came mid-run
+        raise ValueError(f"device={value!r}: neurorun runs its policies on cpu or cuda, not "
+                         f"{kind}. Fix: device=cpu (or cuda, cuda:1 where a GPU is).")
 
 
 def _true_false_auto(value: Any) -> None:

@@ -88,8 +88,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def _load_factory(spec: str) -> Any:
     factory = import_object(spec, "env")
     if not callable(factory):
-        raise AttributeError(f"env {spec!r}: {factory!r} is not callable; expected a function "
-                             "or class that returns the env")
+        raise ValueError(f"env {spec!r}: {factory!r} is not callable; expected a function or "
+                         "class that returns the env")
     return factory
 
 

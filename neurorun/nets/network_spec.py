@@ -56,7 +56,7 @@ def make_network(
 
     Raises:
         NetworkParseError: a malformed network string.
-        ImportError, AttributeError: a ``pkg.module:Name`` that cannot be found.
+        ImportError: a ``pkg.module:Name`` that cannot be found.
     """
     args = dict(network_args or {})
     sizes = {"obs_length": obs_length, "act_length": act_length,

@@ -33,6 +33,9 @@ def no_problem(monkeypatch):
     # values that failed deep inside torch or the env
     (["problem.device=cuda"], ["problem.device='cuda'", "no CUDA", "Fix: problem.device=cpu"]),
     (["problem.device=gpu"], ["problem.device='gpu'", "not a torch device", "Fix:"]),
+    *[([f"problem.device={kind}"], [f"problem.device={kind!r}", f"cpu or cuda, not {kind}",
+                                     "Fix: problem.device=cpu"])
+      for kind in ("mps", "xpu", "meta")],
     (["problem.vectorization=bogus"], ["problem.vectorization='bogus'", "auto, native", "Fix:"]),
     (["problem.alive_bonus_schedule=abc"], ["problem.alive_bonus_schedule='abc'", "Fix:"]),
     (["problem.alive_bonus_schedule=[1,2,3,4]"], ["problem.alive_bonus_schedule=", "Fix:"]),
@@ -210,6 +213,24 @@ def test_the_config_check_builds_no_algorithm(monkeypatch, name):
 def test_bad_network_string_names_the_key(tmp_path):
     with pytest.raises(ConfigError, match=r"network\.spec='Linear\(obs_length'"):
         Runner(tiny("network.spec='Linear(obs_length'"), run_dir=tmp_path)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["network.spec=neurorun.nets:Nope"],
+    ["env.id=neurorun.nets:Nope", "problem.episode_length=null"],
+])
+def test_a_factory_missing_from_its_module_is_a_config_error(overrides, tmp_path):
+    """It was an AttributeError, 'the run failed' (exit 1), where a missing module was this."""
+    with pytest.raises(ConfigError, match=r"'neurorun.nets:Nope': module 'neurorun.nets' has "
+                                          r"no attribute 'Nope'.*check the spelling"):
+        Runner(tiny(*overrides), run_dir=tmp_path)
+
+
+def test_an_env_factory_that_is_not_callable_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match=r"env 'neurorun.problems.options:REFERENCE_INITIAL_"
+                                          r"BOUNDS': \(-1e-05, 1e-05\) is not callable"):
+        Runner(tiny("env.id=neurorun.problems.options:REFERENCE_INITIAL_BOUNDS",
+                    "problem.episode_length=null"), run_dir=tmp_path)
 
 
 def test_missing_tracker_is_a_config_error_naming_the_extra(tmp_path, monkeypatch):

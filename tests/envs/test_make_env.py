@@ -205,7 +205,7 @@ def test_factory_errors():
         make_env(f"{__name__}:make_not_vector", 2)
     with pytest.raises(ValueError, match="episode_length"):
         make_env(f"{__name__}:make_exploding", 2, episode_length=5)
-    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+    with pytest.raises(ImportError, match="has no attribute 'missing'"):
         make_env(f"{__name__}:missing", 2)
 
 

@@ -49,7 +49,7 @@ def test_import_failure_is_explained():
 
 
 def test_missing_attribute_names_close_matches():
-    with pytest.raises(AttributeError, match="did you mean ResidualPolicy"):
+    with pytest.raises(ImportError, match="did you mean ResidualPolicy"):
         make_network(f"{USER}:ResidualPolicyy", obs_length=3, act_length=2)
 
 
