@@ -191,7 +191,8 @@ def _best_score(result: Mapping[str, Any], config: RunConfig) -> str:
     if score is not None:
         return f"center_eval {score:.2f}"
     bad = int(result.get("nonfinite_center_evals") or 0)
-    why = (f"all {bad} center evaluation(s) met a NaN or infinite reward or observation" if bad
+    why = (f"all {bad} center evaluation(s) met a NaN or infinite reward, observation or "
+           "choice score" if bad
            else f"no center evaluation ran (eval_every="
                 f"{config.eval_every}, "
                 f"{result.get('generation') or 0} generation(s))")

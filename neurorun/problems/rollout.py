@@ -18,8 +18,9 @@ after ``done``, which starts the slot's next episode). Observations that a busy 
 on (first observations of episodes and all non-terminal ones) feed the observation
 statistics.
 
-``replace_nonfinite`` gives a solution that met a non-finite observation or reward the worst
-fitness of its ``evaluate`` call (all of the call's rollouts).
+``replace_nonfinite`` gives a solution that met a non-finite observation or reward (or, on a
+Discrete env, gave non-finite scores) the worst fitness of its ``evaluate`` call (all of the
+call's rollouts).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from gymnasium import spaces
 from torch import Tensor
 
 from neurorun.envs.base import EnvStepError, TorchVecEnv
@@ -237,6 +239,9 @@ def run_steps(
     here runs once per vector step, so the loop keeps to the fewest numpy and torch calls;
     the queue is only touched on the steps where some episode ended.
     """
+    # a Box env passes a NaN action on, to meet a NaN observation or reward; argmax makes a NaN
+    # score a valid choice, so a Discrete env's scores are checked as observations are
+    checks_actions = isinstance(env.env_action_space, spaces.Discrete)
     done = np.zeros(len(schedule.slot_pair), dtype=bool)
     busy = schedule.slot_pair >= 0
     just_reset = done  # slots whose last step was the autoreset step: a new episode starts
@@ -245,14 +250,18 @@ def run_steps(
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        if all_finite(obs):
-            counts = schedule.observe(done, None)
-        else:  # rare: zero the non-finite rows; their solutions fail, their slots retire
+        finite = None  # (slots,) bool: rows whose observation (and scores) are finite; None: all
+        if not all_finite(obs):  # rare: zero the non-finite rows; their solutions fail
             obs, finite = _finite_rows(obs)
-            counts = schedule.observe(done, finite)
+        actions = act(obs)
+        if checks_actions and not all_finite(actions):  # rare: the same for the scores
+            actions, finite_scores = _finite_rows(actions)
+            finite = finite_scores if finite is None else finite & finite_scores
+        counts = schedule.observe(done, finite)
+        if finite is not None:  # the failing slots retired
             busy = schedule.slot_pair >= 0
         buffer.add(obs, counts)
-        obs, reward, done_array = step(act(obs), busy)
+        obs, reward, done_array = step(actions, busy)
         rewards.append(reward)
         counted.append(counts)
         pairs.append(schedule.slot_pair)

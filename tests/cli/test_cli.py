@@ -470,7 +470,8 @@ def test_other_libraries_lines_go_to_the_run_log_not_the_console(tmp_path):
 @pytest.mark.parametrize(("overrides", "why"), [
     # NaN actions (log of -1): the toy env's reward 1 + action is NaN in every episode
     (["network.spec=Linear(obs_length, act_length) >> Apply('log(x - x - 1)')"],
-     "no best score: all 2 center evaluation(s) met a NaN or infinite reward or observation"),
+     "no best score: all 2 center evaluation(s) met a NaN or infinite reward, observation or "
+     "choice score"),
     (["eval_every=0", "target_score=null"],
      "no best score: no center evaluation ran (eval_every=0, 2 generation(s))"),
 ])

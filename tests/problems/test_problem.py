@@ -265,6 +265,30 @@ def test_discrete_actions_are_argmax_of_outputs():
     assert float(fitness[0]) == 2.0 * toy_lengths(SEED, 4, 1)[0]
 
 
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(("discrete", "biases", "per_step"), [
+    (False, [[0.5], [NAN], [-0.5]], [1.5, 0.5]),  # Box: the NaN action makes a NaN reward
+    # Discrete: choices 1 and 0; argmax made the NaN scores choice 0 (reward 1 per step)
+    (True, [[0.0, 5.0, 1.0], [NAN, NAN, NAN], [5.0, 0.0, 0.0]], [2.0, 1.0]),
+])
+def test_nan_policy_outputs_fail_the_solution_on_box_and_discrete_envs(discrete, biases,
+                                                                       per_step):
+    problem = toy_problem(env_config={"discrete": discrete})
+    params = torch.zeros(3, problem.solution_length)
+    params[:, -len(biases[0]):] = torch.tensor(biases)  # zero weights: the outputs are the biases
+    fitness = problem.evaluate(params, seed=SEED)
+    good = [per_step[0] * episode_lengths(SEED, 0, 4, 1)[0],
+            per_step[1] * episode_lengths(SEED, 2, 4, 1)[0]]
+    worst = min(good) - max(1.0, max(good) - min(good))
+    assert fitness.tolist() == [good[0], worst, good[1]]
+    assert problem.last_stats.nonfinite_count == 1
+    returns, _ = problem.test_episodes(params[1], 1, SEED)  # a center evaluation: NaN, no score
+    assert returns[0].isnan()
+    problem.close()
+
+
 def test_gaussian_action_noise():
     problem = toy_problem(env_config={"length": 200}, action_noise_stdev=0.2)
     fitness = problem.evaluate(bias_params([0.0] * 40), seed=SEED)
