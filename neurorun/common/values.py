@@ -28,3 +28,11 @@ def is_exact_number(value: Any) -> bool:
     """Python's own int or float, as :func:`is_exact_int`: numpy's float64, a float subclass,
     is refused too."""
     return type(value) in (int, float)
+
+
+def shown(value: Any) -> str:
+    """A config value as an override writes it: null, true and false, else ``str`` (sync,
+    [0, 1], CartPole-v1)."""
+    if value is None:
+        return "null"
+    return str(value).lower() if isinstance(value, bool) else str(value)

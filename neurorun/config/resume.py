@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from neurorun.common.user_code import code_in_config, refuse_untrusted
+from neurorun.common.values import shown
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
 from neurorun.config.schema import OPEN_MAPPINGS
 from neurorun.problems.running_norm import MIN_VARIANCE
@@ -36,6 +37,8 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     "env.id": "its policy, observation statistics and metrics belong to that env",
     "algo.name": "its search state is that algorithm's",
     "algo.optimizer": "its search state holds that optimizer's",
+    # CMA-ES's covariance: a (D, D) matrix, or the (D,) diagonal of sep-CMA-ES
+    "algo.separable": "its search state holds a full (false) or a diagonal (true) covariance",
     "problem.observation_min_variance": "its policies were scored with that normalization",
 }
 # fixed keys that configs saved before the key existed lack, at the value those runs had
@@ -84,8 +87,9 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             node = FIXED_SINCE.get(key)
         if fixed and _plain(node) != value:
             raise ValueError(
-                f"resume: {key}={value!r} but the run was started with {key}={node!r}; a resumed "
-                f"run keeps it ({fixed}). Fix: drop {key}=, or start a new run in another folder.")
+                f"resume: {key}={shown(value)} but the run was started with "
+                f"{key}={shown(_plain(node))}; a resumed run keeps it ({fixed}). Fix: drop "
+                f"{override.input_line}, or start a new run in another folder.")
         if key in groups and node is None and value is None:
             continue  # debug=null, hparams_search=null: none picked, as in the run
         # an open mapping given whole is merged (or emptied by null), as in a new run

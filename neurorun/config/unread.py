@@ -5,8 +5,8 @@ read. The config checks (`config/checks.py`) call it as a run starts."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from neurorun.common.values import shown
 from neurorun.config.machine import resolved_backend
 from neurorun.config.schema import ProblemConfig, RestartConfig, RunConfig
 from neurorun.loggers.console import warn_now
@@ -16,11 +16,6 @@ def warn_unread(config: RunConfig) -> None:
     """Say every setting of ``config`` that its other choices leave unread."""
     _warn_unread_restart(config)
     _warn_unread_problem(config)
-
-
-def _shown(value: Any) -> str:
-    """A value as an override writes it (``false``, not ``False``)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _warn_unread_restart(config: RunConfig) -> None:
@@ -63,5 +58,5 @@ def _warn_unread_problem(config: RunConfig) -> None:
         if not reads(backend):
             warn_now(logging.getLogger("neurorun"), "problem.%s=%s is ignored: it is for %s, "
                      "and env %s runs on %s. Fix: problem.%s=%s (its default)", key,
-                     _shown(getattr(problem, key)), readers, config.env.id, backend.label, key,
-                     _shown(getattr(default, key)))
+                     shown(getattr(problem, key)), readers, config.env.id, backend.label, key,
+                     shown(getattr(default, key)))

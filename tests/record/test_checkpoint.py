@@ -285,6 +285,25 @@ def test_resume_refuses_another_network_env_algorithm_optimizer_or_floor(tmp_pat
     assert same.env.id == "CartPole-v1"
 
 
+@pytest.mark.parametrize(("algo", "started"), [("cmaes", False), ("sep_cmaes", True)])
+def test_resume_refuses_another_covariance_shape_and_changes_nothing(tmp_path, algo, started):
+    """`algo.separable=true` on a full CMA-ES run blamed state.pt: "algorithm.search.cov is a
+    torch.float32 tensor of shape (10, 10), expected ... (10,); the file was changed"."""
+    run(tiny("generations=1", f"algo={algo}"), run_dir=tmp_path)
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*")
+              if p.is_file() and p.name != layout.LOCK_FILE}
+    override = f"algo.separable={str(not started).lower()}"
+    with pytest.raises(ValueError) as refused:
+        run(resume.load_run_config(tmp_path, ["generations=2", override]), run_dir=tmp_path)
+    message = str(refused.value)
+    assert f"resume: {override} but the run was started with " \
+           f"algo.separable={str(started).lower()}" in message
+    assert f"Fix: drop {override}, or start a new run" in message
+    assert "file was changed" not in message
+    assert {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*")
+            if p.is_file() and p.name != layout.LOCK_FILE} == before
+
+
 @pytest.mark.parametrize("key", ["problem/obs_stats", "best/obs_stats"])
 def test_resume_refuses_statistics_of_another_variance_floor(tmp_path, key):
     """state.pt's statistics normalize with the run's floor (problem.observation_min_variance):
