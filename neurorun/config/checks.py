@@ -226,6 +226,13 @@ def _check_algorithm(config: RunConfig, *, warn: bool) -> None:
                  "algo.num_interactions is null. Fix: algo.num_interactions=<env steps a "
                  "generation takes> to adapt the popsize, or algo.popsize_max=null",
                  adaptive.popsize_max)
+    elif adaptive.popsize_max is not None and algo.popsize is not None \
+            and adaptive.popsize_max < 2 * algo.popsize:  # rounds are whole: never a second
+        warn_now(log, "algo.num_interactions=%s is ignored: a generation samples whole rounds "
+                 "of algo.popsize=%s, and algo.popsize_max=%s leaves room for one. Fix: "
+                 "algo.popsize_max=%s or more to adapt the popsize, or "
+                 "algo.num_interactions=null", adaptive.num_interactions, algo.popsize,
+                 adaptive.popsize_max, 2 * algo.popsize)
 
 
 def validate_config(cfg: DictConfig, *,

@@ -1,6 +1,8 @@
 """Config checks (config.checks.validate_config and the checks of the parts): each refusal is
 one line naming the key, its value and the fix, before any env, logger or ray actor starts."""
 
+import csv
+
 import pytest
 
 import neurorun.loop.build
@@ -366,6 +368,16 @@ def test_a_popsize_max_without_an_adaptive_popsize_is_said_to_be_ignored(tmp_pat
     run(tiny("algo.popsize_max=40", "algo.num_interactions=100", "generations=1"),
         run_dir=tmp_path / "adaptive")
     assert "popsize_max" not in capfd.readouterr().err
+    # room for one round of whole rounds: the popsize never grew, without a word
+    run(tiny("algo.popsize=4", "algo.popsize_max=7", "algo.num_interactions=100000",
+             "generations=1"), run_dir=tmp_path / "one_round")
+    said = [line for line in capfd.readouterr().err.splitlines() if "is ignored" in line]
+    assert said == ["neurorun: algo.num_interactions=100000 is ignored: a generation samples "
+                    "whole rounds of algo.popsize=4, and algo.popsize_max=7 leaves room for "
+                    "one. Fix: algo.popsize_max=8 or more to adapt the popsize, or "
+                    "algo.num_interactions=null"]
+    assert [int(row["popsize"]) for row in csv.DictReader(
+        (tmp_path / "one_round" / "metrics.csv").open())] == [4]  # one round, as said
     from neurorun.config.checks import validate_config
 
     # a sweep's jobs checked up front say nothing: each job says it as it runs
