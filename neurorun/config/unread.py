@@ -1,6 +1,7 @@
 """Settings a run's other choices leave unread, said with one warning each (the run goes on):
-`restart.*` that the strategy does not use, and `problem.*` that the env's backend does not
-read. The config checks (`config/checks.py`) call it as a run starts."""
+`restart.*` that the strategy does not use, `problem.*` that the env's backend does not
+read, and `problem.initial_bounds` beside `algo.center_init`. The config checks
+(`config/checks.py`) call it as a run starts."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ def warn_unread(config: RunConfig) -> None:
     """Say every setting of ``config`` that its other choices leave unread."""
     _warn_unread_restart(config)
     _warn_unread_problem(config)
+    bounds = config.problem.initial_bounds
+    if bounds is not None and config.algo.typed_options.start.center_init is not None:
+        warn_now(logging.getLogger("neurorun"), "problem.initial_bounds=%s is ignored: "
+                 "algo.center_init sets where the search starts (restarts too). Fix: "
+                 "problem.initial_bounds=null, or algo.center_init=null to draw the start "
+                 "from the bounds", shown(list(bounds)))
 
 
 def _warn_unread_restart(config: RunConfig) -> None:

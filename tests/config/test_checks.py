@@ -445,6 +445,23 @@ def test_a_problem_setting_the_env_backend_leaves_unread_is_said_to_be_ignored(c
     assert lines == ([] if said is None else [f"neurorun: {said}"])
 
 
+@pytest.mark.parametrize(("overrides", "said"), [
+    (["problem.initial_bounds=[0.5,0.5]", "algo.center_init=0"],
+     "neurorun: problem.initial_bounds=[0.5, 0.5] is ignored: algo.center_init sets where the "
+     "search starts (restarts too). Fix: problem.initial_bounds=null, or algo.center_init=null "
+     "to draw the start from the bounds"),
+    (["problem.initial_bounds=[0.5,0.5]"], None),  # the start is drawn from them
+    (["algo.center_init=0"], None),
+])
+def test_initial_bounds_beside_a_center_init_are_said_to_be_ignored(capfd, overrides, said):
+    """The run started at center_init without a word about the bounds given."""
+    from neurorun.config.checks import validate_config
+
+    validate_config(tiny("generations=4", *overrides))
+    lines = [line for line in capfd.readouterr().err.splitlines() if "is ignored" in line]
+    assert lines == ([] if said is None else [said])
+
+
 def test_a_list_for_each_parameter_is_checked_entry_by_entry_before_the_problem_is_sized(
         no_problem):
     """The check needs no solution length: a list passes it whatever its length, and a bad
