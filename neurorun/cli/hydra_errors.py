@@ -10,6 +10,7 @@ are config errors of the command line, said as neurorun says the others.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import sys
@@ -36,8 +37,11 @@ from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
+from neurorun.config.checks import ray_setting_on_local
 from neurorun.config.resume import config_groups
-from neurorun.config.schema import OPEN_MAPPINGS, in_open_mapping
+from neurorun.config.schema import OPEN_MAPPINGS, ParallelConfig, in_open_mapping
+
+RAY_KEYS = {item.name for item in dataclasses.fields(ParallelConfig)} - {"name", "num_actors"}
 
 
 def config_error_line(error: BaseException, argv: Sequence[str]) -> str | None:
@@ -190,6 +194,8 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
         return (f"{given}: algo={parent.get('name')} has no option {key} (an option of "
                 f"{', '.join('algo=' + name for name in owners)}). Fix: leave it out, or choose "
                 "that algorithm.")
+    if section == "parallel" and key in RAY_KEYS:  # declared by parallel=ray only
+        return ray_setting_on_local(given)
     algo = f" (algo={parent.get('name')})" if section == "algo" and "name" in keys else ""
     hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
     return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "

@@ -524,6 +524,18 @@ def test_a_misspelt_key_is_one_line_with_the_closest_key(override, expected, tmp
     assert not (tmp_path / "run").exists()
 
 
+def test_a_ray_key_without_plus_on_a_local_run_is_said_to_be_ray_s(tmp_path):
+    """It was "no key parallel.num_cpus; did you mean parallel.num_actors?", where
+    +parallel.num_cpus=2 got this line."""
+    result = neurorun("debug=default", "parallel.num_cpus=2", "hydra.run.dir=run", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "neurorun: config error: parallel.num_cpus=2 is a setting of parallel=ray, and this run "
+        "evaluates in its own process (parallel=local). Fix: parallel=ray to use it, or leave "
+        "it out."]
+    assert not (tmp_path / "run").exists()
+
+
 # unquoted non-ASCII text in an override was Hydra's 4-line
 # LexerNoViableAltException: one line naming the override and how to quote it
 def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path):
