@@ -33,15 +33,15 @@ def import_object(spec: str, what: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ImportError(
-            f"{what} {spec!r}: cannot import module {module_name!r} ({error}); check the "
-            "spelling and that it is installed or on PYTHONPATH"
+            f"{what} {spec!r}: cannot import module {module_name!r} ({error}). Fix: check "
+            "the spelling, and that it is installed or on PYTHONPATH"
         ) from error
     if not hasattr(module, attribute):
         names = [n for n in dir(module) if not n.startswith("_")]
         close = difflib.get_close_matches(attribute, names, n=3)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise ImportError(f"{what} {spec!r}: module {module_name!r} has no attribute "
-                          f"{attribute!r}{hint}; check the spelling")
+                          f"{attribute!r}{hint}. Fix: check the spelling")
     return getattr(module, attribute)
 
 

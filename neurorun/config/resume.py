@@ -41,6 +41,7 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     "algo.separable": "its search state holds a full (false) or a diagonal (true) covariance",
     "problem.observation_min_variance": "its policies were scored with that normalization",
 }
+_ABSENT = object()  # a key the saved config does not have
 # fixed keys that configs saved before the key existed lack, at the value those runs had
 FIXED_SINCE = {"problem.observation_min_variance": MIN_VARIANCE}
 # where a search starts: read again by a restart only (restart.patience)
@@ -79,12 +80,12 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             continue
         if override.is_delete():
             raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
-        node = OmegaConf.select(config, key, default=None, throw_on_missing=False)
+        node = OmegaConf.select(config, key, default=_ABSENT, throw_on_missing=False)
         fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
-        if node is None:
-            node = FIXED_SINCE.get(key)
+        if node is _ABSENT:  # a key of another algorithm is said below; an older run's default
+            fixed, node = (fixed, FIXED_SINCE[key]) if key in FIXED_SINCE else (None, None)
         if fixed and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={shown(value)} but the run was started with "

@@ -18,7 +18,7 @@ from neurorun.config.checks import algo_error, evaluates_center
 from neurorun.envs import backend_of, resolve_backend
 from neurorun.envs.base import UnknownEnvError
 from neurorun.nets import NetworkParseError
-from neurorun.nets.network_spec import NetworkFactoryError
+from neurorun.nets.network_spec import NetworkFactoryError, NetworkImportError
 from neurorun.parallel import make_ray_evaluator
 from neurorun.problems import Evaluator, Problem, make_problem
 from neurorun.problems.devices import check_xla_flags, host_device_flags
@@ -96,7 +96,7 @@ def build_parts(config: RunConfig) -> tuple[Problem, SearchAlgorithm]:
         problem = make_problem(**problem_kwargs(config))
     except UnknownEnvError as error:
         raise ConfigError(f"env.id={config.env.id!r}: {error}") from error
-    except (NetworkParseError, NetworkFactoryError) as error:
+    except (NetworkParseError, NetworkFactoryError, NetworkImportError) as error:
         raise ConfigError(f"network.spec={config.network.spec!r}: {error}") from error
     except (ValueError, TypeError, ImportError) as error:
         raise ConfigError(f"env={config.env.id} / problem: {error}") from error

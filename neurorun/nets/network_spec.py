@@ -17,6 +17,10 @@ class NetworkFactoryError(TypeError):
     """A ``pkg.module:Name`` network that is not a factory of torch modules."""
 
 
+class NetworkImportError(ImportError):
+    """A ``pkg.module:Name`` network whose module or name cannot be imported."""
+
+
 def _call_factory(factory: Callable[..., Any], sizes: dict[str, Any], args: dict) -> nn.Module:
     if not callable(factory):
         raise NetworkFactoryError(f"network factory {factory!r} is a {type(factory).__name__}, "
@@ -56,7 +60,7 @@ def make_network(
 
     Raises:
         NetworkParseError: a malformed network string.
-        ImportError: a ``pkg.module:Name`` that cannot be found.
+        NetworkImportError: a ``pkg.module:Name`` that cannot be imported.
     """
     args = dict(network_args or {})
     sizes = {"obs_length": obs_length, "act_length": act_length,
@@ -64,7 +68,11 @@ def make_network(
     if isinstance(spec, nn.Module):
         return _check_widths(spec)
     if isinstance(spec, str) and is_import_path(spec):
-        return _check_widths(_call_factory(import_object(spec, "network"), sizes, args))
+        try:
+            factory = import_object(spec, "network")
+        except ImportError as error:
+            raise NetworkImportError(str(error)) from error
+        return _check_widths(_call_factory(factory, sizes, args))
     if callable(spec):
         return _check_widths(_call_factory(spec, sizes, args))
     shapes = {

@@ -4,7 +4,8 @@ network have one (``JaxRollout``), else on the host loop (``HostEvaluation``).
 
 Observation statistics stay frozen during a population's evaluation and its observations are
 merged in at the end, so fitness does not depend on how the population is split; a solution
-that meets a non-finite observation or reward gets the call's worst fitness."""
+that meets a non-finite observation or reward (or gives a NaN choice score on a Discrete env)
+gets the call's worst fitness."""
 
 from __future__ import annotations
 

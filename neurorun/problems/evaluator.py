@@ -30,7 +30,8 @@ class EvaluationStats:
 
     num_interactions: int = 0  # env steps counted (autoreset steps are not)
     num_episodes: int = 0  # episodes finished
-    nonfinite_count: int = 0  # solutions that met a NaN or infinite observation or reward
+    nonfinite_count: int = 0  # solutions that met a NaN or infinite observation or reward (or a
+    # NaN choice score)
     num_vector_steps: int = 0  # env.step calls
     num_simulated_steps: int = 0  # env steps the simulators took (resets, idle envs too)
     # over the episodes that finished (unshaped returns; NaN: none finished)

@@ -140,8 +140,8 @@ class RolloutOptions:
                              f"number within +-{MAX_SHAPING:.0e}. Fix: decrease_rewards_by=0.0")
         noise = self.action_noise_stdev
         if noise is not None and not 0 <= noise <= MAX_SHAPING:
-            raise ValueError(f"action_noise_stdev={noise}; expected a finite number >= 0 or "
-                             "null. Fix: action_noise_stdev=null (no noise)")
+            raise ValueError(f"action_noise_stdev={noise}; expected a number from 0 to "
+                             f"{MAX_SHAPING:.0e}, or null. Fix: action_noise_stdev=null (no noise)")
 
     @classmethod
     def parse(cls, num_episodes: Any = 1, decrease_rewards_by: Any = 0.0,

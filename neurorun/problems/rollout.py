@@ -19,7 +19,7 @@ on (first observations of episodes and all non-terminal ones) feed the observati
 statistics.
 
 ``replace_nonfinite`` gives a solution that met a non-finite observation or reward (or, on a
-Discrete env, gave non-finite scores) the worst fitness of its ``evaluate`` call (all of the
+Discrete env, gave a NaN choice score) the worst fitness of its ``evaluate`` call (all of the
 call's rollouts).
 """
 
@@ -51,7 +51,7 @@ class RolloutResult:
     """Per solution (the first n rows): fitness and a non-finite flag; plus episode data."""
 
     fitness: Tensor  # (n,) float64, mean shaped return over num_episodes
-    nonfinite: Tensor  # (n,) bool: a non-finite observation or reward was met
+    nonfinite: Tensor  # (n,) bool: a non-finite observation or reward (or NaN score) was met
     episode_returns: Tensor  # (k,) float64, unshaped returns of finished episodes (finite ones)
     episode_lengths: Tensor  # (k,) int64
     lengths: Tensor  # (n * num_episodes,) int64 counted steps of every (solution, episode) pair
@@ -124,20 +124,43 @@ def _stack(rows: list[Array]) -> Tensor:
     return torch.stack(rows)
 
 
+def _total(values: Array) -> float:
+    """The sum of ``values`` in one reduction: finite where they all are (or it overflows:
+    then the rows are checked), NaN where one is NaN (or +inf and -inf meet)."""
+    if isinstance(values, np.ndarray):
+        return float(np.add.reduce(values, axis=None))  # the ufunc: no Python wrapper
+    return float(values.numpy().sum() if values.device.type == "cpu" else values.sum().item())
+
+
 def all_finite(obs: Array) -> bool:
-    # one reduction: the sum of finite values is finite (or overflows: then the rows are checked)
-    if isinstance(obs, np.ndarray):
-        return math.isfinite(np.add.reduce(obs, axis=None))  # the ufunc: no Python wrapper
-    return math.isfinite(obs.numpy().sum() if obs.device.type == "cpu" else obs.sum().item())
+    return math.isfinite(_total(obs))
 
 
-def _finite_rows(obs: Array) -> tuple[Array, np.ndarray]:
-    """``obs`` with its non-finite rows zeroed, and the host mask of the finite rows."""
-    if isinstance(obs, np.ndarray):
-        ok = np.isfinite(obs).all(axis=1)
-        return np.where(ok[:, None], obs, np.float32(0)), ok
-    ok = _host(torch.isfinite(obs).all(dim=1))
-    return torch.where(torch.from_numpy(ok).to(obs.device)[:, None], obs, 0.0), ok
+def _kept_rows(values: Array, *, nan_only: bool) -> tuple[Array, np.ndarray]:
+    """``values`` with the rows that hold a non-finite number (``nan_only``: a NaN) zeroed, and
+    the host mask of the rows kept."""
+    if isinstance(values, np.ndarray):
+        ok = ~(np.isnan(values) if nan_only else ~np.isfinite(values)).any(axis=1)
+        return np.where(ok[:, None], values, np.float32(0)), ok
+    ok = _host(~(torch.isnan(values) if nan_only else ~torch.isfinite(values)).any(dim=1))
+    return torch.where(torch.from_numpy(ok).to(values.device)[:, None], values, 0.0), ok
+
+
+def _checked_step(obs: Array, act: Callable[[Array], Array],
+                  discrete: bool) -> tuple[Array, Array, np.ndarray | None]:
+    """A step's observations, actions and the rows that go on (None: all). A row whose
+    observation is not finite is zeroed and fails its solution; on a Discrete env so does a
+    row whose choice scores hold a NaN, which argmax would make a valid choice (a Box env
+    passes a NaN action on, to meet a NaN observation or reward; -inf is a choice never
+    taken)."""
+    ok = None
+    if not all_finite(obs):  # rare
+        obs, ok = _kept_rows(obs, nan_only=False)
+    actions = act(obs)
+    if discrete and math.isnan(_total(actions)):  # rare
+        actions, scored = _kept_rows(actions, nan_only=True)
+        ok = scored if ok is None else ok & scored
+    return obs, actions, ok
 
 
 def make_act(
@@ -239,9 +262,7 @@ def run_steps(
     here runs once per vector step, so the loop keeps to the fewest numpy and torch calls;
     the queue is only touched on the steps where some episode ended.
     """
-    # a Box env passes a NaN action on, to meet a NaN observation or reward; argmax makes a NaN
-    # score a valid choice, so a Discrete env's scores are checked as observations are
-    checks_actions = isinstance(env.env_action_space, spaces.Discrete)
+    discrete = isinstance(env.env_action_space, spaces.Discrete)
     done = np.zeros(len(schedule.slot_pair), dtype=bool)
     busy = schedule.slot_pair >= 0
     just_reset = done  # slots whose last step was the autoreset step: a new episode starts
@@ -250,15 +271,9 @@ def run_steps(
     while True:
         if policy.is_recurrent and just_reset.any():
             policy.reset(torch.from_numpy(just_reset))
-        finite = None  # (slots,) bool: rows whose observation (and scores) are finite; None: all
-        if not all_finite(obs):  # rare: zero the non-finite rows; their solutions fail
-            obs, finite = _finite_rows(obs)
-        actions = act(obs)
-        if checks_actions and not all_finite(actions):  # rare: the same for the scores
-            actions, finite_scores = _finite_rows(actions)
-            finite = finite_scores if finite is None else finite & finite_scores
-        counts = schedule.observe(done, finite)
-        if finite is not None:  # the failing slots retired
+        obs, actions, ok = _checked_step(obs, act, discrete)
+        counts = schedule.observe(done, ok)
+        if ok is not None:  # the failing slots retired
             busy = schedule.slot_pair >= 0
         buffer.add(obs, counts)
         obs, reward, done_array = step(actions, busy)

@@ -84,9 +84,10 @@ def counted(queue: Queue, done: Array) -> Array:
 
 def observe(ops: Ops, pair_solution: Array, following: int, queue: Queue, done: Array,
             finite: Array | None) -> tuple[Queue, Array]:
-    """A step's bookkeeping before the policy acts, given which slots' observations are
-    ``finite`` ((B,) bool; None: all of them, which the host loop checks in one reduction):
-    the slots whose step counts (``counted``, with a finite observation). A counted slot whose
+    """A step's bookkeeping before the env steps, given which slots' observations are
+    ``finite`` ((B,) bool; None: all of them, which the host loop checks in one reduction; the
+    host loop also marks a Discrete env's slot whose choice scores hold a NaN): the slots
+    whose step counts (``counted``, with a finite observation). A counted slot whose
     observation is not finite fails its solution (``fail``); a not counted one (the terminal
     observation of an ended episode, which the autoreset step replaces) fails nothing.
     Returns the queue and the (B,) counted slots."""

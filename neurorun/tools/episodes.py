@@ -60,8 +60,10 @@ def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
                   limit: int | None) -> list[Episode]:
     import gymnasium as gym
 
+    from neurorun.envs.gym_env import limited_episode_steps
+
     env = gym.make(name, render_mode="rgb_array", **loaded.env_config)
-    steps = limit or getattr(env.spec, "max_episode_steps", None)
+    steps = limited_episode_steps(getattr(env.spec, "max_episode_steps", None), limit)
     results = []
     try:
         for index in range(episodes):

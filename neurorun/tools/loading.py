@@ -26,7 +26,7 @@ from neurorun.envs import env_spaces
 from neurorun.envs.base import UnknownEnvError
 from neurorun.envs.gym_env import MujocoGLError
 from neurorun.nets import NetworkParseError, NetworkSizeError
-from neurorun.nets.network_spec import NetworkFactoryError
+from neurorun.nets.network_spec import NetworkFactoryError, NetworkImportError
 from neurorun.problems import make_problem
 from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
@@ -64,7 +64,7 @@ class LoadedPolicy:
                                    network_args=self.network_args or None,
                                    env_config=self.env_config, episode_length=episode_length,
                                    observation_normalization=self.obs_stats is not None)
-        except (NetworkParseError, NetworkFactoryError) as error:  # the network, not the env
+        except (NetworkParseError, NetworkFactoryError, NetworkImportError) as error:  # the network
             where = (f"'architecture' of {self.source.with_suffix('.json').name}"
                      if self.source.suffix == ".pt" else "the pickle's 'architecture'")
             raise ToolError(f"{str(self.source)!r}: its network {self.architecture!r} ({where}) "

@@ -265,13 +265,15 @@ def test_discrete_actions_are_argmax_of_outputs():
     assert float(fitness[0]) == 2.0 * toy_lengths(SEED, 4, 1)[0]
 
 
-NAN = float("nan")
+NAN, INF = float("nan"), float("inf")
 
 
 @pytest.mark.parametrize(("discrete", "biases", "per_step"), [
     (False, [[0.5], [NAN], [-0.5]], [1.5, 0.5]),  # Box: the NaN action makes a NaN reward
     # Discrete: choices 1 and 0; argmax made the NaN scores choice 0 (reward 1 per step)
     (True, [[0.0, 5.0, 1.0], [NAN, NAN, NAN], [5.0, 0.0, 0.0]], [2.0, 1.0]),
+    # one NaN score fails its row; -inf is a choice never taken, not a failure
+    (True, [[-INF, 5.0, 1.0], [0.0, NAN, 0.0], [5.0, 0.0, -INF]], [2.0, 1.0]),
 ])
 def test_nan_policy_outputs_fail_the_solution_on_box_and_discrete_envs(discrete, biases,
                                                                        per_step):

@@ -304,6 +304,14 @@ def test_resume_refuses_another_covariance_shape_and_changes_nothing(tmp_path, a
             if p.is_file() and p.name != layout.LOCK_FILE} == before
 
 
+def test_resume_names_a_fixed_key_the_runs_algorithm_lacks_as_missing(tmp_path):
+    """algo.separable on a PGPE run read "started with algo.separable=null"."""
+    run(tiny("generations=1"), run_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"^resume: 'algo.separable=true': the saved config has "
+                                         r"no key 'algo.separable'"):
+        resume.load_run_config(tmp_path, ["algo.separable=true"])
+
+
 @pytest.mark.parametrize("key", ["problem/obs_stats", "best/obs_stats"])
 def test_resume_refuses_statistics_of_another_variance_floor(tmp_path, key):
     """state.pt's statistics normalize with the run's floor (problem.observation_min_variance):
