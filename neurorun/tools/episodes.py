@@ -9,6 +9,7 @@ import torch
 
 from neurorun.common.memory import MEMORY_SHARE, device_free_bytes
 from neurorun.envs import backend_of, parse_spec
+from neurorun.envs.gym_env import limited_episode_steps
 from neurorun.problems.playback import Episode, gym_frames
 from neurorun.tools.common import ToolError
 from neurorun.tools.loading import LoadedPolicy
@@ -59,8 +60,6 @@ def run_episodes(loaded: LoadedPolicy, episodes: int, seed: int, *,
 def _gym_episodes(loaded: LoadedPolicy, name: str, episodes: int, seed: int,
                   limit: int | None) -> list[Episode]:
     import gymnasium as gym
-
-    from neurorun.envs.gym_env import limited_episode_steps
 
     env = gym.make(name, render_mode="rgb_array", **loaded.env_config)
     steps = limited_episode_steps(getattr(env.spec, "max_episode_steps", None), limit)
