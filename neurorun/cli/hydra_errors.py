@@ -37,9 +37,13 @@ from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
-from neurorun.config.checks import ray_setting_on_local
 from neurorun.config.resume import config_groups
-from neurorun.config.schema import OPEN_MAPPINGS, ParallelConfig, in_open_mapping
+from neurorun.config.schema import (
+    OPEN_MAPPINGS,
+    ParallelConfig,
+    in_open_mapping,
+    refused_on_local,
+)
 
 RAY_KEYS = {item.name for item in dataclasses.fields(ParallelConfig)} - {"name", "num_actors"}
 
@@ -195,7 +199,7 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
                 f"{', '.join('algo=' + name for name in owners)}). Fix: leave it out, or choose "
                 "that algorithm.")
     if section == "parallel" and key in RAY_KEYS:  # declared by parallel=ray only
-        return ray_setting_on_local(given)
+        return refused_on_local(given)
     algo = f" (algo={parent.get('name')})" if section == "algo" and "name" in keys else ""
     hint = f"; did you mean {section + '.' if section else ''}{close[0]}?" if close else "."
     return (f"{given}: no key {path}{algo}{hint} Fix: check the spelling (`neurorun --cfg job` "

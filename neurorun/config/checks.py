@@ -30,6 +30,7 @@ from neurorun.config.schema import (
     ProblemConfig,
     RunConfig,
     load_config,
+    refused_on_local,
 )
 from neurorun.config.unread import warn_unread
 from neurorun.loggers.console import warn_now
@@ -184,13 +185,6 @@ def _check_vectorization(config: RunConfig) -> None:
 RAY_DEFAULTS = {"num_actors": "max"}  # conf/parallel/ray.yaml's where it differs: left there
 
 
-def ray_setting_on_local(given: str) -> str:
-    """The line refusing ``given`` (``parallel.<key>=<value>``, a parallel=ray setting) on a
-    parallel=local run."""
-    return (f"{given} is a setting of parallel=ray, and this run evaluates in its own process "
-            "(parallel=local). Fix: parallel=ray to use it, or leave it out.")
-
-
 def _check_parallel(config: RunConfig) -> None:
     """No ray setting on parallel=local (`+parallel.address=auto` would run locally, unread);
     parallel=ray's counts together, by the ray evaluator's own rule (ray stays unloaded)."""
@@ -200,7 +194,7 @@ def _check_parallel(config: RunConfig) -> None:
         for item in dataclasses.fields(ParallelConfig):
             value = getattr(parallel, item.name)
             if value not in (getattr(unset, item.name), RAY_DEFAULTS.get(item.name)):
-                raise ConfigError(ray_setting_on_local(f"parallel.{item.name}={value!r}"))
+                raise ConfigError(refused_on_local(f"parallel.{item.name}={value!r}"))
     if parallel.name == "ray":
         try:
             check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)

@@ -138,6 +138,13 @@ class NetworkConfig:
     network_args: dict[str, Any] = field(default_factory=dict)  # its constants / keywords
 
 
+def refused_on_local(given: str) -> str:
+    """The line refusing ``given`` (``parallel.<key>=<value>``, a setting of parallel=ray) on a
+    parallel=local run: the config checks' and, for a key given without ``+``, Hydra's."""
+    return (f"{given} is a setting of parallel=ray, and this run evaluates in its own process "
+            "(parallel=local). Fix: parallel=ray to use it, or leave it out.")
+
+
 @dataclass(frozen=True)
 class ParallelConfig:
     """``parallel.*``: where populations are evaluated (local, or ray's actors)."""
