@@ -84,8 +84,10 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
-        if node is _ABSENT:  # a key of another algorithm is said below; an older run's default
-            fixed, node = (fixed, FIXED_SINCE[key]) if key in FIXED_SINCE else (None, None)
+        if node is _ABSENT:
+            if key not in FIXED_SINCE:
+                fixed = None  # another algorithm's key: "no key", below
+            node = FIXED_SINCE.get(key)  # an older run's value of a key added since
         if fixed and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={shown(value)} but the run was started with "

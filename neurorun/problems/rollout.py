@@ -128,8 +128,8 @@ def _total(values: Array) -> float:
     """The sum of ``values`` in one reduction: finite where they all are (or it overflows:
     then the rows are checked), NaN where one is NaN (or +inf and -inf meet)."""
     if isinstance(values, np.ndarray):
-        return float(np.add.reduce(values, axis=None))  # the ufunc: no Python wrapper
-    return float(values.numpy().sum() if values.device.type == "cpu" else values.sum().item())
+        return np.add.reduce(values, axis=None)  # the ufunc: no Python wrapper
+    return values.numpy().sum() if values.device.type == "cpu" else values.sum().item()
 
 
 def all_finite(obs: Array) -> bool:
@@ -140,9 +140,11 @@ def _kept_rows(values: Array, *, nan_only: bool) -> tuple[Array, np.ndarray]:
     """``values`` with the rows that hold a non-finite number (``nan_only``: a NaN) zeroed, and
     the host mask of the rows kept."""
     if isinstance(values, np.ndarray):
-        ok = ~(np.isnan(values) if nan_only else ~np.isfinite(values)).any(axis=1)
+        bad = np.isnan(values) if nan_only else ~np.isfinite(values)
+        ok = ~bad.any(axis=1)
         return np.where(ok[:, None], values, np.float32(0)), ok
-    ok = _host(~(torch.isnan(values) if nan_only else ~torch.isfinite(values)).any(dim=1))
+    bad = torch.isnan(values) if nan_only else ~torch.isfinite(values)
+    ok = _host(~bad.any(dim=1))
     return torch.where(torch.from_numpy(ok).to(values.device)[:, None], values, 0.0), ok
 
 
