@@ -26,7 +26,9 @@ episodes: 1,000 steps for HalfCheetah, early falls for Humanoid; popsize 64, lin
 counted steps/s / raw steps/s per round (targets >= 0.9 and >= 0.85), median and
 min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
-on uniform random ones; this ratio is what neurorun costs). Humanoid once more with its 64
+on uniform random ones; this ratio is what neurorun costs); ``ratio_async``: EnvPool's async
+mode on those actions ÷ its sync mode (``host_loop_profile.replayed_async_per_s``). Humanoid
+once more with its 64
 solutions streamed over 16 envs: whether keeping the envs busy closes the gap to raw.
 ``--profile``: where a vector step of those evaluate calls goes (``host_loop_profile.py``),
 printed.
@@ -51,7 +53,7 @@ import envpool
 import numpy as np
 import torch
 from harness import rate, ratios, spread, spread_text, write_result
-from host_loop_profile import recorded_steps, replayed_per_s
+from host_loop_profile import recorded_steps, replayed_async_per_s, replayed_per_s
 from raw_steps import EPISODE_LENGTH, raw_gym, raw_pool
 
 from neurorun.problems import make_problem
@@ -141,9 +143,9 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
     empty), ``threads`` EnvPool threads; per round, one whole evaluate call (counted steps/s),
     then EnvPool of as many envs stepped raw for as long (uniform random actions, every env),
     then EnvPool alone on the evaluate call's own actions (``pool_replayed``: what it costs
-    beside neurorun)."""
+    beside neurorun), in sync mode and in async mode (``ratio_async``: async ÷ sync)."""
     slots = slots or popsize
-    counted, raw, replayed = [], [], []
+    counted, raw, replayed, replayed_async = [], [], [], []
     for _ in range(rounds):
         with recorded_steps() as pools:
             call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
@@ -151,13 +153,16 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
         counted.append(call["steps_per_s"])
         raw.append(raw_pool(env_id, slots, threads, call["seconds"], None))
         replayed.append(replayed_per_s(pools))
+        replayed_async.append(replayed_async_per_s(pools))
     return {"env": env_id, "popsize": popsize, "slots": slots, "threads": threads,
             "rounds": rounds,
             "target": TRAINING[env_id], "date": datetime.now().isoformat(timespec="seconds"),
             "load_average": [round(x, 2) for x in os.getloadavg()],
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
             "ratio": ratios(counted, raw), "pool_replayed": spread(replayed, 0),
-            "ratio_replayed": ratios(counted, replayed)}
+            "ratio_replayed": ratios(counted, replayed),
+            "pool_replayed_async": spread(replayed_async, 0),
+            "ratio_async": ratios(replayed_async, replayed)}
 
 
 def streaming_case(spec: str, seconds: float) -> dict[str, Any]:
@@ -246,13 +251,15 @@ def table(report: dict) -> list[str]:
     if training:
         cases = training if isinstance(training, list) else [training]  # older files: one
         lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
-                  "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that |",
-                  "|---|---|---|---|---|---|"]
+                  "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that "
+                  "| EnvPool async on the same actions ÷ sync |",
+                  "|---|---|---|---|---|---|---|"]
         for case in cases:
             episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
             replayed = (f"{spread_text(case['pool_replayed'], thousands=True)} | "
                         f"{spread_text(case['ratio_replayed'])}"
                         if "pool_replayed" in case else "– | –")
+            async_mode = spread_text(case["ratio_async"]) if "ratio_async" in case else "–"
             slots = case.get("slots", case["popsize"])
             on = f" on {slots} envs" if slots != case["popsize"] else ""
             lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}{on}, "
@@ -260,14 +267,16 @@ def table(report: dict) -> list[str]:
                          f"{spread_text(case['neurorun'], thousands=True)} | "
                          f"{spread_text(case['pool_raw'], thousands=True)} | "
                          f"{spread_text(case['ratio'])} "
-                         f"(≥ {case.get('target', 0.85)}) | {replayed} |")
+                         f"(≥ {case.get('target', 0.85)}) | {replayed} | {async_mode} |")
         lines += ["", "Measured " + "; ".join(
             f"{case['env']} {case['date'][:10]}, load average {case['load_average'][0]}"
             for case in cases) + f". Median (min–max) over {cases[0]['rounds']} rounds; each "
             "round one whole evaluate call (a new pool, obs normalization, random linear "
             "policies), then an EnvPool of as many envs stepped raw with random actions for "
             "as long, then EnvPool alone stepping the call's own actions on pools seeded "
-            "alike (the same trajectories: the simulator's share of the call)."]
+            "alike (the same trajectories: the simulator's share of the call), in sync mode "
+            "and in async mode (half the envs a batch; each env plays its own actions in "
+            "order, an env with none left steps idle while others play)."]
     if report.get("streaming"):
         lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
                   "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",

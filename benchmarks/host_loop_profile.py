@@ -11,7 +11,9 @@ pool stepped raw (every env, random actions), as the ratio's denominator does, a
 Python wrapper alone (``_from`` and ``_to`` on arrays of the same shapes).
 
 ``recorded_steps`` and ``replayed_per_s`` serve the training cases: EnvPool alone stepping
-the very actions an evaluation sent (the simulator's speed depends on the actions).
+the very actions an evaluation sent (the simulator's speed depends on the actions), in sync
+mode as neurorun steps it, and in async mode (``replayed_async_per_s``): what EnvPool's async
+mode would give neurorun before any policy runs.
 """
 
 from __future__ import annotations
@@ -116,6 +118,38 @@ def replayed_per_s(pools: list[tuple[Any, ...]]) -> float:
             pool.step(actions, ids)
         seconds += time.perf_counter() - started
         steps += sum(len(actions) for actions, _ in recorded)  # a row per env stepped
+        pool.close()
+    return steps / seconds
+
+
+def replayed_async_per_s(pools: list[tuple[Any, ...]]) -> float:
+    """``replayed_per_s`` in EnvPool's async mode (``batch_size`` half the envs: each ``recv``
+    returns whichever half is ready first). Each env plays its own recorded actions in order,
+    so its trajectory is the evaluation's whatever the timing; an env with none left is stepped
+    with zero actions (not counted) while others still play: a fixed ``batch_size`` cannot wait
+    for fewer envs than it."""
+    steps, seconds = 0, 0.0
+    for env_id, seeds, threads, config, recorded in pools:
+        count = len(seeds)
+        queues: list[collections.deque] = [collections.deque() for _ in range(count)]
+        for actions, ids in recorded:
+            for row, env in zip(actions, range(count) if ids is None else ids, strict=True):
+                queues[env].append(row)
+        pool = envpool_env.import_envpool().make_gymnasium(
+            env_id, num_envs=count, batch_size=count // 2, num_threads=min(threads, count),
+            seed=int(seeds[0]), env_seed=[int(s) % 2**31 for s in seeds], **config)
+        idle = np.zeros_like(recorded[0][0][0])
+        left = sum(map(len, queues))
+        started = time.perf_counter()
+        pool.async_reset()
+        while left:
+            ids = pool.recv()[-1]["env_id"]
+            rows = [queues[env].popleft() if queues[env] else idle for env in ids]
+            left -= sum(row is not idle for row in rows)
+            pool.send(np.stack(rows), ids)
+        pool.recv()  # the last sent steps
+        seconds += time.perf_counter() - started
+        steps += sum(len(actions) for actions, _ in recorded)
         pool.close()
     return steps / seconds
 
