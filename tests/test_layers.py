@@ -17,7 +17,7 @@ PACKAGE = Path(neurorun.__file__).parent
 # top first; a folder may import the folders of the tiers below its own, and its own modules.
 # problems/ has three tiers of its own: the evaluator (problem.py, from_config.py and the
 # package's exports) runs the compiled evaluation (problems/jax/), which runs the shared
-# rules (schedule, options, rollout, running_norm, memory, ...).
+# rules (schedule, options, rollout, returns, running_norm, memory, ...).
 TIERS = [
     ("cli",),
     ("loop", "tools"),

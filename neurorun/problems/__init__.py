@@ -5,7 +5,7 @@ from neurorun.problems.export import EnvPolicy
 from neurorun.problems.from_config import make_problem
 from neurorun.problems.options import AliveBonus, EnvOptions, RolloutOptions
 from neurorun.problems.problem import EvaluationError, Problem
-from neurorun.problems.rollout import NONFINITE_FITNESS
+from neurorun.problems.returns import NONFINITE_FITNESS
 from neurorun.problems.running_norm import RunningNorm
 
 __all__ = ["NONFINITE_FITNESS", "AliveBonus", "EnvOptions", "EnvPolicy", "EvaluationError",

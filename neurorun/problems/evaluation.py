@@ -19,7 +19,7 @@ from neurorun.problems.evaluator import EvaluationStats
 from neurorun.problems.host_evaluation import HostEvaluation
 from neurorun.problems.memory import HOST_SLOTS, TEST_SLOTS
 from neurorun.problems.options import PLAIN_ROLLOUT, RolloutOptions
-from neurorun.problems.rollout import RolloutResult, replace_nonfinite
+from neurorun.problems.returns import RolloutResult, replace_nonfinite
 from neurorun.problems.running_norm import RunningNorm
 
 if TYPE_CHECKING:

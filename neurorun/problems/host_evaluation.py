@@ -12,7 +12,8 @@ from neurorun.envs.base import EnvStepError
 from neurorun.nets import BatchedPolicy
 from neurorun.problems.env_cache import EnvCache
 from neurorun.problems.options import EnvOptions, RolloutOptions
-from neurorun.problems.rollout import RolloutResult, rollout
+from neurorun.problems.returns import RolloutResult
+from neurorun.problems.rollout import rollout
 from neurorun.problems.running_norm import RunningNorm
 
 

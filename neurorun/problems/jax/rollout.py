@@ -60,7 +60,7 @@ from neurorun.problems.jax.pairs import (
     stacked_inputs,
 )
 from neurorun.problems.options import EnvOptions, RolloutOptions
-from neurorun.problems.rollout import RolloutResult, pair_results
+from neurorun.problems.returns import RolloutResult, pair_results
 from neurorun.problems.running_norm import RunningNorm
 
 # jax and the jax-importing modules (program.py, lapack.py) are imported in the methods that
