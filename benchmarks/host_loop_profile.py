@@ -34,6 +34,7 @@ from raw_steps import raw_pool
 
 import neurorun.envs.envpool_env as envpool_env
 import neurorun.problems.rollout as rollout
+import neurorun.problems.stats_buffer as stats_buffer
 from neurorun.problems import make_problem
 
 LINEAR = "Linear(obs_length, act_length)"
@@ -41,7 +42,7 @@ PARTS = {  # name: (owner, attribute) of the function timed
     "pool build + reset (per call)": (envpool_env.EnvPoolVecEnv, "reset_arrays"),
     "env.step_arrays": (envpool_env.EnvPoolVecEnv, "step_arrays"),
     "normalization + policy": (rollout, "make_act"),
-    "statistics buffer": (rollout.StatsBuffer, "add"),
+    "statistics buffer": (stats_buffer.StatsBuffer, "add"),
     "schedule.observe": (rollout.Schedule, "observe"),
     "schedule.end": (rollout.Schedule, "end"),
     "finiteness check": (rollout, "all_finite"),

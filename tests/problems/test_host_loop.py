@@ -2,7 +2,7 @@
 
 import pytest
 
-from neurorun.problems import rollout as rollout_module
+from neurorun.problems import stats_buffer
 
 from . import test_problem
 
@@ -15,5 +15,5 @@ from . import test_problem
 def test_statistics_gathered_over_many_flushes(monkeypatch, flush_size, check):
     """Observation statistics added in chunks of ``flush_size`` numbers (1: every step, 20:
     every few steps of 3 toy envs' 2 numbers) are those of the observations acted on."""
-    monkeypatch.setattr(rollout_module, "STATS_FLUSH_SIZE", flush_size)
+    monkeypatch.setattr(stats_buffer, "STATS_FLUSH_SIZE", flush_size)
     check()
