@@ -30,7 +30,7 @@ def require_finite(algorithm: SearchAlgorithm) -> None:
         spread = {k: flat[k] for k in (*algorithm.STEP_SIZES, "stdev_min", "stdev_max")
                   if flat.get(k) is not None}
         culprits = [k for k in rates if ("stdev" in k) == (part == "stdev")] or list(rates)
-        given = ", ".join(f"algo.{k}={_shown(v)}" for k, v in {**rates, **spread}.items())
+        given = ", ".join(f"algo.{k}={_option_value(v)}" for k, v in {**rates, **spread}.items())
         fix = " or ".join(f"a smaller algo.{k}" for k in culprits) or "finite rewards"
         # the start sets the first steps too (radius_init=1e308 overflows the first update)
         start = ", ".join([*(f"algo.{k}" for k in spread),
@@ -53,7 +53,7 @@ def _flat_options(options: Any) -> dict[str, Any]:
     return flat
 
 
-def _shown(value: Any) -> str:
+def _option_value(value: Any) -> str:
     """An option's value as a message shows it: null, 1e+308, or a short list."""
     if value is None:
         return "null"

@@ -145,11 +145,11 @@ def wanted(hint: Any, limits: Mapping[str, Any]) -> str:
     ge, gt, le = limits.get("ge"), limits.get("gt"), limits.get("le")
     low, sign = (ge, ">=") if ge is not None else (gt, ">")
     if low is not None and le is not None:
-        bound = (f" in [{_shown(low)}, {_shown(le)}]" if sign == ">="
-                 else f" > {_shown(low)} and at most {_shown(le)}")
+        bound = (f" in [{_bound_text(low)}, {_bound_text(le)}]" if sign == ">="
+                 else f" > {_bound_text(low)} and at most {_bound_text(le)}")
     else:
-        bound = (f" {sign} {_shown(low)}" if low is not None
-                 else f" at most {_shown(le)}" if le is not None else "")
+        bound = (f" {sign} {_bound_text(low)}" if low is not None
+                 else f" at most {_bound_text(le)}" if le is not None else "")
     kinds = _kinds(hint)
     if kinds == [int]:
         return "an integer" + bound
@@ -158,7 +158,7 @@ def wanted(hint: Any, limits: Mapping[str, Any]) -> str:
     return kind(hint)
 
 
-def _shown(bound: float) -> str:
+def _bound_text(bound: float) -> str:
     return str(bound) if isinstance(bound, int) else f"{bound:g}"
 
 

@@ -23,6 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 from neurorun.algorithms import ALGORITHMS, SearchAlgorithm
 from neurorun.common.errors import ConfigError, one_line
 from neurorun.common.settings import as_keys
+from neurorun.common.values import shown
 from neurorun.config.machine import check_machine, check_ray_installed, resolved_backend
 from neurorun.config.schema import (
     AlgoConfig,
@@ -194,7 +195,7 @@ def _check_parallel(config: RunConfig) -> None:
         for item in dataclasses.fields(ParallelConfig):
             value = getattr(parallel, item.name)
             if value not in (getattr(unset, item.name), RAY_DEFAULTS.get(item.name)):
-                raise ConfigError(refused_on_local(f"parallel.{item.name}={value!r}"))
+                raise ConfigError(refused_on_local(f"parallel.{item.name}={shown(value)}"))
     if parallel.name == "ray":
         try:
             check_workload(parallel.ray_actors, parallel.num_subbatches, parallel.subbatch_size)

@@ -131,8 +131,8 @@ def _refuse_unread_start(config: DictConfig, started: dict[str, Any]) -> None:
         now = _plain(OmegaConf.select(config, key, default=None))
         if now != value:
             raise ValueError(
-                f"resume: {key}={now!r} but the run started from {key}={value!r}; it goes on "
-                "from its saved search state, and without restarts (restart.patience=null) "
+                f"resume: {key}={shown(now)} but the run started from {key}={shown(value)}; it "
+                "goes on from its saved search state, and without restarts (restart.patience=null) "
                 f"nothing reads {key} again. Fix: drop {key}=, or start a new run in another "
                 "folder.")
 

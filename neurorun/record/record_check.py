@@ -32,9 +32,9 @@ class RecordCheck:
 
     def refuse(self, key: str, value: Any, expected: str) -> NoReturn:
         raise ConfigError(
-            f"resume: {self.path}: {key} is {shown(value)}, expected {expected}; the file was "
-            "changed or is not this run's. Fix: resume from an intact copy of the run, or start "
-            "a new run.")
+            f"resume: {self.path}: {key} is {described_value(value)}, expected {expected}; the "
+            "file was changed or is not this run's. Fix: resume from an intact copy of the run, "
+            "or start a new run.")
 
     def item(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Any:
         if key not in record:
@@ -127,7 +127,7 @@ def key_name(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
-def shown(value: Any) -> str:
+def described_value(value: Any) -> str:
     """A value as a one-line refusal shows it: at most 60 characters."""
     if value is MISSING:
         return "missing"

@@ -32,7 +32,7 @@ from neurorun.problems.running_norm import RunningNorm
 from neurorun.record.checkpoint import META_TYPES
 from neurorun.record.format import FormatError, format_of
 from neurorun.record.layout import BEST_POLICY, CHECKPOINT_DIR, LAST_POLICY
-from neurorun.record.record_check import shown
+from neurorun.record.record_check import described_value
 from neurorun.tools.common import ToolError, is_input, open_input
 from neurorun.tools.runs import run_settings
 from neurorun.tools.video import users_gl_error
@@ -261,7 +261,7 @@ def _loaded(path: Path, policy: Any, env: str, exported: dict[str, Any], meta: d
         check_vector("solution", exported.get("solution"))
         stats = RunningNorm.from_export(exported) if normalized else None
     except SavedValueError as error:
-        raise ToolError(f"{str(path)!r}: {error.key} is {shown(error.value)}, expected "
+        raise ToolError(f"{str(path)!r}: {error.key} is {described_value(error.value)}, expected "
                         f"{error.expected}; {fix}") from None
     settings = run_settings(path)
     loaded = LoadedPolicy(

@@ -26,7 +26,7 @@ from neurorun.common.settings import accepts, wanted
 from neurorun.config.saved_yaml import SavedFileError, read_config, read_yaml, without_env_reads
 from neurorun.config.schema import declared
 from neurorun.record.layout import METRIC_FILES, overrides_path, saved_config_path
-from neurorun.record.record_check import shown
+from neurorun.record.record_check import described_value
 from neurorun.tools.common import ToolError, is_input, open_input
 
 X_COLUMNS = {"generation": "generation", "interactions": "total_interaction_count",
@@ -226,7 +226,7 @@ def run_settings(checkpoint: Path) -> dict[str, Any]:
                             "restore the file from an intact copy of the run") from None
         hint, limits = declared(key)
         if value is not None and not accepts(value, hint, limits):
-            raise ToolError(f"{str(path)!r}: {key}={shown(value)}; expected "
+            raise ToolError(f"{str(path)!r}: {key}={described_value(value)}; expected "
                             f"{wanted(hint, limits)} or null, as a run saves it. Fix: restore "
                             "the file from an intact copy of the run")
         settings[key] = value

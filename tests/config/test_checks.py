@@ -146,7 +146,7 @@ def no_problem(monkeypatch):
     (["algo.optimizer=adam"], ["does not fit optimizer 'adam'",
                                "(algo.optimizer_config=null drops the others)"]),
     # a ray setting on parallel=local ran locally, unread
-    (["+parallel.address=auto"], ["parallel.address='auto' is a setting of parallel=ray",
+    (["+parallel.address=auto"], ["parallel.address=auto is a setting of parallel=ray",
                                   "(parallel=local). Fix: parallel=ray to use it"]),
     (["parallel.num_actors=4"], ["parallel.num_actors=4 is a setting of parallel=ray"]),
     # refused before the run (it started, then failed in generation 1)
@@ -192,7 +192,7 @@ def test_a_ray_run_resumed_in_this_process_keeps_its_ray_keys(tmp_path):
     validate_config(tiny("parallel=ray", "parallel.name=local"))  # ray.yaml's num_actors: max
     validate_config(tiny("parallel=ray", "parallel.name=local", "parallel.address=auto",
                          f"resume={tmp_path}"))
-    with pytest.raises(ConfigError, match="parallel.address='auto' is a setting of parallel=ray"):
+    with pytest.raises(ConfigError, match="parallel.address=auto is a setting of parallel=ray"):
         validate_config(tiny("parallel=ray", "parallel.name=local", "parallel.address=auto"))
 
 
