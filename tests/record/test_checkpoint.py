@@ -312,6 +312,21 @@ def test_resume_names_a_fixed_key_the_runs_algorithm_lacks_as_missing(tmp_path):
         resume.load_run_config(tmp_path, ["algo.separable=true"])
 
 
+@pytest.mark.parametrize("value", ["1.5", "null"])
+def test_resume_refuses_a_start_setting_nothing_would_read(tmp_path, value):
+    """A resumed run goes on from its saved search state: without restarts a new
+    algo.radius_init would do nothing, and says so with the value as the override wrote it
+    (it said `None`); with restarts (restart.patience) the next restart reads it."""
+    run(tiny("generations=1", "algo.radius_init=2.0"), run_dir=tmp_path)
+    with pytest.raises(ValueError, match=rf"^resume: algo.radius_init={value} but the run "
+                                         r"started from algo.radius_init=2.0; it goes on from "
+                                         r"its saved search state.*Fix: drop algo.radius_init="):
+        resume.load_run_config(tmp_path, [f"algo.radius_init={value}"])
+    resumed = resume.load_run_config(tmp_path, ["algo.radius_init=1.5", "restart.patience=2",
+                                                "generations=10"])
+    assert resumed.algo.radius_init == 1.5
+
+
 @pytest.mark.parametrize("key", ["problem/obs_stats", "best/obs_stats"])
 def test_resume_refuses_statistics_of_another_variance_floor(tmp_path, key):
     """state.pt's statistics normalize with the run's floor (problem.observation_min_variance):
