@@ -262,10 +262,11 @@ def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     return float(array.mean()), float(array.std())
 
 
-def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+def format_mean_std(mean: float, std: float, digits: int = 2, count: int | None = None) -> str:
+    """``mean ± std``; the mean alone where it is of one value (``count`` 1: no spread)."""
     if not np.isfinite(mean):
         return "-"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+    return f"{mean:.{digits}f}" + ("" if count == 1 else f" ± {std:.{digits}f}")
 
 
 def out_format(path: str | Path) -> str:

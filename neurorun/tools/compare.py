@@ -5,7 +5,7 @@
 
 Per run: `final` is the metric's last value, `best` its highest, `steps` the final
 total_interaction_count, `time` the final elapsed_s. Per group: mean ± std (population std,
-ddof=0) of those over the group's runs (seeds).
+ddof=0) of those over the group's runs (seeds); a group of one run shows its values alone.
 """
 
 from __future__ import annotations
@@ -98,11 +98,9 @@ def print_table(metric: str, rows: list[dict], console: Any = None) -> None:
     for column in ("runs", "final", "best", "steps", "time (s)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
-        table.add_row(row["group"], str(row["runs"]),
-                      format_mean_std(row["final_mean"], row["final_std"]),
-                      format_mean_std(row["best_mean"], row["best_std"]),
-                      format_mean_std(row["steps_mean"], row["steps_std"], 0),
-                      format_mean_std(row["time_s_mean"], row["time_s_std"], 1))
+        cells = [format_mean_std(row[f"{name}_mean"], row[f"{name}_std"], digits, row["runs"])
+                 for name, digits in (("final", 2), ("best", 2), ("steps", 0), ("time_s", 1))]
+        table.add_row(row["group"], str(row["runs"]), *cells)
     # off a terminal (a pipe, a file) rich would cut the table at 80 columns: print it whole
     (console or Console(width=None if sys.stdout.isatty() else 400)).print(table)
 

@@ -42,6 +42,9 @@ def test_table_and_csv(sweep, tmp_path, capsys):
     assert compare_tool.main([str(sweep)]) == 0
     table = capsys.readouterr().out
     assert "3.00 ± 2.00" in table and "7.00 ± 2.00" in table and "algo=snes" in table
+    assert compare_tool.main([str(sweep / "0_pgpe_s0")]) == 0  # one run: no spread
+    alone = capsys.readouterr().out
+    assert " 5.00 " in alone and alone.count("±") == 1  # the title's "mean ± std over runs"
     assert compare_tool.main([str(sweep), "--csv"]) == 0
     parsed = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [(r["group"], float(r["final_mean"])) for r in parsed] == [("algo=pgpe", 3.0),
