@@ -28,8 +28,8 @@ min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluat
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
 on uniform random ones; this ratio is what neurorun costs); ``ratio_async``: EnvPool's async
 mode on those actions ÷ its sync mode (``host_loop_profile.replayed_async_per_s``). Humanoid
-once more with its 64
-solutions streamed over 16 envs: whether keeping the envs busy closes the gap to raw.
+once more with its 64 solutions streamed over 16 envs: whether keeping the envs busy closes
+the gap to raw.
 ``--profile``: where a vector step of those evaluate calls goes (``host_loop_profile.py``),
 printed.
 

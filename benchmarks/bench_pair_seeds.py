@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import itertools
+import json
 import os
 import statistics
 from pathlib import Path
@@ -51,11 +52,14 @@ def repeatability(d: np.ndarray, directions: np.ndarray) -> dict[str, float]:
             "stdev_d": round(float(d.std()), 1)}
 
 
-def loaded_episodes(run: str) -> int:
-    """The training episodes behind the run's last checkpoint (its metrics.csv's last row)."""
+def checkpoint_episodes(run: str) -> int:
+    """The training episodes behind the run's last checkpoint: metrics.csv's count at the
+    generation its checkpoints/last.json names."""
+    generation = json.loads((Path(run) / "checkpoints" / "last.json").read_text())["generation"]
     with open(Path(run) / "metrics.csv", newline="") as file:
-        rows = list(csv.DictReader(file))
-    return int(float(rows[-1]["total_episode_count"])) if rows else 0
+        counts = {int(row["generation"]): int(float(row["total_episode_count"]))
+                  for row in csv.DictReader(file)}
+    return counts[int(generation)]
 
 
 def main() -> None:
@@ -67,7 +71,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     loaded = load_policy(args.run, checkpoint="last")
-    problem = make_problem(ENV, loaded.architecture, observation_normalization=True,
+    problem = make_problem(ENV, loaded.architecture, network_args=loaded.network_args or None,
+                           env_config=loaded.env_config, observation_normalization=True,
                            decrease_rewards_by=SHIFT, seed=0)
     center = loaded.solution.double()
     generator = torch.Generator().manual_seed(1)
@@ -91,9 +96,9 @@ def main() -> None:
         means.append(float(both.mean()))
         print(f"round {round_}: mean shaped return {means[-1]:.1f}", flush=True)
     e = directions.numpy()
-    result = {"run": str(Path(args.run)), "env": ENV, "directions": args.directions,
+    result = {"run": Path(args.run).resolve().name, "env": ENV, "directions": args.directions,
               "stdev": args.stdev, "rounds": args.rounds,
-              "checkpoint_episodes": int(loaded_episodes(args.run)),
+              "checkpoint_episodes": checkpoint_episodes(args.run),
               "mean_shaped_return": round(statistics.mean(means), 1),
               "own_seeds": repeatability(np.stack(own), e),
               "common_seeds": repeatability(np.stack(common), e),
@@ -101,6 +106,22 @@ def main() -> None:
     print(result, flush=True)
     write_result(RESULTS / "pair_seeds.json", **result)
     problem.close()
+
+
+TABLES = [("pair_seeds.json", "Common episode seeds for mirrored pairs (Humanoid-v5)")]
+
+
+def table(report: dict) -> list[str]:
+    lines = ["| episode seeds | corr(d) across rounds, mean (min–max) | cosine of the steps "
+             "| stdev of d |", "|---|---|---|---|"]
+    for mode, name in (("own_seeds", "each member its own"), ("common_seeds", "common to a pair")):
+        r = report[mode]
+        lines.append(f"| {name} | {r['corr_d']:.2f} ({r['corr_d_min']:.2f}–{r['corr_d_max']:.2f})"
+                     f" | {r['cos_step']:.2f} | {r['stdev_d']:.1f} |")
+    return lines + ["", f"d = f(+e) − f(−e) of {report['directions']} mirrored pairs at stdev "
+                    f"{report['stdev']}, {report['rounds']} rounds of new episode seeds, from "
+                    f"run {report['run']} after {report['checkpoint_episodes']:,} episodes "
+                    f"({report['env']}, reward shift {SHIFT:g})."]
 
 
 if __name__ == "__main__":

@@ -126,29 +126,37 @@ def replayed_per_s(pools: list[tuple[Any, ...]]) -> float:
 def replayed_async_per_s(pools: list[tuple[Any, ...]]) -> float:
     """``replayed_per_s`` in EnvPool's async mode (``batch_size`` half the envs: each ``recv``
     returns whichever half is ready first). Each env plays its own recorded actions in order,
-    so its trajectory is the evaluation's whatever the timing; an env with none left is stepped
-    with zero actions (not counted) while others still play: a fixed ``batch_size`` cannot wait
-    for fewer envs than it."""
+    so its trajectory is the evaluation's whatever the timing. An env with none left is not
+    stepped again, but for the zero-action steps (not counted) that keep half the envs in
+    flight while the last ones play: ``recv`` waits for a whole batch."""
     steps, seconds = 0, 0.0
     for env_id, seeds, threads, config, recorded in pools:
         count = len(seeds)
+        batch = count // 2
         queues: list[collections.deque] = [collections.deque() for _ in range(count)]
         for actions, ids in recorded:
             for row, env in zip(actions, range(count) if ids is None else ids, strict=True):
                 queues[env].append(row)
-        pool = envpool_env.import_envpool().make_gymnasium(
-            env_id, num_envs=count, batch_size=count // 2, num_threads=min(threads, count),
-            seed=int(seeds[0]), env_seed=[int(s) % 2**31 for s in seeds], **config)
+        pool = envpool_env.make_pool(env_id, seeds, threads, config, batch_size=batch)
         idle = np.zeros_like(recorded[0][0][0])
-        left = sum(map(len, queues))
-        started = time.perf_counter()
+        playing = np.zeros(count, dtype=bool)  # a recorded action of the env is in flight
+        in_flight = count  # the reset sends every env
         pool.async_reset()
-        while left:
+        started = time.perf_counter()
+        while True:
             ids = pool.recv()[-1]["env_id"]
-            rows = [queues[env].popleft() if queues[env] else idle for env in ids]
-            left -= sum(row is not idle for row in rows)
-            pool.send(np.stack(rows), ids)
-        pool.recv()  # the last sent steps
+            in_flight -= len(ids)
+            playing[ids] = False
+            ready = [env for env in ids if queues[env]]
+            if not ready and not playing.any() and not any(queues):
+                break
+            spare = [env for env in ids if not queues[env]]
+            padding = spare[:max(0, batch - in_flight - len(ready))]
+            rows = [queues[env].popleft() for env in ready] + [idle] * len(padding)
+            playing[ready] = True
+            in_flight += len(rows)
+            if rows:
+                pool.send(np.stack(rows), np.array(ready + padding, dtype=np.int32))
         seconds += time.perf_counter() - started
         steps += sum(len(actions) for actions, _ in recorded)
         pool.close()

@@ -133,11 +133,13 @@ def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
 
 
 def make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
-               config: dict[str, Any]) -> Any:
-    """A sync-mode pool whose env i is seeded seeds[i] (id and options checked before)."""
+               config: dict[str, Any], batch_size: int | None = None) -> Any:
+    """A pool whose env i is seeded seeds[i] (id and options checked before): in sync mode, as
+    neurorun steps it, unless a ``batch_size`` below the envs makes it async (benchmarks)."""
     count = len(seeds)
     return import_envpool().make_gymnasium(
-        env_id, num_envs=count, batch_size=count, num_threads=min(num_threads, count),
+        env_id, num_envs=count, batch_size=batch_size or count,
+        num_threads=min(num_threads, count),
         seed=int(seeds[0]), env_seed=[int(s) % 2**31 for s in seeds], **config)
 
 

@@ -254,19 +254,20 @@ def is_input(path: Path) -> bool:
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Mean and population standard deviation (ddof=0) of the finite values; nan when none."""
+    """Mean and population standard deviation (ddof=0) of the finite values; nan when none
+    (the stdev: when fewer than two, one value has no spread)."""
     array = np.asarray(values, dtype=float)
     array = array[np.isfinite(array)]
     if array.size == 0:
         return float("nan"), float("nan")
-    return float(array.mean()), float(array.std())
+    return float(array.mean()), float(array.std()) if array.size > 1 else float("nan")
 
 
-def format_mean_std(mean: float, std: float, digits: int = 2, count: int | None = None) -> str:
-    """``mean ± std``; the mean alone where it is of one value (``count`` 1: no spread)."""
+def format_mean_std(mean: float, std: float, digits: int = 2) -> str:
+    """``mean ± std``; the mean alone where there is no spread (std nan: one value)."""
     if not np.isfinite(mean):
         return "-"
-    return f"{mean:.{digits}f}" + ("" if count == 1 else f" ± {std:.{digits}f}")
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if np.isfinite(std) else "")
 
 
 def out_format(path: str | Path) -> str:

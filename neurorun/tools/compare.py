@@ -5,7 +5,8 @@
 
 Per run: `final` is the metric's last value, `best` its highest, `steps` the final
 total_interaction_count, `time` the final elapsed_s. Per group: mean ± std (population std,
-ddof=0) of those over the group's runs (seeds); a group of one run shows its values alone.
+ddof=0) of those over the group's runs (seeds) with a finite value; one such run has no
+spread (std nan, its value shown alone).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def print_table(metric: str, rows: list[dict], console: Any = None) -> None:
     for column in ("runs", "final", "best", "steps", "time (s)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
-        cells = [format_mean_std(row[f"{name}_mean"], row[f"{name}_std"], digits, row["runs"])
+        cells = [format_mean_std(row[f"{name}_mean"], row[f"{name}_std"], digits)
                  for name, digits in (("final", 2), ("best", 2), ("steps", 0), ("time_s", 1))]
         table.add_row(row["group"], str(row["runs"]), *cells)
     # off a terminal (a pipe, a file) rich would cut the table at 80 columns: print it whole

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+import numpy as np
 import pytest
 
 from neurorun.tools import compare as compare_tool
@@ -196,3 +197,16 @@ def test_runs_that_differ_only_in_their_saved_config_are_told_apart_by_it(tmp_pa
                          CONFIG.format(seed=0, popsize=popsize))
     assert set(by_group(compare_tool.compare([tmp_path], "mean_eval")[1])) == {
         "algo.popsize=4", "algo.popsize=6"}
+
+
+def test_a_group_with_one_finite_value_has_no_spread(sweep):
+    """Its finals [4, nan]: the mean of the one finite value, and no stdev (it read 0)."""
+    write_run(sweep / "4_cem_s0", [{"generation": 1, "mean_eval": 4, "center_eval": 4}],
+              ["seed=0", "algo=cem", "generations=3"])
+    write_run(sweep / "5_cem_s1", [{"generation": 1, "mean_eval": 4, "center_eval": "nan"}],
+              ["seed=1", "algo=cem", "generations=3"])
+    _, rows = compare_tool.compare([sweep], "center_eval")
+    cem = by_group(rows)["algo=cem"]
+    assert (cem["runs"], cem["final_mean"]) == (2, 4)
+    assert np.isnan(cem["final_std"])
+    assert compare_tool.format_mean_std(cem["final_mean"], cem["final_std"]) == "4.00"

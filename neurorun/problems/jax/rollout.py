@@ -6,9 +6,9 @@ as compiled jax programs (:mod:`neurorun.problems.jax.program`): the policy
 clipping (the step and key sequence of ``JaxVecEnv``), the work queue of (solution, episode)
 pairs over env slots, per-pair returns and lengths, non-finite flags and observation
 statistics. Nothing crosses to Python per step; the host turns per-pair results into fitness
-with the step-by-step rollout's own code (``pair_results``), so both paths give the same
-fitness, counts and statistics for the same seed, to float rounding (sums over steps are
-compensated float32 sums).
+with the code the step-by-step rollout uses too (``returns.pair_results``), so both paths give
+the same fitness, counts and statistics for the same seed, to float rounding (sums over steps
+are compensated float32 sums).
 
 Compiling a physics program takes seconds to minutes on a CPU, so a run compiles as few as it
 can, each once per shape (and keeps them in jax's persistent cache for later runs):
