@@ -276,7 +276,8 @@ def table(report: dict) -> list[str]:
             "as long, then EnvPool alone stepping the call's own actions on pools seeded "
             "alike (the same trajectories: the simulator's share of the call), in sync mode "
             "and in async mode (half the envs a batch; each env plays its own actions in "
-            "order, an env with none left steps idle while others play)."]
+            "order; an env with none left is stepped with zero actions only to keep a batch "
+            "in flight)."]
     if report.get("streaming"):
         lines += ["", "| backend that steps every env | solutions → env slots | counted ÷ "
                   "simulated, streaming | lock-step | counted steps/s streaming / lock-step |",
