@@ -67,7 +67,8 @@ def summary(measured: bool) -> str:
              f"Rebuilt {date} from the results of `{command}` (not measured then: each "
              "table's date is beside its title where its result records one).", ""]
     tabled = [script for script, _ in SCRIPTS] + ["bench_old_new.py", "bench_humanoid_steps.py",
-                                                   "bench_pair_seeds.py", "bench_gpu.py"]
+                                                   "bench_pair_seeds.py", "bench_action_bounds.py",
+                                                   "bench_gpu.py"]
     for script in tabled:
         try:
             module = importlib.import_module(Path(script).stem)
