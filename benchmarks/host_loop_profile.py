@@ -140,6 +140,7 @@ def replayed_async_per_s(pools: list[tuple[Any, ...]]) -> float:
         pool = envpool_env.make_pool(env_id, seeds, threads, config, batch_size=batch)
         idle = np.zeros_like(recorded[0][0][0])
         playing = np.zeros(count, dtype=bool)  # a recorded action of the env is in flight
+        left = sum(map(len, queues))  # recorded actions not yet sent
         in_flight = count  # the reset sends every env
         pool.async_reset()
         started = time.perf_counter()
@@ -148,12 +149,13 @@ def replayed_async_per_s(pools: list[tuple[Any, ...]]) -> float:
             in_flight -= len(ids)
             playing[ids] = False
             ready = [env for env in ids if queues[env]]
-            if not ready and not playing.any() and not any(queues):
+            if not left and not playing.any():
                 break
             spare = [env for env in ids if not queues[env]]
             padding = spare[:max(0, batch - in_flight - len(ready))]
             rows = [queues[env].popleft() for env in ready] + [idle] * len(padding)
             playing[ready] = True
+            left -= len(ready)
             in_flight += len(rows)
             if rows:
                 pool.send(np.stack(rows), np.array(ready + padding, dtype=np.int32))

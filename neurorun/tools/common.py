@@ -254,13 +254,12 @@ def is_input(path: Path) -> bool:
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
-    """Mean and population standard deviation (ddof=0) of the finite values; nan when none
-    (the stdev: when fewer than two, one value has no spread)."""
+    """Mean and population standard deviation (ddof=0) of the finite values; nan when none."""
     array = np.asarray(values, dtype=float)
     array = array[np.isfinite(array)]
     if array.size == 0:
         return float("nan"), float("nan")
-    return float(array.mean()), float(array.std()) if array.size > 1 else float("nan")
+    return float(array.mean()), float(array.std())
 
 
 def format_mean_std(mean: float, std: float, digits: int = 2) -> str:

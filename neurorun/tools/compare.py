@@ -75,7 +75,9 @@ def compare(paths: list[str | Path], metric: str | None = None) -> tuple[str, li
             "time_s": [_last(run.column("elapsed_s")) for run in members],
         }
         for name, values in per_run.items():
-            row[f"{name}_mean"], row[f"{name}_std"] = mean_std(values)
+            row[f"{name}_mean"], spread = mean_std(values)
+            # a spread over runs needs two of them with a value (nan: shown as the mean alone)
+            row[f"{name}_std"] = spread if np.isfinite(values).sum() > 1 else float("nan")
         rows.append(row)
     return metric, rows
 
