@@ -4,6 +4,7 @@ value read back from a file a run wrote is asked for exactly Python's own types.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -31,8 +32,15 @@ def is_exact_number(value: Any) -> bool:
 
 
 def shown(value: Any) -> str:
-    """A config value as an override writes it: null, true and false, else ``str`` (sync,
-    [0, 1], CartPole-v1)."""
+    """A config value as an override writes it: null, true and false, a mapping as
+    ``{key:value, ...}`` and a list as ``[...]`` with their items written the same way, else
+    ``str`` (sync, 0.5, CartPole-v1)."""
     if value is None:
         return "null"
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}:{shown(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return "[" + ", ".join(shown(item) for item in value) + "]"
+    return str(value)

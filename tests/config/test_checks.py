@@ -149,6 +149,9 @@ def no_problem(monkeypatch):
     (["+parallel.address=auto"], ["parallel.address=auto is a setting of parallel=ray",
                                   "(parallel=local). Fix: parallel=ray to use it"]),
     (["parallel.num_actors=4"], ["parallel.num_actors=4 is a setting of parallel=ray"]),
+    # a mapping is written as an override writes it, not as Python's dict
+    (["+parallel.actor_config={num_cpus:1,memory:null}"],
+     ["parallel.actor_config={num_cpus:1, memory:null} is a setting of parallel=ray"]),
     # refused before the run (it started, then failed in generation 1)
     (["env=Pendulum-v1", "env.backend=gymnasium", "problem.vectorization=native"],
      ["problem.vectorization=native: gymnasium has no vector env of its own for 'Pendulum-v1'",
