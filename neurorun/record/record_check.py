@@ -27,14 +27,17 @@ class RecordCheck:
     """The checks of one state.pt's record; each refusal is a ConfigError (resuming again
     would fail the same way)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, read_with: Path | None = None):
         self.path = path
+        self.read_with = read_with  # the config whose parts the record is compared with
 
     def refuse(self, key: str, value: Any, expected: str) -> NoReturn:
+        changed = ("the file was changed" if self.read_with is None else
+                   f"the file, or the config it is read with ({self.read_with}), was changed")
         raise ConfigError(
-            f"resume: {self.path}: {key} is {described_value(value)}, expected {expected}; the "
-            "file was changed or is not this run's. Fix: resume from an intact copy of the run, "
-            "or start a new run.")
+            f"resume: {self.path}: {key} is {described_value(value)}, expected {expected}; "
+            f"{changed} or is not this run's. Fix: resume from an intact copy of the run, or "
+            "start a new run.")
 
     def item(self, record: Mapping[str, Any], key: str, prefix: str = "") -> Any:
         if key not in record:

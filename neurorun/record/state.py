@@ -241,8 +241,9 @@ def _check_status(check: RecordCheck, status: Mapping[str, Any], counts: Mapping
 def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> None:
     """ConfigError (one line) unless the algorithm's and the problem's parts of ``state`` have
     the layout (keys, tensor shapes and kinds) that this run's freshly built ``algorithm`` and
-    ``problem`` save: e.g. a center of 7 values for a network of 10 weights."""
-    check = RecordCheck(path)
+    ``problem`` save: e.g. a center of 7 values for a network of 10 weights. Those parts are
+    built from the run's saved config, so a refusal names it beside the file."""
+    check = RecordCheck(path, read_with=saved_config_path(path.parent.parent))
     saved = state.algorithm
     for key, own in (("algorithm", algorithm.name), ("solution_length", algorithm.solution_length)):
         if saved[key] != own:

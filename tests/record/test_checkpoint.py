@@ -304,6 +304,23 @@ def test_resume_refuses_another_covariance_shape_and_changes_nothing(tmp_path, a
             if p.is_file() and p.name != layout.LOCK_FILE} == before
 
 
+def test_a_covariance_changed_in_the_saved_config_is_named_beside_state_pt(tmp_path):
+    """`separable: true` written into a full CMA-ES run's saved config blamed state.pt alone:
+    "the file was changed or is not this run's"."""
+    run(tiny("generations=1", "algo=cmaes"), run_dir=tmp_path)
+    config_path = layout.saved_config_path(tmp_path)
+    saved = OmegaConf.load(config_path)
+    saved.algo.separable = True
+    OmegaConf.save(saved, config_path)
+    state = (tmp_path / "checkpoints" / "state.pt").read_bytes()
+    with pytest.raises(ConfigError) as refused:
+        run(resume.load_run_config(tmp_path, ["generations=2"]), run_dir=tmp_path)
+    message = str(refused.value)
+    assert "algorithm.search.cov is a torch.float32 tensor of shape (10, 10)" in message
+    assert f"the file, or the config it is read with ({config_path}), was changed" in message
+    assert (tmp_path / "checkpoints" / "state.pt").read_bytes() == state
+
+
 def test_resume_names_a_fixed_key_the_runs_algorithm_lacks_as_missing(tmp_path):
     """algo.separable on a PGPE run read "started with algo.separable=null"."""
     run(tiny("generations=1"), run_dir=tmp_path)
