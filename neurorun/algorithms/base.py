@@ -80,7 +80,7 @@ class SearchAlgorithm(Recorded):
         sampling = self.options.sampling
         self.noise = make_noise(sampling.noise_source, table_size=sampling.noise_table_size,
                                 seed=int(torch.randint(2**62, (), generator=self.generator)),
-                                dim=solution_length)
+                                dim=solution_length, popsize=self.popsize)
         self.generation = 0
         self._draw = 0  # the noise draw of the current generation
         self._pending: list[torch.Tensor] = []  # noise of the samples asked this generation

@@ -102,10 +102,12 @@ def check_noise(source: str, table_size: int | None) -> None:
         _check_table_memory(table_size)
 
 
-def make_noise(source: str, *, seed: int, table_size: int | None,
-               dim: int) -> SeededNoise | NoiseTable:
+def make_noise(source: str, *, seed: int, table_size: int | None, dim: int,
+               popsize: int = 1) -> SeededNoise | NoiseTable:
     """The noise source ``algo.noise_source`` names; a table of ``table_size`` numbers
-    (None: max(2^24, 64 D))."""
+    (None: max(2^24, 64 D)) that holds at least ``popsize`` windows of ``dim`` numbers (with
+    fewer, a generation's samples would share their noise: a table of D numbers gives every
+    sample the same)."""
     check_noise(source, table_size)
     if source == "seeds":
         return SeededNoise()
@@ -113,6 +115,12 @@ def make_noise(source: str, *, seed: int, table_size: int | None,
     if size < dim:
         raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
                          f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
+    if size - dim + 1 < popsize:
+        raise ValueError(f"noise_table_size={table_size!r} holds {size - dim + 1} window(s) of "
+                         f"the solution length {dim}, fewer than the popsize {popsize}: samples "
+                         f"of a generation would share their noise. Fix: "
+                         f"algo.noise_table_size >= {dim + popsize - 1}, or null (max(2^24, "
+                         f"64 D))")
     if table_size is None:  # a given size was checked above
         _check_table_memory(size)
     return NoiseTable(seed, size)

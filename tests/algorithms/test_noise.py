@@ -106,6 +106,19 @@ def test_a_table_smaller_than_a_row_is_refused():
     assert make_noise("table", seed=0, table_size=None, dim=20).size == 1 << 24
 
 
+def test_a_table_with_fewer_windows_than_the_popsize_is_refused():
+    """A table of D numbers holds one window: every row would be the same noise."""
+    table = make_noise("table", seed=0, table_size=20, dim=20)  # popsize 1: one window will do
+    rows = torch.empty(3, 20)
+    table.fill(0, np.arange(3), rows)
+    assert torch.equal(rows[0], rows[1]) and torch.equal(rows[1], rows[2])
+    with pytest.raises(ValueError, match=r"noise_table_size=20 holds 1 window\(s\) of the "
+                                         r"solution length 20, fewer than the popsize 4.*Fix: "
+                                         r"algo.noise_table_size >= 23"):
+        make_noise("table", seed=0, table_size=20, dim=20, popsize=4)
+    assert make_noise("table", seed=0, table_size=23, dim=20, popsize=4).size == 23
+
+
 # noise_table_size=1e14 passed the checks, then torch failed to allocate
 # 400 TB mid-run; a table the memory cannot hold is refused before it is made, with the largest
 # size that fits

@@ -307,11 +307,19 @@ def test_eval_episodes_are_not_sized_where_no_center_is_evaluated(tmp_path, ever
     assert (tmp_path / "run" / "checkpoints" / "last.pt").exists()
 
 
-def test_a_noise_table_is_checked_against_the_real_solution_length(tmp_path):
-    """`noise_table_size=10` fits CartPole's linear policy (D = 4 x 2 + 2 = 10): the check
-    reads the run's solution length, not a stand-in's."""
+def test_a_noise_table_is_checked_against_the_real_solution_length_and_popsize(tmp_path):
+    """CartPole's linear policy has D = 4 x 2 + 2 = 10 weights and the debug popsize is 10: a
+    table of 19 numbers holds 10 windows of 10, one a sample; the check reads the run's
+    solution length, not a stand-in's. A table of D numbers was accepted and gave every sample
+    the same noise."""
     table = ("algo.noise_source=table", "generations=1")
-    Runner(tiny(*table, "algo.noise_table_size=10"), run_dir=tmp_path / "fits").run()
+    Runner(tiny(*table, "algo.noise_table_size=19"), run_dir=tmp_path / "fits").run()
+    for size in (10, 18):
+        with pytest.raises(ConfigError, match=rf"algo.noise_table_size={size} holds {size - 9} "
+                                              r"window\(s\) of the solution length 10, fewer "
+                                              r"than the popsize 10.*Fix: algo.noise_table_size "
+                                              r">= 19"):
+            Runner(tiny(*table, f"algo.noise_table_size={size}"), run_dir=tmp_path / "few")
     with pytest.raises(ConfigError, match=r"algo.noise_table_size=9; expected an integer >= "
                                           r"the solution length 10\. Fix"):
         Runner(tiny(*table, "algo.noise_table_size=9"), run_dir=tmp_path / "short")
