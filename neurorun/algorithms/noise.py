@@ -116,7 +116,7 @@ def make_noise(source: str, *, seed: int, table_size: int | None, dim: int,
         raise ValueError(f"noise_table_size={table_size!r}; expected an integer >= the "
                          f"solution length {dim}. Fix: null (max(2^24, 64 D)) or more")
     if size - dim + 1 < popsize:
-        raise ValueError(f"noise_table_size={table_size!r} holds {size - dim + 1} window(s) of "
+        raise ValueError(f"noise_table_size={size} holds {size - dim + 1} window(s) of "
                          f"the solution length {dim}, fewer than the popsize {popsize}: samples "
                          f"of a generation would share their noise. Fix: "
                          f"algo.noise_table_size >= {dim + popsize - 1}, or null (max(2^24, "
