@@ -243,14 +243,15 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
     the layout (keys, tensor shapes and kinds) that this run's freshly built ``algorithm`` and
     ``problem`` save: e.g. a center of 7 values for a network of 10 weights. Those parts are
     built from the run's saved config, so a refusal names it beside the file."""
-    check = RecordCheck(path, read_with=saved_config_path(path.parent.parent))
+    config_path = saved_config_path(path.parent.parent)
+    check = RecordCheck(path, read_with=config_path)
     saved = state.algorithm
     for key, own in (("algorithm", algorithm.name), ("solution_length", algorithm.solution_length)):
         if saved[key] != own:
             check.refuse(f"algorithm.{key}", saved[key], f"{own!r} (this run's algo and network)")
     _same_layout(check, saved["search"], algorithm.state_dict()["search"], "algorithm.search")
     _same_normalization(state.problem["obs_stats"] is not None,
-                        problem.observation_normalization, path)
+                        problem.observation_normalization, path, config_path)
     reference = problem.state_dict()
     _same_layout(check, state.problem, reference, "problem")
     own = reference["obs_stats"]
@@ -267,7 +268,7 @@ def check_layout(state: RunState, algorithm: Any, problem: Any, path: Path) -> N
                      "best.obs_stats")
 
 
-def _same_normalization(saved: bool, own: bool, path: Path) -> None:
+def _same_normalization(saved: bool, own: bool, path: Path, config_path: Path) -> None:
     """A resume keeps the run's problem.observation_normalization: its state holds observation
     statistics, or none (the config was changed, on the command line or in the saved file)."""
     if saved != own:
@@ -276,8 +277,8 @@ def _same_normalization(saved: bool, own: bool, path: Path) -> None:
             f"resume: {key}={str(own).lower()}, but the run was started with "
             f"{key}={str(saved).lower()} ({path} holds {'its' if saved else 'no'} observation "
             f"statistics), and a resume cannot change it. Fix: drop {key}= from the command "
-            f"line (or set it back to {str(saved).lower()} in "
-            f"{saved_config_path(path.parent.parent)}), or start a new run in another folder.")
+            f"line (or set it back to {str(saved).lower()} in {config_path}), or start a new "
+            "run in another folder.")
 
 
 def _same_layout(check: RecordCheck, saved: Any, reference: Any, key: str) -> None:
