@@ -14,14 +14,13 @@ import os
 import re
 import signal
 import socket
-import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from neurorun.common.errors import one_line
 from neurorun.common.extras import require
+from neurorun.common.streams import native_output
 
 CONNECT_TIMEOUT_S = 3.0  # a cluster's head answers a TCP connection at once
 RAYLET_LOG = logging.getLogger("raylet")  # not under "ray", whose level ERROR would drop them
@@ -82,22 +81,15 @@ def native_stderr_to_log() -> Iterator[None]:
     """ray's C++ core writes to file descriptor 2 until its log file is open, i.e. while
     `ray.init` runs: e.g. "Failed to determine local IP via external connectivity" on a machine
     with no route out, or a cluster's refusal of a missing token once a second. Those lines
-    become `ray_core` records (neurorun.log under the command), not console lines. A file holds
-    them, not a pipe: a pipe that nobody reads meanwhile would stop ray once full."""
-    sys.stderr.flush()
-    console = os.dup(2)
-    with tempfile.TemporaryFile() as caught:
-        os.dup2(caught.fileno(), 2)
-        try:
+    become `ray_core` records (neurorun.log under the command), not console lines, also when
+    `ray.init` fails."""
+    lines: list[str] = []
+    try:
+        with native_output(2) as lines:
             yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(console, 2)
-            os.close(console)
-            caught.seek(0)
-            for line in caught.read().decode(errors="replace").splitlines():
-                if line.strip():
-                    RAY_CORE_LOG.warning("%s", line)
+    finally:
+        for line in lines:
+            RAY_CORE_LOG.warning("%s", line)
 
 
 def _join(ray: Any, address: str, quiet: dict[str, Any]) -> None:

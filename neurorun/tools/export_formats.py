@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from neurorun.common.errors import one_line
+from neurorun.common.streams import native_output
 from neurorun.nets.chain import Chain, is_recurrent
 from neurorun.problems.export import EnvPolicy
 
@@ -147,7 +148,9 @@ def _onnx_bytes(module: nn.Module, inputs: dict[str, Tensor], outputs: list[str]
     import onnx
 
     buffer = io.BytesIO()
-    with _quiet():
+    # torch's TorchScript-based exporter prints its graph to stdout, from C++, when a layer has
+    # no ONNX form (its log switch is always on): the error raised says what matters
+    with _quiet(), native_output(1):
         torch.onnx.export(module, tuple(inputs.values()), buffer, dynamo=False,
                           input_names=list(inputs), output_names=outputs,
                           dynamic_axes={name: {0: "batch"} for name in [*inputs, *outputs]},

@@ -88,9 +88,10 @@ def rows(mean_eval: list[float], *, steps: list[int] | None = None,
 
 def fails_with(capsys, tool: str, argv: list[str], *words: str) -> str:
     """The one line neurorun-<tool> says on refusing ``argv`` (exit status 2), which holds
-    each of ``words``."""
+    each of ``words``; nothing else is printed (pass capfd to see native code's writes too)."""
     assert TOOLS[tool](argv) == 2
     captured = capsys.readouterr()
+    assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1, captured.err
     assert lines[0].startswith(f"neurorun-{tool}: error: ")

@@ -468,9 +468,10 @@ def test_an_output_named_for_the_other_format(fmt, name, run_dir, tmp_path, caps
 
 
 @pytest.mark.extras("export")
-def test_a_layer_without_an_export_is_named(tmp_path, capsys):
+def test_a_layer_without_an_export_is_named(tmp_path, capfd):
+    """One line: torch's exporter prints the layer's graph to stdout from C++ (caught)."""
     run = save_policy(tmp_path / "run", "CartPole-v1", LAYER_NETWORKS["Threshold"])
-    line = refused(capsys, [str(run), "--out", str(tmp_path / "p.onnx")],
+    line = refused(capfd, [str(run), "--out", str(tmp_path / "p.onnx")],
                    "layer 2 of the network, Threshold(threshold=0.1, value=2.0), has no onnx "
                    "export", "--format torchscript", "nothing written")
     assert "Traceback" not in line and list(tmp_path.iterdir()) == [run]
