@@ -37,6 +37,7 @@ from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
 from neurorun.common.settings import mapping_expected
+from neurorun.common.values import shown
 from neurorun.config.resume import config_groups
 from neurorun.config.schema import (
     OPEN_MAPPINGS,
@@ -120,11 +121,16 @@ def _hydra_key_swept(message: str) -> str:
 
 def group_choice_error(argv: Sequence[str]) -> str | None:
     """Why an override of ``argv`` that picks a config group's option is refused before Hydra
-    reads it: a list or mapping (`algo=[pgpe]`) where one name belongs, which Hydra merges as
-    several options, or meets with a TypeError (`algo=[1]`)."""
+    reads it: anything but one name (`algo=[pgpe]`, `debug=null`, `logger=true`), which Hydra
+    merges as several options, or meets with a TypeError or ValueError and its traceback; or
+    the removal (`~experiment`) of a group another group's choice is named after, which ends
+    in Hydra's interpolation error."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     groups = config_groups()
+    defaults = _default_choices()
+    followed = {name for choice in defaults.values() if isinstance(choice, str)
+                for name in re.findall(r"\$\{(\w+)\}", choice)}
     parser = OverridesParser.create()
     for arg in argv:
         try:
@@ -132,12 +138,39 @@ def group_choice_error(argv: Sequence[str]) -> str | None:
         except HydraException:
             continue  # said as unparsable once Hydra reads it
         group = override.key_or_group
-        if group in groups and not override.is_sweep_override() and isinstance(
-                override.value(), list | dict):
-            return (f"{arg}: {group}= takes the name of one option of the config group "
-                    f"{group}, not a list or mapping. Fix: {group}=<name> (`neurorun --help` "
-                    f"lists them), or -m {group}=<name>,<name> to sweep over several.")
+        if group not in groups or override.is_sweep_override():
+            continue
+        default_none = group in defaults and defaults[group] is None
+        leave_out = f", or leave {group}= out (none is picked by default)" if default_none else ""
+        if override.is_delete() and group in followed:
+            return (f"{arg}: the config group {group} cannot be removed: other groups' choices "
+                    f"are named after it. Fix: {group}=<name> (`neurorun --help` lists them)"
+                    f"{leave_out}.")
+        value = override.value()
+        if override.is_delete() or isinstance(value, str):
+            continue
+        what = "a list or mapping" if isinstance(value, list | dict) else shown(value)
+        return (f"{arg}: {group}= takes the name of one option of the config group {group}, "
+                f"not {what}. Fix: {group}=<name> (`neurorun --help` lists them){leave_out}, "
+                f"or -m {group}=<name>,<name> to sweep over several.")
     return None
+
+
+def _default_choices() -> dict[str, str | None]:
+    """Each group's choice in the primary config's defaults list, as written (``${env}/${algo}``
+    for env_algo, None for a group that picks none unless told)."""
+    from importlib import resources
+
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.load(resources.files("neurorun.conf") / "config.yaml")
+    entries = OmegaConf.to_container(config.defaults, resolve=False)
+    choices: dict[str, str | None] = {}
+    for entry in entries:
+        if isinstance(entry, dict):
+            for key, choice in entry.items():
+                choices[key.removeprefix("optional ").strip()] = choice
+    return choices
 
 
 def report_like_hydra(error: CompactHydraException) -> None:

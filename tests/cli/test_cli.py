@@ -558,6 +558,16 @@ def test_an_override_hydra_cannot_parse_is_one_line_saying_to_quote_it(tmp_path)
     (["algo=[1]"], "algo=[1]: algo= takes the name of one option of the config group algo, not "
                    "a list or mapping. Fix: algo=<name>"),
     (["env={a: 1}"], "env={a: 1}: env= takes the name of one option"),
+    # null, a bool or a number: Hydra's ValueError "must be a string or a list", a traceback
+    (["debug=null"], "debug=null: debug= takes the name of one option of the config group "
+                     "debug, not null. Fix: debug=<name> (`neurorun --help` lists them), or "
+                     "leave debug= out (none is picked by default)"),
+    (["logger=true"], "logger=true: logger= takes the name of one option of the config group "
+                      "logger, not true. Fix: logger=<name> (`neurorun --help` lists them), or -m"),
+    # removing a group env_algo or experiment_algo is named after: Hydra's interpolation error
+    (["~experiment"], "~experiment: the config group experiment cannot be removed"),
+    (["~algo"], "~algo: the config group algo cannot be removed: other groups' choices are "
+                "named after it. Fix: algo=<name> (`neurorun --help` lists them)."),
     # a list for a mapping: Hydra's "Cannot merge DictConfig with ListConfig" in four lines
     (["network.network_args=[1]"], "network.network_args=[1]: expected a mapping of keys to "
                                    "values there. Fix: network.network_args={key: value}"),
