@@ -49,12 +49,11 @@ def run_rounds(algorithm: SearchAlgorithm,
                             "at most %d rounds. Fix: a smaller algo.num_interactions, or "
                             "algo.popsize_max=<the most samples a generation may take>",
                             algorithm.generation + 1, asked // algorithm.popsize,
-                            algorithm.popsize, f"{asked:,}", f"{steps:,}", f"{wanted:,}",
+                            algorithm.popsize, f"{asked:,}", f"{steps:,}", wanted,
                             ROUNDS_MAX)
             return
         if time.monotonic() - said_at >= PROGRESS_S:
             said_at = time.monotonic()
             log.info("generation %d, adaptive popsize: %s samples so far, %s of "
                      "algo.num_interactions=%s interactions (at most %s samples)",
-                     algorithm.generation + 1, f"{asked:,}", f"{steps:,}", f"{wanted:,}",
-                     f"{cap:,}")
+                     algorithm.generation + 1, f"{asked:,}", f"{steps:,}", wanted, f"{cap:,}")

@@ -132,9 +132,9 @@ def _check_table_memory(size: int) -> None:
     free = device_free_bytes(torch.device("cpu"))
     if size * 4 > MEMORY_SHARE * free:
         raise ValueError(
-            f"noise_table_size={size:,}: a table of float32 numbers takes {size * 4 / 1e9:,.1f} "
+            f"noise_table_size={size}: a table of float32 numbers takes {size * 4 / 1e9:,.1f} "
             f"GB, and this machine has {free / 1e9:.1f} GB free. Fix: algo.noise_table_size="
-            f"{int(MEMORY_SHARE * free // 4):,} or less (null: max(2^24, 64 D)), or "
+            f"{int(MEMORY_SHARE * free // 4)} or less (null: max(2^24, 64 D)), or "
             "algo.noise_source=seeds")
 
 

@@ -139,7 +139,7 @@ def check_capacity(count: int, *, cpus_each: float, gpus_each: float, num_cpus: 
             ("GPU", gpus_each, num_gpus, "parallel.num_gpus_per_actor=<a smaller fraction>")):
         if kind == "CPU" and 0 < each < RAY_MIN_CPU:
             raise ValueError(
-                f"parallel.num_actors={count:,} actors get {each:.2g} CPU each, below ray's "
+                f"parallel.num_actors={count} actors get {each:.2g} CPU each, below ray's "
                 f"smallest, {RAY_MIN_CPU:g}. Fix: parallel.num_actors=max (one per CPU), or "
                 "fewer actors (or a larger parallel.actor_config.num_cpus).")
         if count * each > total + 1e-9:
@@ -157,7 +157,7 @@ def check_local_actors(count: int, *, free_bytes: int, memory_share: float,
     need, spare = count * ACTOR_BYTES, memory_share * free_bytes
     if need > spare:
         raise ValueError(
-            f"{given or f'parallel.num_actors={count:,}'}: each ray actor is a process of its "
+            f"{given or f'parallel.num_actors={count}'}: each ray actor is a process of its "
             f"own (torch and the env, about {ACTOR_BYTES / 1e9:.1f} GB), so they need about "
             f"{need / 1e9:,.0f} GB, and this machine has {free_bytes / 1e9:.1f} GB free. Fix: "
-            f"parallel.num_actors=max (one per CPU), or {int(spare // ACTOR_BYTES):,} or less.")
+            f"parallel.num_actors=max (one per CPU), or {int(spare // ACTOR_BYTES)} or less.")

@@ -31,9 +31,9 @@ def check_samples(popsize: int, dim: int, device: torch.device) -> None:
     if samples > MEMORY_SHARE * free:
         fits = int(popsize * MEMORY_SHARE * free / samples)
         raise ValueError(
-            f"algo.popsize={popsize:,} solutions of {dim:,} parameters need about "
+            f"algo.popsize={popsize} solutions of {dim:,} parameters need about "
             f"{samples / 1e9:.1f} GB for a generation's samples, and this machine has "
-            f"{free / 1e9:.1f} GB free. Fix: algo.popsize={fits:,} or less (or a smaller "
+            f"{free / 1e9:.1f} GB free. Fix: algo.popsize={fits} or less (or a smaller "
             "network)")
 
 
@@ -46,7 +46,7 @@ def check_compiled(popsize: int, slots: int, fixed: int, per_slot: int, *,
     if need <= budget:
         return
     fits = int((budget - fixed) // per_slot)
-    fix = (f"problem.max_num_envs={fits:,} (slots take the solutions in turn), or a smaller "
+    fix = (f"problem.max_num_envs={fits} (slots take the solutions in turn), or a smaller "
            "algo.popsize" if fits >= 1 else "a smaller algo.popsize" + (
                " or fewer problem.devices (each holds every solution)" if devices > 1 else ""))
     raise ValueError(
@@ -67,6 +67,6 @@ def check_results(popsize: int, num_episodes: int, num_test_episodes: int) -> No
         if count * each > MEMORY_SHARE * free:
             fits = int(MEMORY_SHARE * free // each)
             raise ValueError(
-                f"{key}={count:,}: {what} hold at least {count * each / 1e9:,.1f} GB of results "
+                f"{key}={count}: {what} hold at least {count * each / 1e9:,.1f} GB of results "
                 f"until the evaluation ends, and this machine has {free / 1e9:.1f} GB free. "
-                "Fix: " + (f"{key}={fits:,} or less" if fits else "a smaller algo.popsize"))
+                "Fix: " + (f"{key}={fits} or less" if fits else "a smaller algo.popsize"))

@@ -33,8 +33,8 @@ def check_memory(episodes: int, per_episode: int, what: str) -> None:
     if need <= spare:
         return
     fits = int(spare // per_episode)
-    fix = f"--episodes {fits:,} or fewer" if fits else "a smaller --max-steps"
-    raise ToolError(f"--episodes {episodes:,} would hold about {need / 1e9:,.1f} GB of {what}, "
+    fix = f"--episodes {fits} or fewer" if fits else "a smaller --max-steps"
+    raise ToolError(f"--episodes {episodes} would hold about {need / 1e9:,.1f} GB of {what}, "
                     f"more than the {spare / 1e9:.1f} GB this machine can spare; pass {fix}")
 
 

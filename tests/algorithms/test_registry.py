@@ -229,12 +229,12 @@ def test_an_adaptive_generation_that_cannot_make_its_interactions_ends_and_says_
     assert rounds == [4 * k for k in range(adaptive.ROUNDS_MAX)] * 2
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert said == ["generation 1 ends after 1000 rounds of popsize 4 (4,000 samples) with "
-                    "10,000 of algo.num_interactions=1,000,000,000 interactions, as every "
+                    "10,000 of algo.num_interactions=1000000000 interactions, as every "
                     "generation will: without algo.popsize_max a generation takes at most 1000 "
                     "rounds. Fix: a smaller algo.num_interactions, or algo.popsize_max=<the most "
                     "samples a generation may take>"]
     progress = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
     assert progress[0] == ("generation 1, adaptive popsize: 4 samples so far, 10 of "
-                           "algo.num_interactions=1,000,000,000 interactions (at most 4,000 "
+                           "algo.num_interactions=1000000000 interactions (at most 4,000 "
                            "samples)")
     assert len(progress) == 2 * (adaptive.ROUNDS_MAX - 1)  # each round but the last, each time

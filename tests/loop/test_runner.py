@@ -202,7 +202,7 @@ def test_a_network_import_path_that_is_no_factory_names_network_spec(tmp_path):
 
 def test_a_generation_beyond_the_machines_memory_is_refused_before_generation_1(tmp_path):
     # 10^10 solutions x 10 parameters x 4 bytes, three copies: 1.2 TB
-    with pytest.raises(ConfigError, match=r"algo.popsize=10,000,000,000 solutions of 10 "
+    with pytest.raises(ConfigError, match=r"algo.popsize=10000000000 solutions of 10 "
                                           r"parameters need about 1200.0 GB.*Fix: algo.popsize="):
         run(tiny("algo.popsize=10000000000"), run_dir=tmp_path / "run")
     assert not (tmp_path / "run").exists()

@@ -138,7 +138,7 @@ def test_importing_the_package_does_not_import_ray():
 def test_more_local_actors_than_the_memory_holds_are_refused_before_ray_starts():
     gb = 10**9
     check_local_actors(40, free_bytes=10 * gb, memory_share=0.8)  # 40 x 0.2 GB = 8 GB
-    with pytest.raises(ValueError, match=r"^parallel.num_actors=5,000: each ray actor is a "
+    with pytest.raises(ValueError, match=r"^parallel.num_actors=5000: each ray actor is a "
                        r"process .*about 1,000 GB.*10.0 GB free.*Fix: .*num_actors=max.*40 or "
                        r"less"):
         check_local_actors(5000, free_bytes=10 * gb, memory_share=0.8)
@@ -146,7 +146,7 @@ def test_more_local_actors_than_the_memory_holds_are_refused_before_ray_starts()
 
 def test_a_cpu_share_below_rays_precision_is_refused():
     check_capacity(20000, cpus_each=1e-4, gpus_each=0, num_cpus=2, num_gpus=0)
-    with pytest.raises(ValueError, match=r"parallel.num_actors=100,000 actors .*2e-05 CPU each.*"
+    with pytest.raises(ValueError, match=r"parallel.num_actors=100000 actors .*2e-05 CPU each.*"
                        r"ray's smallest, 0.0001.*Fix: .*num_actors=max"):
         check_capacity(100000, cpus_each=2e-5, gpus_each=0, num_cpus=2, num_gpus=0)
 
@@ -158,7 +158,7 @@ def test_the_config_check_refuses_local_actors_the_machine_cannot_hold(monkeypat
     from neurorun.config import machine
 
     monkeypatch.setattr(machine, "_free_memory", lambda: 10**10)
-    for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5,000"),
+    for overrides, named in ((["parallel.num_actors=5000"], r"num_actors=5000"),
                              (["parallel.num_cpus=5000"], r"num_cpus=5000 \(num_actors=max")):
         cfg = compose_config(["debug=default", "parallel=ray", *overrides])
         with pytest.raises(config_checks.ConfigError,

@@ -167,8 +167,8 @@ def test_an_eval_that_cannot_fit_in_memory_is_refused_before_it_starts(run_dir, 
     assert evaluate_tool.main([str(run_dir), "--episodes", "1000000000000"]) == 2
     err = capsys.readouterr().err
     fits = int(0.8 * 100_000_000) // episodes.EPISODE_BYTES
-    assert err.count("\n") == 1 and f"--episodes {fits:,} or fewer" in err
-    assert "1,000,000,000,000" in err
+    assert err.count("\n") == 1 and f"--episodes {fits} or fewer" in err
+    assert "--episodes 1000000000000 would hold" in err  # as typed: a value to paste back
 
 
 def test_test_episodes_run_a_bounded_number_of_envs_at_a_time(monkeypatch):
