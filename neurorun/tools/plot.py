@@ -97,7 +97,8 @@ def draw_runs(runs: list[Run], *, x: str = "generation", y: str = "mean_eval",
         if grid.size <= 1 and _drew_apart(axes, label, members, X_COLUMNS[x], y):
             continue
         mean = values.mean(axis=0)
-        (line,) = axes.plot(grid, mean, label=f"{label} ({len(values)} runs)")
+        (line,) = axes.plot(grid, mean, label=f"{label} ({len(values)} runs)",
+                            marker=_one_point(grid))
         if len(values) > 1 and band != "none":
             low, high = ((mean - values.std(axis=0), mean + values.std(axis=0)) if band == "std"
                          else (values.min(axis=0), values.max(axis=0)))
@@ -143,8 +144,15 @@ def _plot_each_run(axes, label: str, members: list[Run], x_column: str, y_column
         x, y = run_curve(run, x_column, y_column)
         if x.size:
             legend = f"{label} ({len(members)} runs)" if color is None else None
-            (line,) = axes.plot(x, y, color=color, linewidth=1, alpha=0.8, label=legend)
+            (line,) = axes.plot(x, y, color=color, linewidth=1, alpha=0.8, label=legend,
+                                marker=_one_point(x))
             color = line.get_color()
+
+
+def _one_point(x: np.ndarray) -> str | None:
+    """A marker for a line of one point (a one-generation run, a seed solved at once), which a
+    line alone leaves invisible."""
+    return "o" if x.size == 1 else None
 
 
 MIN_DPI, MAX_DPI = 10, 1200  # 1200 dpi: 8400 x 5400 pixels, ~180 MB; far more may not fit

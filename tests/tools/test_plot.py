@@ -82,6 +82,18 @@ def test_runs_meeting_at_one_point_are_drawn_run_by_run_too(tmp_path):
     assert sorted(list(line.get_xdata()) for line in axes.lines) == [[0, 10, 20], [20, 30, 40]]
 
 
+@pytest.mark.parametrize("band", ["std", "runs"])
+def test_a_one_point_line_gets_a_marker_and_longer_lines_none(tmp_path, band):
+    """A one-generation run (or a seed that solved at generation 1) is one point: a line
+    alone draws nothing there."""
+    write_run(tmp_path / "short" / "0", rows([7.0]), ["algo=snes"])
+    write_run(tmp_path / "long" / "0", rows([1.0, 2.0]), ["algo=pgpe"])
+    (axes,) = plot_tool.plot_runs([tmp_path], band=band).axes
+    markers = {line.get_label(): (line.get_marker(), list(line.get_ydata()))
+               for line in axes.lines}
+    assert markers == {"algo=snes (1 runs)": ("o", [7.0]), "algo=pgpe (1 runs)": ("None", [1, 2])}
+
+
 def test_band_runs_keeps_every_whole_run_in_its_group_color(tmp_path):
     write_run(tmp_path / "a", rows([0, 10, 20], steps=[0, 10, 20]), ["seed=0"])
     write_run(tmp_path / "b", rows([0, 10, 30, 50], steps=[0, 5, 15, 25]), ["seed=1"])
