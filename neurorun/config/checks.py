@@ -204,34 +204,15 @@ def _check_parallel(config: RunConfig) -> None:
                                                    "subbatch_size"), "parallel")) from None
 
 
-def _check_algorithm(config: RunConfig, *, warn: bool) -> None:
+def _check_algorithm(config: RunConfig) -> None:
     """The algorithm's own check of its options (all of it that needs no solution length);
-    distributed mode; ``warn``: say the settings these options leave unread."""
+    distributed mode."""
     algo = config.algo
     try:
-        options = algo.typed_options
+        algo.typed_options  # noqa: B018 (built on first read: the check)
     except (ValueError, TypeError) as error:
         raise algo_error(algo, error) from error
     distributed_mode(config, ALGORITHMS[algo.name])
-    if not warn:
-        return
-    log, sampling, adaptive = logging.getLogger("neurorun"), options.sampling, options.adaptive
-    if sampling.noise_source == "seeds" and sampling.noise_table_size is not None:
-        warn_now(log, "algo.noise_table_size=%s is ignored: algo.noise_source=seeds draws each "
-                 "sample from a seed of its own, with no table. Fix: algo.noise_source=table to "
-                 "use a table, or algo.noise_table_size=null", sampling.noise_table_size)
-    if adaptive.popsize_max is not None and adaptive.num_interactions is None:
-        warn_now(log, "algo.popsize_max=%s is ignored: only an adaptive popsize reads it, and "
-                 "algo.num_interactions is null. Fix: algo.num_interactions=<env steps a "
-                 "generation takes> to adapt the popsize, or algo.popsize_max=null",
-                 adaptive.popsize_max)
-    elif adaptive.popsize_max is not None and algo.popsize is not None \
-            and adaptive.popsize_max < 2 * algo.popsize:  # rounds are whole: never a second
-        warn_now(log, "algo.num_interactions=%s is ignored: a generation samples whole rounds "
-                 "of algo.popsize=%s, and algo.popsize_max=%s leaves room for one. Fix: "
-                 "algo.popsize_max=%s or more to adapt the popsize, or "
-                 "algo.num_interactions=null", adaptive.num_interactions, algo.popsize,
-                 adaptive.popsize_max, 2 * algo.popsize)
 
 
 def validate_config(cfg: DictConfig, *,
@@ -258,8 +239,8 @@ def validate_config(cfg: DictConfig, *,
         prepare(config)
     if machine:
         check_machine(config)
-    _check_algorithm(config, warn=machine)  # a sweep's jobs checked up front: said as each runs
-    if machine:
+    _check_algorithm(config)
+    if machine:  # a sweep's jobs are checked up front, their unread settings said as each runs
         warn_unread(config)
         if config.objective == "neg_interactions_to_target" and config.max_interactions is None:
             warn_now(logging.getLogger("neurorun"), "objective=neg_interactions_to_target "

@@ -234,6 +234,21 @@ def _build(parts: list[tuple[_Builder, ast.expr]]) -> nn.Module:
     return members[0] if len(members) == 1 else Chain(*members)
 
 
+def constant_names(text: str) -> set[str] | None:
+    """The names of constants ``text`` reads (its layers' names left out); None for a text that
+    does not parse (building it says why)."""
+    flat = text.replace("\r", " ").replace("\n", " ").strip()
+    names: set[str] = set()
+    for _, link in _links(flat):
+        try:
+            tree = ast.parse(link.strip(), mode="eval")
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            return None
+        names.update(node.id for node in ast.walk(tree)
+                     if isinstance(node, ast.Name) and node.id not in LAYERS)
+    return names
+
+
 def parse_network(text: str, **constants: Any) -> nn.Module:
     """Build the module that a network string describes.
 

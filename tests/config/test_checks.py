@@ -423,6 +423,33 @@ def test_a_restart_setting_the_others_leave_unread_is_said_to_be_ignored(capfd, 
     assert lines == ([] if said is None else [said])
 
 
+@pytest.mark.parametrize(("overrides", "said"), [
+    (["algo=snes", "algo.scale_learning_rate=false"],
+     "neurorun: algo.scale_learning_rate=false is ignored: it says how a given "
+     "algo.stdev_learning_rate is read, and none is given (the default rate is used). Fix: "
+     "algo.stdev_learning_rate=<rate> to give one, or leave algo.scale_learning_rate out"),
+    (["algo=xnes", "algo.scale_learning_rate=false", "algo.stdev_learning_rate=0.5"], None),
+    # a misspelt constant: the network string's own "hidden" is named
+    (["network=mlp", "network.network_args.hiddn=8"],
+     "neurorun: network.network_args.hiddn=8 is ignored: network.spec does not use it. Fix: "
+     "network.network_args.hidden=8 if that is the one meant"),
+    (["network=mlp", "network.spec='Linear(obs_length, act_length)'"],
+     "neurorun: network.network_args.hidden=16 is ignored: network.spec does not use it. Fix: "
+     "use it in network.spec, or drop it with ~network.network_args.hidden"),
+    (["network=mlp", "network.spec='Linear(obs_length, act_length)'",
+      "~network.network_args.hidden"], None),
+    (["network=mlp2"], None),
+])
+def test_an_algo_or_network_setting_left_unread_is_said_to_be_ignored(capfd, overrides, said):
+    """SNES/XNES's scale_learning_rate without a stdev rate, and a network_args key the network
+    string does not read (a typo), went unused without a word."""
+    from neurorun.config.checks import validate_config
+
+    validate_config(tiny("generations=4", *overrides))
+    lines = [line for line in capfd.readouterr().err.splitlines() if "is ignored" in line]
+    assert lines == ([] if said is None else [said])
+
+
 COMPILED = "brax and Playground envs (their compiled evaluation)"
 
 

@@ -189,3 +189,17 @@ def test_a_flat_chain_of_thousands_of_layers_parses():
         caught.value)
     with pytest.raises(NetworkParseError, match="nested"):  # real nesting still is refused
         parse_network("(" * 3000 + "Tanh()" + ")" * 3000)
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("Linear(obs_length, hidden) >> Tanh() >> Linear(hidden, act_length)",
+     {"obs_length", "hidden", "act_length"}),
+    ("Linear(obs_shape[0], 2 * k)\n>> Linear(2 * k, act_length, bias=False)",
+     {"obs_shape", "k", "act_length"}),
+    ("Linear(4, 2)", set()),
+    ("Linear(obs_length", None),  # unreadable: building it says where
+])
+def test_constant_names_are_the_names_a_string_reads_beside_its_layers(text, names):
+    from neurorun.nets.parser import constant_names
+
+    assert constant_names(text) == names
