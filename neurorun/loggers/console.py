@@ -165,14 +165,15 @@ class ConsoleLogger(Logger):
     Args:
         limits: the stop conditions, for the progress bar and its ETA.
         plain: one plain line per generation (None: when `stream` is not a terminal).
-        quiet: print nothing per generation.
+        quiet: print no config, header or generation rows: warnings and the end (why the run
+            stopped, and the summary) only.
         show_config: print the config tree (or YAML in plain mode) at the start.
         stream: where to write (stdout by default).
     """
 
     Settings = ConsoleSettings
 
-    always_on = True  # quiet mode still prints the start and end summary
+    always_on = True  # quiet mode still prints why the run stopped
 
     def __init__(self, limits: Limits, *, plain: bool | None = None, quiet: bool = False,
                  show_config: bool = True, stream: TextIO | None = None):
@@ -240,5 +241,5 @@ class ConsoleLogger(Logger):
             if progress is not None:
                 progress.stop()
             reason = summary.get("stop_reason")
-            if reason and not self.quiet:
+            if reason:
                 self.console.print(f"stopped: {reason}", soft_wrap=True, markup=False)

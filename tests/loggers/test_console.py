@@ -48,14 +48,14 @@ def test_plain_mode_is_automatic_off_a_terminal_and_prints_one_line_per_generati
     assert lines[-1] == "stopped: generations: 5 of 5 done"
 
 
-def test_quiet_mode_prints_nothing():
+def test_quiet_mode_prints_only_why_the_run_stopped():
     stream = io.StringIO()
     console = ConsoleLogger(StopLimits(generations=5), quiet=True, stream=stream)
     console.start({"seed": 0})
     console.begin()
     console.log(1, STATUS)
-    console.close({"stop_reason": "done"})
-    assert stream.getvalue() == ""
+    console.close({"stop_reason": "generations: 1 of 1 done"})
+    assert stream.getvalue() == "stopped: generations: 1 of 1 done\n"  # a cluster job's log too
 
 
 def test_live_view_prints_rows_above_the_progress_bar():
