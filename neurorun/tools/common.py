@@ -362,8 +362,8 @@ def check_episode_seeds(seed: int, episodes: int) -> None:
 def add_policy_options(parser: Any) -> None:
     """The options of the tools that load policies: ``--checkpoint`` of a run folder, and the
     opt-ins ``--trust-pickle`` and ``--trust-code``."""
-    parser.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY), default=BEST_POLICY,
-                        help="which checkpoint of a run folder (best)")
+    parser.add_argument("--checkpoint", choices=(BEST_POLICY, LAST_POLICY),
+                        help="which checkpoint of a run folder (default: best)")
     parser.add_argument("--trust-pickle", action="store_true",
                         help="also load policy pickles (.pkl), which run any code they hold; "
                              "without it only weights-only .pt + .json files are read")

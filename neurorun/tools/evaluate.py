@@ -24,7 +24,6 @@ from neurorun.common.errors import one_line
 from neurorun.common.files import read_bounded
 from neurorun.common.seeding import derive_seed
 from neurorun.common.values import is_number
-from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -49,7 +48,7 @@ JSON_BYTES = 1 << 20  # a checkpoint's .json is a few hundred bytes
 
 
 def evaluate(path: str, *, episodes: int | None = None, seed: int | None = None,
-             env: str | None = None, checkpoint: str = BEST_POLICY, max_steps: int | None = None,
+             env: str | None = None, checkpoint: str | None = None, max_steps: int | None = None,
              trust_pickle: bool = False, trust_code: bool = False) -> dict[str, Any]:
     """Per-episode returns and lengths of the policy at `path`, with their mean and std, and
     the center_eval its run recorded (`recorded_center_eval`, None when unknown). `episodes`

@@ -29,7 +29,6 @@ from neurorun.common.jsonio import finite_or_null
 from neurorun.envs import env_spaces
 from neurorun.problems.export import EnvPolicy
 from neurorun.record.checkpoint import SETTING_KEYS
-from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.common import (
     ToolError,
     add_policy_options,
@@ -53,7 +52,7 @@ SAMPLE_SIZE = 16  # observations the file is traced and checked on before it is 
 
 
 def export(path: str, out: str | Path, *, fmt: str = "onnx", force: bool = False,
-           checkpoint: str = BEST_POLICY, trust_pickle: bool = False,
+           checkpoint: str | None = None, trust_pickle: bool = False,
            trust_code: bool = False) -> dict[str, Any]:
     """Write the policy at ``path`` to ``out`` in ``fmt`` ("onnx" or "torchscript"); returns
     the metadata written into the file."""

@@ -92,24 +92,30 @@ class LoadedPolicy:
         return problem
 
 
-def load_policy(path: str | Path, *, checkpoint: str = BEST_POLICY, env: str | None = None,
+def load_policy(path: str | Path, *, checkpoint: str | None = None, env: str | None = None,
                 trust_pickle: bool = False, trust_code: bool = False) -> LoadedPolicy:
-    """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt` + `.json`; its `.pkl` only
-    with `trust_pickle`), a weights-only `.pt`, or (with `trust_pickle`) a policy pickle.
+    """Load `path`: a run folder (its `checkpoints/<checkpoint>.pt` + `.json`, best unless
+    `checkpoint` says; its `.pkl` only with `trust_pickle`), a weights-only `.pt`, or (with
+    `trust_pickle`) a policy pickle.
     `env` replaces the env the checkpoint names. A network or env factory (`pkg.mod:Name`)
     named in the `.json` is imported only with `trust_code` (a pickle trusted with
     `trust_pickle` runs its own code anyway).
 
     Raises:
-        ToolError: missing or unreadable file, a pickle without `trust_pickle`, code named in
-            the `.json` without `trust_code`, or an env that cannot be made here.
+        ToolError: missing or unreadable file, a `checkpoint` for a file, a pickle without
+            `trust_pickle`, code named in the `.json` without `trust_code`, or an env that
+            cannot be made here.
     """
     path = Path(path)
     if not path.exists():
         raise ToolError(f"{str(path)!r} does not exist; expected a run folder, a policy .pkl "
                         "or a weights-only .pt")
     if path.is_dir():
-        path = _checkpoint_in(path, checkpoint, trust_pickle)
+        path = _checkpoint_in(path, checkpoint or BEST_POLICY, trust_pickle)
+    elif checkpoint is not None:
+        raise ToolError(f"--checkpoint {checkpoint} picks a checkpoint of a run folder, and "
+                        f"{str(path)!r} is a file: pass the run folder, or leave --checkpoint "
+                        "out")
     if path.suffix == ".pkl":
         if not trust_pickle:
             raise ToolError(f"{str(path)!r} is a pickle, and loading a pickle runs any code it "

@@ -27,7 +27,6 @@ from neurorun.problems.playback import (
     offscreen_pygame,
     prepare_mujoco_gl,
 )
-from neurorun.record.layout import BEST_POLICY
 from neurorun.tools.brax_render import render_brax
 from neurorun.tools.common import (
     ToolError,
@@ -48,7 +47,7 @@ MIN_FPS, MAX_FPS = 0.1, 100.0  # a GIF's frame: 10 ms to 10 s, in whole hundredt
 
 def render(path: str, out: str | Path, *, episodes: int = 1, seed: int = 0, fps: float = 30.0,
            max_steps: int | None = None, env: str | None = None,
-           checkpoint: str = BEST_POLICY, trust_pickle: bool = False,
+           checkpoint: str | None = None, trust_pickle: bool = False,
            trust_code: bool = False, force: bool = False) -> list[Episode]:
     """Play the policy at `path` and write the video (or brax viewer) to `out`."""
     out = Path(out)

@@ -43,6 +43,19 @@ def test_missing_path(tmp_path, capsys):
     fails_with(capsys, "compare", [str(tmp_path / "nope")], "does not exist")
 
 
+@pytest.mark.parametrize("tool", ["eval", "render", "export"])
+def test_a_checkpoint_choice_for_a_file_is_refused(run_dir, tmp_path, capsys, tool):
+    """--checkpoint picks within a run folder: given a file's path it went unread (best.pt
+    was played where last was asked)."""
+    out = {"render": ["--out", str(tmp_path / "p.gif")],
+           "export": ["--out", str(tmp_path / "p.pt"), "--format", "torchscript"]}.get(tool, [])
+    best = run_dir / "checkpoints" / "best.pt"
+    fails_with(capsys, tool, [str(best), "--checkpoint", "last", *out],
+               f"--checkpoint last picks a checkpoint of a run folder, and '{best}' is a file: "
+               "pass the run folder, or leave --checkpoint out")
+    assert not list(tmp_path.glob("p.*"))
+
+
 def test_metrics_without_rows(tmp_path, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.csv").write_text("generation,mean_eval\n")

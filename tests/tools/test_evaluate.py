@@ -143,6 +143,7 @@ def test_eval_of_a_run_with_no_options_is_its_best_center_eval(tmp_path, capsys)
                           "generations=3", "eval_episodes=3", "seed=4",
                           "problem.observation_normalization=true"])
     run(cfg, run_dir=tmp_path / "run")
+    capsys.readouterr()  # the run's own stop line
     with open(tmp_path / "run" / "metrics.csv", newline="") as file:
         best = max(float(row["center_eval"]) for row in csv.DictReader(file))
     assert evaluate_tool.main([str(tmp_path / "run"), "--json"]) == 0
