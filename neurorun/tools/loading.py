@@ -118,9 +118,14 @@ def load_policy(path: str | Path, *, checkpoint: str | None = None, env: str | N
                         "out")
     if path.suffix == ".pkl":
         if not trust_pickle:
+            weights = path.with_suffix(".pt")
+            beside = (f"Use the weights-only {weights.name} (+ .json) beside it"
+                      if is_input(weights) and is_input(weights.with_suffix(".json"))
+                      else "No weights-only .pt + .json is beside it (a run folder's "
+                           "checkpoints/ holds them)")
             raise ToolError(f"{str(path)!r} is a pickle, and loading a pickle runs any code it "
-                            "holds: not loaded. Use the weights-only .pt (+ .json) beside it, "
-                            "or pass --trust-pickle if you trust where the file came from")
+                            f"holds: not loaded. {beside}, or pass --trust-pickle if you trust "
+                            "where the file came from")
         loaded = _load_pickle(path, env)
     elif path.suffix == ".pt":
         loaded = _load_weights(path, env, trust_code)

@@ -354,6 +354,20 @@ def test_compare_output_errors_name_csv(target, sweep, tmp_path, capsys):
     assert "--out" not in line
 
 
+def test_a_pickle_is_refused_naming_the_weights_beside_it_only_where_they_are(run_dir, tmp_path,
+                                                                             capsys):
+    """A run's best.pkl points at its best.pt; a pickle alone (Problem.save_solution writes
+    one) was told to use a .pt that is not there."""
+    fails_with(capsys, "eval", [str(run_dir / "checkpoints" / "best.pkl")],
+               "not loaded. Use the weights-only best.pt (+ .json) beside it, or pass "
+               "--trust-pickle")
+    alone = tmp_path / "center.pkl"
+    alone.write_bytes(b"not unpickled")
+    fails_with(capsys, "eval", [str(alone)],
+               "not loaded. No weights-only .pt + .json is beside it (a run folder's "
+               "checkpoints/ holds them), or pass --trust-pickle")
+
+
 def test_a_folder_missing_only_the_json_names_the_json(run_dir, capsys):
     (run_dir / "checkpoints" / "best.json").unlink()
     (run_dir / "checkpoints" / "best.pkl").write_bytes(b"not unpickled")
