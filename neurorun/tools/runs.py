@@ -61,7 +61,9 @@ def _natural_key(path: Path) -> list[object]:
 
 
 def find_run_folders(path: str | Path) -> list[Path]:
-    """`path` itself when it holds metrics, else every folder below it that does."""
+    """Every folder at or below `path` that holds metrics (a run inside another run's folder
+    too: taking a folder with metrics for a lone run hid the sweep below it); only the run
+    of a metric file given by name."""
     path = Path(path)
     if not path.exists():
         raise ToolError(f"{str(path)!r} does not exist; expected a run folder or a sweep folder")
@@ -69,9 +71,7 @@ def find_run_folders(path: str | Path) -> list[Path]:
         if path.name not in METRIC_FILES:
             raise ToolError(f"{str(path)!r} is a file, not a run's metrics.csv or metrics.jsonl; "
                             "expected a run folder or a sweep folder")
-        path = path.parent
-    if any((path / name).exists() for name in METRIC_FILES):
-        return [path]
+        return [path.parent]
     found = {hit.parent for name in METRIC_FILES for hit in path.rglob(name)}
     if not found:
         raise ToolError(f"{str(path)!r} has no metrics.csv or metrics.jsonl in it or below it; "

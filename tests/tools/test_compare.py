@@ -130,6 +130,22 @@ def test_a_run_given_by_two_paths_is_counted_once(sweep, tmp_path):
     assert str(link) in str(said[0].message) and str(dotted) in str(said[0].message)
 
 
+def test_runs_inside_a_run_folder_are_counted_with_it(tmp_path):
+    """A sweep written inside a run's folder (hydra.sweep.dir=<run>/sweep): the folder with
+    metrics was taken for a lone run, and the sweep's runs vanished from the table."""
+    write_run(tmp_path / "base", rows([1.0, 2.0]), ["algo=pgpe"])
+    for seed, final in ((0, 4.0), (1, 8.0)):
+        write_run(tmp_path / "base" / "sweep" / str(seed), rows([0.0, final]),
+                  ["algo=snes", f"seed={seed}"])
+    _, table = compare_tool.compare([tmp_path / "base"], "mean_eval")
+    groups = by_group(table)
+    assert (groups["algo=pgpe"]["runs"], groups["algo=pgpe"]["final_mean"]) == (1, 2)
+    assert (groups["algo=snes"]["runs"], groups["algo=snes"]["final_mean"]) == (2, 6)
+    # a metric file given by name is that run alone
+    _, table = compare_tool.compare([tmp_path / "base" / "metrics.csv"], "mean_eval")
+    assert [(row["group"], row["runs"]) for row in table] == [("algo=pgpe", 1)]
+
+
 def test_a_last_row_cut_short_is_left_out(tmp_path):
     """A run still writing its metrics.csv (or killed mid-row): the row cut inside its step
     count was read as 29 steps where the run had made 293."""
