@@ -130,14 +130,13 @@ def _check_continued(storage: Any, sweeper: DictConfig) -> None:
 def _trial_values(arguments: list[str]) -> list[list[str]]:
     """Each searched or fixed key's values to compose with: one, or every choice of a config
     group (a key without a dot). Refuses a search space Optuna does not take."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra_plugins.hydra_optuna_sweeper._impl import (
         create_optuna_distribution_from_override,
     )
     from optuna.distributions import CategoricalDistribution
 
     values = []
-    for override in OverridesParser.create().parse_overrides(arguments):
+    for override in _parsed(arguments):
         key = override.get_key_element()
         try:
             space = create_optuna_distribution_from_override(override)
@@ -189,12 +188,21 @@ def _compose(overrides: list[str], algo: str, config_name: str) -> None:
                 "it would fail. Fix: eval_every=1.")
 
 
+def _parsed(overrides: list[str]) -> list[Any]:
+    """``overrides`` parsed as Hydra's sweeper parses them: with the config loader, which
+    lists a group's options for a glob sweep (`algo=glob(*)`; without it, the checks below
+    failed and the sweep went unchecked)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    loader = GlobalHydra.instance().config_loader()
+    return OverridesParser.create(config_loader=loader).parse_overrides(overrides)
+
+
 def _check_listed(overrides: list[str], basic: bool) -> None:
     """No sweep over no value (no job would run), and on Hydra's ``basic`` sweeper no interval
     (a search space of Optuna's and others': its traceback), before Hydra writes a folder."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    for override in OverridesParser.create().parse_overrides(overrides):
+    for override in _parsed(overrides):
         if basic and override.is_interval_sweep():
             _refuse(f"{override.input_line}: an interval is a search space of Optuna's "
                     "sweeper, which this sweep does not use. Fix: add "
@@ -211,10 +219,9 @@ def _check_jobs(overrides: list[str], config_name: str) -> None:
     before the first runs: a bad value refuses the sweep, not its jobs after the good ones."""
     from hydra import compose
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    jobs = [job for batch in BasicSweeper.split_arguments(_parsed(overrides), None)
+            for job in batch]
     for number, job in enumerate(jobs):
         try:
             validate_config(compose(config_name, overrides=job), machine=False)

@@ -338,6 +338,9 @@ def test_a_search_into_a_folder_holding_a_search_is_refused_before_it_starts(tmp
 @pytest.mark.parametrize(("sweep", "refused"), [
     (["seed=0,abc"], "job 1 of the sweep (seed=abc debug=default"),
     (["seed=0,1", "algo.popsize=-3"], "job 0 of the sweep (seed=0 algo.popsize=-3"),
+    # a glob lists the group's options through Hydra's config loader: without it the check
+    # failed (a warning) and the jobs after a refused one ran
+    (["algo=glob(*)", "algo.popsize=7"], "job 0 of the sweep (algo=ars algo.popsize=7"),
 ])
 def test_a_sweep_with_a_refused_job_runs_none_and_leaves_no_folder(tmp_path, sweep, refused):
     result = neurorun("-m", *sweep, "debug=default", "hydra.sweep.dir=sw", cwd=tmp_path)
