@@ -40,6 +40,12 @@ FIXED_ON_RESUME = {  # keys a resumed run cannot change, and why
     # CMA-ES's covariance: a (D, D) matrix, or the (D,) diagonal of sep-CMA-ES
     "algo.separable": "its search state holds a full (false) or a diagonal (true) covariance",
     "problem.observation_min_variance": "its policies were scored with that normalization",
+    # what center_eval is: best.* and best_center_eval hold scores measured this way
+    "env.env_config": "its center_eval and best policy were scored on the env made so",
+    "problem.episode_length": "its center_eval and best policy were scored on episodes that "
+                              "long",
+    "eval_episodes": "its best center_eval is a mean over that many test episodes, which "
+                     "neurorun-eval repeats",
 }
 _ABSENT = object()  # a key the saved config does not have
 # fixed keys that configs saved before the key existed lack, at the value those runs had
@@ -85,7 +91,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
         if node is _ABSENT:
-            if key not in FIXED_SINCE:
+            if key not in FIXED_SINCE and not key.startswith(tuple(f"{m}." for m in
+                                                                   OPEN_MAPPINGS)):
                 fixed = None  # another algorithm's key: "no key", below
             node = FIXED_SINCE.get(key)  # an older run's value of a key added since
         if fixed and _plain(node) != value:

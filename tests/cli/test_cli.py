@@ -397,11 +397,11 @@ def test_the_open_mappings_take_new_keys_as_written(tmp_path):
     OmegaConf.save(compose_config([]), tmp_path / ".hydra" / "config.yaml")
     from neurorun.cli.arguments import open_mapping_overrides
 
-    resumed = load_run_config(tmp_path, open_mapping_overrides(["env.env_config.x=1"]))
-    assert resumed.env.env_config == {"x": 1}
+    resumed = load_run_config(tmp_path, open_mapping_overrides(["algo.optimizer_config.x=1"]))
+    assert resumed.algo.optimizer_config == {"max_speed": 0.15, "x": 1}
     resumed = load_run_config(tmp_path, open_mapping_overrides([  # whole: "picks a group"
-        "env.env_config={g: 5.0}", "algo.optimizer_config=null"]))
-    assert resumed.env.env_config == {"g": 5.0} and resumed.algo.optimizer_config is None
+        "parallel.actor_config={g: 5.0}", "algo.optimizer_config=null"]))
+    assert resumed.parallel.actor_config == {"g": 5.0} and resumed.algo.optimizer_config is None
     with pytest.raises(Exception, match="env.env_confg"):  # a typo outside them is not taken
         compose_config(["env.env_confg.x=1"])
 

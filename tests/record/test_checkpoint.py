@@ -274,6 +274,11 @@ def test_resume_refuses_another_seed(tmp_path):
     "algo.name=snes",  # it named algo.symmetric, pgpe's option, as a key snes lacks
     "algo.optimizer=adam",  # it called state.pt changed: ClipUp's state is no Adam's
     "problem.observation_min_variance=0",  # its policies were scored with the 0.01 floor
+    # what center_eval measures: best.json took the new settings beside the old score, and
+    # neurorun-eval then disagreed with the run's own figure
+    "env.env_config.sutton_barto_reward=true",  # a key the run's mapping lacks
+    "problem.episode_length=12",
+    "eval_episodes=4",
 ])
 def test_resume_refuses_another_network_env_algorithm_optimizer_or_floor(tmp_path, override):
     run(tiny("generations=1"), run_dir=tmp_path)
