@@ -19,6 +19,7 @@ from neurorun.algorithms.base import SearchAlgorithm
 from neurorun.algorithms.cem import CEM
 from neurorun.algorithms.cmaes import CMAES, SepCMAES
 from neurorun.algorithms.openai_es import OpenAIES
+from neurorun.algorithms.options import option_names
 from neurorun.algorithms.pgpe import PGPE
 from neurorun.algorithms.snes import SNES
 from neurorun.algorithms.xnes import XNES
@@ -33,6 +34,11 @@ ALGORITHMS: dict[str, type[SearchAlgorithm]] = {
     "ars": ARS,
     "openai_es": OpenAIES,
 }
+
+
+def algorithms_with(option: str) -> list[str]:
+    """The algorithms that have ``option`` (`top_directions` -> ["ars"])."""
+    return [name for name, cls in ALGORITHMS.items() if option in option_names(cls.Options)]
 
 
 def make_algorithm(name: str, *, solution_length: int, popsize: int | None = None,
@@ -52,4 +58,4 @@ def make_algorithm(name: str, *, solution_length: int, popsize: int | None = Non
 
 
 __all__ = ["ALGORITHMS", "ARS", "CEM", "CMAES", "PGPE", "SNES", "XNES", "OpenAIES",
-           "SearchAlgorithm", "SepCMAES", "make_algorithm"]
+           "SearchAlgorithm", "SepCMAES", "algorithms_with", "make_algorithm"]

@@ -31,8 +31,7 @@ from omegaconf.errors import (
     ValidationError,
 )
 
-from neurorun.algorithms import ALGORITHMS
-from neurorun.algorithms.options import option_names
+from neurorun.algorithms import algorithms_with
 from neurorun.cli.arguments import given_values
 from neurorun.cli.env_source import env_path_error
 from neurorun.common.errors import one_line
@@ -216,7 +215,7 @@ def _unknown_key(cause: ConfigAttributeError | ConfigKeyError, argv: Sequence[st
     keys = list(parent) if isinstance(parent, DictConfig) else []
     close = difflib.get_close_matches(key, keys, n=1)
     given = next((arg for arg in argv if arg.partition("=")[0] == path), path)
-    owners = _algorithms_with(key) if section == "algo" else []
+    owners = algorithms_with(key) if section == "algo" else []
     swept = _swept_algorithms(argv)
     if owners and swept:  # Hydra composes a sweep's config with the default algorithm first
         lacking = [name for name in swept if name not in owners]
@@ -258,11 +257,6 @@ def _env_path(argv: Sequence[str]) -> str | None:
             if said is not None:
                 return said
     return None
-
-
-def _algorithms_with(option: str) -> list[str]:
-    """The algorithms that have ``option`` (`top_directions` -> ["ars"])."""
-    return [name for name, cls in ALGORITHMS.items() if option in option_names(cls.Options)]
 
 
 def _unparsable(argv: Sequence[str]) -> str | None:

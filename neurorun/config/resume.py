@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
+from neurorun.algorithms import algorithms_with
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.common.values import shown
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
@@ -151,15 +152,23 @@ def config_groups() -> set[str]:
 
 
 def _closest_key(config: DictConfig, key: str, override: Any) -> str:
-    """The fix for a key the saved config lacks: its closest sibling there, else adding it
-    (a key a later neurorun declares, missing from an older run's config)."""
+    """The fix for a key the saved config lacks: leaving out another algorithm's option, its
+    closest sibling there, else adding it (a key a later neurorun declares, missing from an
+    older run's config; no `algo.` key that no algorithm has)."""
     section, _, name = key.rpartition(".")
     node = OmegaConf.select(config, section) if section else config
     siblings = [str(k) for k in node] if isinstance(node, DictConfig) else []
+    owners = algorithms_with(name) if section == "algo" else []
+    own = str(OmegaConf.select(config, "algo.name", default=""))
+    if owners and own not in owners:  # another algorithm's option: no sibling's name fits
+        return (f"leave it out: it is an option of {', '.join('algo=' + o for o in owners)}, "
+                f"and the run keeps its algo={own}")
     close = difflib.get_close_matches(name, siblings, n=1)
     if close:  # a misspelling
         value = override.input_line.partition("=")[2]
         return f"{section + '.' if section else ''}{close[0]}={value}"
+    if section == "algo" and not owners:
+        return "check the spelling: no algorithm has that option"
     return f"check the spelling, or add it with +{override.input_line}"
 
 

@@ -290,6 +290,23 @@ def test_resume_refuses_another_network_env_algorithm_optimizer_or_floor(tmp_pat
     assert same.env.id == "CartPole-v1"
 
 
+@pytest.mark.parametrize(("override", "fix"), [
+    # ARS's option on a PGPE run: "Fix: algo.popsize=0.1", which was then refused
+    ("algo.step_size=0.1", "Fix: leave it out: it is an option of algo=ars, and the run keeps "
+                           "its algo=pgpe."),
+    # no algorithm's: "add it with +algo.noise=0.1", which was then refused
+    ("algo.wobble=0.1", "Fix: check the spelling: no algorithm has that option."),
+    ("algo.popsiz=8", "Fix: algo.popsize=8."),
+])
+def test_resume_names_a_fix_for_a_key_the_run_lacks_that_works(tmp_path, override, fix):
+    run(tiny("generations=1"), run_dir=tmp_path)
+    key = override.split("=")[0]
+    with pytest.raises(ValueError) as refused:
+        resume.load_run_config(tmp_path, [override])
+    assert str(refused.value) == (f"resume: {override!r}: the saved config has no key {key!r}. "
+                                  f"{fix}")
+
+
 @pytest.mark.parametrize(("algo", "started"), [("cmaes", False), ("sep_cmaes", True)])
 def test_resume_refuses_another_covariance_shape_and_changes_nothing(tmp_path, algo, started):
     """`algo.separable=true` on a full CMA-ES run blamed state.pt: "algorithm.search.cov is a
