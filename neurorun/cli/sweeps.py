@@ -77,9 +77,10 @@ def _check_counts(sweeper: DictConfig) -> None:
                 "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
 
 
-def _check_study(sweeper: DictConfig) -> None:
+def _check_study(sweeper: DictConfig, spaces: dict[str, Any]) -> None:
     """The direction and storage Optuna makes its study with (both were tracebacks from inside
-    Optuna or SQLAlchemy once the search started)."""
+    Optuna or SQLAlchemy once the search started), and a stored study's search space against
+    ``spaces`` (each searched key's distribution)."""
     direction = sweeper.get("direction")
     direction = getattr(direction, "name", direction)  # the plugin's default is an enum
     if direction not in ("maximize", "minimize"):  # one objective: no list of directions
@@ -97,47 +98,86 @@ def _check_study(sweeper: DictConfig) -> None:
                     "folder made first), or hydra.sweeper.storage=null to keep the study in "
                     "memory.")
         try:
-            _check_continued(opened, sweeper)
+            _check_continued(opened, sweeper, spaces)
         finally:
             opened.engine.dispose()  # its connections closed again
 
 
-def _check_continued(storage: Any, sweeper: DictConfig) -> None:
-    """Warn where a stored study goes on with the seed that drew its random trials: in a new
-    process the sampler's generator starts afresh, so its random trials (TPE's first
-    n_startup_trials, every trial of RandomSampler) come again."""
+SEEDS_ATTR = "neurorun_sampler_seeds"  # a stored study's user attribute: the seeds that drew
+
+
+def _check_continued(storage: Any, sweeper: DictConfig, spaces: dict[str, Any]) -> None:
+    """Refuse a stored study's search continued with other choices for a key (Optuna's
+    ValueError at the first trial, a traceback), and warn where it goes on with a seed that drew
+    its random trials: in a new process the sampler's generator starts afresh, so its random
+    trials (TPE's first n_startup_trials, every trial of RandomSampler) come again."""
+    from optuna.distributions import BaseDistribution, check_distribution_compatibility
     from optuna.trial import TrialState
 
-    sampler = sweeper.get("sampler") or {}
-    seed, name = sampler.get("seed"), sweeper.get("study_name")
-    draws_at_random = ("RandomSampler" in str(sampler.get("_target_", ""))
-                       or sampler.get("n_startup_trials") is not None)
-    if seed is None or name is None or not draws_at_random:  # seeded afresh, or a new study
+    name = sweeper.get("study_name")
+    if name is None:
         return
     try:
-        trials = storage.get_all_trials(storage.get_study_id_from_name(name))
+        study_id = storage.get_study_id_from_name(name)
     except KeyError:  # a new study
         return
+    trials = storage.get_all_trials(study_id)
+    searched = {k: v for k, v in spaces.items() if isinstance(v, BaseDistribution)}
+    for key, space in searched.items():
+        stored = next((t.distributions[key] for t in trials if key in t.distributions), None)
+        try:
+            if stored is not None:
+                check_distribution_compatibility(stored, space)
+        except ValueError:
+            _refuse(f"study {name!r} (hydra.sweeper.storage) searched {key} over {stored}, and "
+                    f"this search gives {space}: Optuna keeps a key's choices within a study. "
+                    f"Fix: the study's choices for {key}, or another "
+                    "hydra.sweeper.study_name.")
+    sampler = sweeper.get("sampler") or {}
+    seed, startup = sampler.get("seed"), sampler.get("n_startup_trials")
+    if seed is None or not ("RandomSampler" in str(sampler.get("_target_", ""))
+                            or startup is not None):  # seeded afresh, or no random draws
+        return
+    seeds = storage.get_study_user_attrs(study_id).get(SEEDS_ATTR)  # None: not recorded
     done = sum(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials)
-    startup = sampler.get("n_startup_trials")
-    if done and (startup is None or done < startup):
+    if done and (startup is None or done < startup) and (seeds is None or seed in seeds):
+        unused = max([seed, *(seeds or [])]) + 1
         print(f"neurorun: warning: study {name!r} holds {done} finished trials, and "
-              f"hydra.sweeper.sampler.seed={seed} draws the same random trials again. Fix: "
-              f"another seed, e.g. hydra.sweeper.sampler.seed={seed + len(trials)}.",
-              file=sys.stderr)
+              f"hydra.sweeper.sampler.seed={seed} "
+              f"{'may draw' if seeds is None else 'draws'} the same random trials again. Fix: "
+              f"another seed, e.g. hydra.sweeper.sampler.seed={unused}.", file=sys.stderr)
+    record_seed(sweeper)
 
 
-def _trial_values(arguments: list[str]) -> list[list[str]]:
-    """Each searched or fixed key's values to compose with: one, or every choice of a config
-    group (a key without a dot). Refuses a search space Optuna does not take."""
+def record_seed(sweeper: DictConfig) -> None:
+    """Add the sampler's seed to the seeds a stored study records (SEEDS_ATTR), where the
+    study exists: the next search that continues it is warned only for a seed that drew."""
+    from optuna.storages import RDBStorage
+
+    seed, name, url = ((sweeper.get("sampler") or {}).get("seed"), sweeper.get("study_name"),
+                       sweeper.get("storage"))
+    if seed is None or name is None or url is None:
+        return
+    storage = RDBStorage(str(url))
+    try:
+        study_id = storage.get_study_id_from_name(name)
+        seeds = storage.get_study_user_attrs(study_id).get(SEEDS_ATTR) or []
+        storage.set_study_user_attr(study_id, SEEDS_ATTR, sorted({*seeds, int(seed)}))
+    except KeyError:  # not made yet (the search stopped before its first trial)
+        pass
+    finally:
+        storage.engine.dispose()
+
+
+def _spaces(arguments: list[str]) -> dict[str, Any]:
+    """Each searched or fixed key's Optuna distribution, or its one value, as the sweeper reads
+    ``arguments``. Refuses a search space Optuna does not take."""
     from hydra_plugins.hydra_optuna_sweeper._impl import (
         create_optuna_distribution_from_override,
     )
-    from optuna.distributions import CategoricalDistribution
 
-    values = []
+    spaces = {}
     for override in _parsed(arguments):
-        key = override.get_key_element()
         try:
             space = create_optuna_distribution_from_override(override)
         except Exception as error:  # Optuna's ValueError, the plugin's AssertionError
@@ -147,6 +187,17 @@ def _trial_values(arguments: list[str]) -> list[list[str]]:
             # Optuna takes them and its sampler fails at the first trial (an OverflowError)
             _refuse(f"the search space {override.input_line} has a bound that is not a finite "
                     f"number. Fix: {SPACES}, low and high finite.")
+        spaces[override.get_key_element()] = space
+    return spaces
+
+
+def _trial_values(spaces: dict[str, Any]) -> list[list[str]]:
+    """Each key's values to compose with: one, or every choice of a config group (a key
+    without a dot), or a numeric range's ends."""
+    from optuna.distributions import CategoricalDistribution
+
+    values = []
+    for key, space in spaces.items():
         if isinstance(space, CategoricalDistribution):
             choices = space.choices
         else:  # a fixed value, or a numeric range: its ends stand for all
@@ -232,7 +283,8 @@ def _check_jobs(overrides: list[str], config_name: str) -> None:
 
 class SearchCheck(Callback):
     """Refuses an Optuna search's bad settings before its first trial (and warns where it
-    minimizes), and any sweep over no value or with a job whose config is refused."""
+    minimizes), and any sweep over no value or with a job whose config is refused; records
+    the seed a stored study's trials were drawn with."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper
@@ -243,19 +295,25 @@ class SearchCheck(Callback):
                 _check_jobs(list(config.hydra.overrides.task), config.hydra.job.config_name)
             return
         _check_counts(sweeper)
-        _check_study(sweeper)
+        params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
+        spaces = _spaces([*params, *config.hydra.overrides.task])
+        _check_study(sweeper, spaces)
         if "min" in str(sweeper.get("direction")).lower():  # the objective is higher-is-better
             print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
                   "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set "
                   "it).", file=sys.stderr)
-        params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
-        keyed = _trial_values([*params, *config.hydra.overrides.task])
+        keyed = _trial_values(spaces)
         fixed = [values[0] for values in keyed]
         # one composition, and one more for each other choice of a searched config group
         trials = [fixed] + [[*fixed[:i], value, *fixed[i + 1:]]
                             for i, values in enumerate(keyed) for value in values[1:]]
         for overrides in trials:
             _compose(overrides, _chosen_algo(overrides, config), config.hydra.job.config_name)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweeper = config.hydra.sweeper
+        if "optuna" in str(sweeper.get("_target_", "")).lower():
+            record_seed(sweeper)  # a study made by this search exists now
 
 
 def _chosen_algo(overrides: list[str], config: DictConfig) -> str:

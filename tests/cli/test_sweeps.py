@@ -391,7 +391,7 @@ def test_the_storage_check_closes_the_database_it_opened(tmp_path):
 
     database = tmp_path / "study.db"
     _check_study(OmegaConf.create({"direction": "maximize",
-                                   "storage": f"sqlite:///{database}"}))
+                                   "storage": f"sqlite:///{database}"}), {})
     assert database.is_file()  # opened, its tables made
     assert str(database) not in open_files()
 
@@ -424,32 +424,75 @@ def test_a_sweep_without_multirun_is_one_line(tmp_path, sweep):
 @pytest.mark.extras("optuna")
 def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys):
     """A continued study (the presets' storage comment) drew its first trials again: TPE's
-    generator starts afresh from sampler.seed in each process, for its n_startup_trials."""
+    generator starts afresh from sampler.seed in each process, for its n_startup_trials. The
+    seeds that drew are recorded with the study: another seed was warned about too."""
     import optuna
     from omegaconf import OmegaConf
 
-    from neurorun.cli.sweeps import _check_study
+    from neurorun.cli.sweeps import SEEDS_ATTR, _check_study, record_seed
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s",
                                 "sampler": {"_target_": "optuna.samplers.TPESampler",
-                                            "seed": 0, "n_startup_trials": 3}})
-    _check_study(sweeper)  # a new study: nothing to say
+                                            "seed": 0, "n_startup_trials": 4}})
+    _check_study(sweeper, {})  # a new study: nothing to say
     assert capsys.readouterr().err == ""
     study = optuna.create_study(study_name="s", storage=url, direction="maximize")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     capsys.readouterr()  # Optuna's own log lines
-    _check_study(sweeper)
+    _check_study(sweeper, {})  # seeds not recorded (made by Optuna alone): it may
+    assert capsys.readouterr().err == (
+        "neurorun: warning: study 's' holds 2 finished trials, and hydra.sweeper.sampler.seed=0 "
+        "may draw the same random trials again. Fix: another seed, e.g. "
+        "hydra.sweeper.sampler.seed=1.\n")
+    assert study.user_attrs[SEEDS_ATTR] == [0]  # recorded as the search starts
+    with_seed = {seed: OmegaConf.merge(sweeper, {"sampler": {"seed": seed}}) for seed in (1, 5)}
+    _check_study(with_seed[1], {})  # the fix given: a seed that drew none, no warning
+    assert capsys.readouterr().err == ""
+    record_seed(with_seed[5])  # as a search ends
+    assert optuna.load_study(study_name="s", storage=url).user_attrs[SEEDS_ATTR] == [0, 1, 5]
+    _check_study(sweeper, {})
     assert capsys.readouterr().err == (
         "neurorun: warning: study 's' holds 2 finished trials, and hydra.sweeper.sampler.seed=0 "
         "draws the same random trials again. Fix: another seed, e.g. "
-        "hydra.sweeper.sampler.seed=2.\n")
-    _check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}))  # unseeded: no replay
+        "hydra.sweeper.sampler.seed=6.\n")
+    _check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}), {})  # unseeded
     assert capsys.readouterr().err == ""
-    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=1)
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     capsys.readouterr()
-    _check_study(sweeper)  # past TPE's 3 random trials: its model draws the next ones
+    _check_study(sweeper, {})  # past TPE's 4 random trials: its model draws the next ones
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.extras("optuna")
+def test_a_stored_study_continued_with_other_choices_is_one_line(tmp_path, capsys):
+    """Optuna's "CategoricalDistribution does not support dynamic value space" was a
+    traceback at the first trial; a range may change (Optuna takes it)."""
+    import optuna
+    from omegaconf import OmegaConf
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    from neurorun.cli.sweeps import _check_study
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    study = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    study.optimize(lambda trial: trial.suggest_categorical("algo.popsize", [8, 16])
+                   + trial.suggest_float("algo.center_learning_rate", 0.1, 0.3), n_trials=1)
+    capsys.readouterr()
+    sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s"})
+    _check_study(sweeper, {"algo.popsize": CategoricalDistribution([8, 16]),
+                           "algo.center_learning_rate": FloatDistribution(0.01, 0.5),
+                           "seed": 3})
+    assert capsys.readouterr().err == ""
+    with pytest.raises(SystemExit) as stopped:
+        _check_study(sweeper, {"algo.popsize": CategoricalDistribution([8, 12])})
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == (
+        "neurorun: config error: study 's' (hydra.sweeper.storage) searched algo.popsize over "
+        "CategoricalDistribution(choices=(8, 16)), and this search gives "
+        "CategoricalDistribution(choices=(8, 12)): Optuna keeps a key's choices within a "
+        "study. Fix: the study's choices for algo.popsize, or another "
+        "hydra.sweeper.study_name.\n")
 
 
 @pytest.mark.parametrize("sweep", ["algo=choice(pgpe,snes)",
