@@ -41,15 +41,24 @@ class FailedJobs:
         self.causes: list[str] = []
 
     def add(self, hydra_cfg: DictConfig, overrides: list[str], cause: str) -> None:
-        """Say it and keep it (``overrides``: the job's, as given). When it was the last trial
-        of an Optuna search and no trial completed, the search ends here with the report (the
-        sweeper would end in a traceback asking for its best trial)."""
+        """Say it and keep it (``overrides``: the job's, as given). An Optuna search ends here
+        with the report when it was the last trial and no trial completed (the sweeper would
+        end in a traceback asking for its best trial), or when more than
+        ``max_failure_rate`` of its ``n_trials`` failed."""
         job = f"job {hydra_cfg.job.num} ({' '.join(overrides)})"
         print(f"neurorun: {job} failed: {cause}", file=sys.stderr)
         self.causes.append(f"{job}: {cause}")
         trials = hydra_cfg.sweeper.get("n_trials")
-        if trials is not None and len(self.causes) == hydra_cfg.job.num + 1 == int(trials):
+        if trials is None:  # not an Optuna search
+            return
+        if len(self.causes) == hydra_cfg.job.num + 1 == int(trials):
             self.report(" (no trial completed: the search has no best)")
+        # the sweeper's own rule cannot see these failures (a failed trial returns no value
+        # here, rather than raising), and it counts per batch of n_jobs: the share is of all
+        rate = hydra_cfg.sweeper.get("max_failure_rate")
+        if rate is not None and len(self.causes) > rate * int(trials):
+            self.report(f" (more than hydra.sweeper.max_failure_rate={rate} of "
+                        f"n_trials={trials}: the search stops)")
 
     def report(self, why: str = "") -> None:
         """Exit 2, listing the failed jobs (none failed: return)."""

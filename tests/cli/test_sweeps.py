@@ -203,13 +203,28 @@ def test_a_search_whose_trials_have_no_objective_ends_in_one_report(tmp_path):
     # one generation's env steps with the preset's eval_every=2: the run stops before its
     # first center evaluation, which no check can foresee; a NaN objective
     result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=2",
-                      "max_interactions=1", "logger.console.quiet=true", "hydra.sweep.dir=sweep",
-                      cwd=tmp_path)
+                      "hydra.sweeper.max_failure_rate=1", "max_interactions=1",
+                      "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr and "FutureWarning" not in result.stderr
     assert ("neurorun: 2 job(s) of the sweep failed (no trial completed: the search has no "
             "best)") in result.stderr
     assert result.stderr.count("objective mean_center_eval_last_5 = nan") == 4  # 2 + report
+
+
+@pytest.mark.extras("optuna")
+def test_a_search_stops_once_more_than_its_failure_rate_failed(tmp_path):
+    """hydra.sweeper.max_failure_rate did nothing (the plugin's rule needs a raising trial):
+    every trial ran. 0.25 of 4 trials: the second failure stops the search."""
+    result = neurorun("hparams_search=optuna_ars_hopper", "hydra.sweeper.n_trials=4",
+                      "max_interactions=1", "logger.console.quiet=true", "hydra.sweep.dir=sweep",
+                      cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert ("neurorun: 2 job(s) of the sweep failed (more than "
+            "hydra.sweeper.max_failure_rate=0.25 of n_trials=4: the search stops)") in result.stderr
+    jobs = sorted(p.name.partition("_")[0] for p in (tmp_path / "sweep").iterdir() if p.is_dir())
+    assert jobs == ["0", "1"]  # trials 2 and 3 never ran
 
 
 # bad search settings, and a search over keys the chosen algorithm lacks,
