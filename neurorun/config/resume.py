@@ -25,6 +25,10 @@ from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, resume_command, s
 def require_saved_config(run_dir: str | Path) -> Path:
     """The saved config of the run in `run_dir`; FileNotFoundError (one line) if none."""
     path = saved_config_path(run_dir)
+    if not path.is_file() and (Path(run_dir) / "multirun.yaml").is_file():
+        raise FileNotFoundError(
+            f"resume={str(run_dir)!r} is a sweep's folder; each of its jobs is a run of its "
+            "own. Fix: resume=<one job's folder in it> for each job to continue.")
     if not path.is_file():
         raise FileNotFoundError(
             f"resume={str(run_dir)!r}: no saved config at {path}; expected the folder of an "
@@ -86,7 +90,8 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
         if key == "resume" or key.startswith("hydra."):
             continue
         if override.is_delete():
-            raise ValueError(f"resume: cannot delete {key!r} from a saved run's config")
+            raise ValueError(f"resume: cannot delete {key!r} from a saved run's config. Fix: "
+                             f"drop {override.input_line}, or give {key} a value.")
         node = OmegaConf.select(config, key, default=_ABSENT, throw_on_missing=False)
         fixed = next((why for prefix, why in FIXED_ON_RESUME.items()
                       if key == prefix or key.startswith(prefix + ".")), None)

@@ -307,6 +307,20 @@ def test_resume_names_a_fix_for_a_key_the_run_lacks_that_works(tmp_path, overrid
                                   f"{fix}")
 
 
+def test_resume_of_a_sweep_folder_or_a_deleted_key_names_the_fix(tmp_path):
+    """A sweep's folder was told "no saved config", and `~key` had no fix."""
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "multirun.yaml").write_text("hydra: {}\n")
+    with pytest.raises(FileNotFoundError, match=r"is a sweep's folder; each of its jobs is a run "
+                                                r"of its own\. Fix: resume=<one job's folder"):
+        resume.load_run_config(tmp_path / "sweep", [])
+    run(tiny("generations=1"), run_dir=tmp_path / "run")
+    with pytest.raises(ValueError, match=r"^resume: cannot delete 'eval_every' from a saved "
+                                         r"run's config\. Fix: drop ~eval_every, or give "
+                                         r"eval_every a value\.$"):
+        resume.load_run_config(tmp_path / "run", ["~eval_every"])
+
+
 @pytest.mark.parametrize(("algo", "started"), [("cmaes", False), ("sep_cmaes", True)])
 def test_resume_refuses_another_covariance_shape_and_changes_nothing(tmp_path, algo, started):
     """`algo.separable=true` on a full CMA-ES run blamed state.pt: "algorithm.search.cov is a
