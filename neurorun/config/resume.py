@@ -17,7 +17,7 @@ from neurorun.algorithms import algorithms_with
 from neurorun.common.user_code import code_in_config, refuse_untrusted
 from neurorun.common.values import shown
 from neurorun.config.saved_yaml import env_reads, read_config, refuse_env_reads, without_env_reads
-from neurorun.config.schema import OPEN_MAPPINGS
+from neurorun.config.schema import ALGO_KEYS, OPEN_MAPPINGS, in_open_mapping
 from neurorun.problems.running_norm import MIN_VARIANCE
 from neurorun.record.layout import CHECKPOINT_DIR, STATE_FILE, resume_command, saved_config_path
 
@@ -97,10 +97,11 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
                       if key == prefix or key.startswith(prefix + ".")), None)
         value = override.value()
         if node is _ABSENT:
-            if key not in FIXED_SINCE and not key.startswith(tuple(f"{m}." for m in
-                                                                   OPEN_MAPPINGS)):
+            if key not in FIXED_SINCE and not in_open_mapping(key):
                 fixed = None  # another algorithm's key: "no key", below
             node = FIXED_SINCE.get(key)  # an older run's value of a key added since
+        if isinstance(node, DictConfig) and isinstance(value, dict):  # merged, as Hydra would
+            value = _plain(OmegaConf.merge(node, value))
         if fixed and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={shown(value)} but the run was started with "
@@ -163,7 +164,8 @@ def _closest_key(config: DictConfig, key: str, override: Any) -> str:
     section, _, name = key.rpartition(".")
     node = OmegaConf.select(config, section) if section else config
     siblings = [str(k) for k in node] if isinstance(node, DictConfig) else []
-    owners = algorithms_with(name) if section == "algo" else []
+    options = section == "algo" and name not in ALGO_KEYS  # the algorithm's, not the run's
+    owners = algorithms_with(name) if options else []
     own = str(OmegaConf.select(config, "algo.name", default=""))
     if owners and own not in owners:  # another algorithm's option: no sibling's name fits
         return (f"leave it out: it is an option of {', '.join('algo=' + o for o in owners)}, "
@@ -172,7 +174,7 @@ def _closest_key(config: DictConfig, key: str, override: Any) -> str:
     if close:  # a misspelling
         value = override.input_line.partition("=")[2]
         return f"{section + '.' if section else ''}{close[0]}={value}"
-    if section == "algo" and not owners:
+    if options and not owners:
         return "check the spelling: no algorithm has that option"
     return f"check the spelling, or add it with +{override.input_line}"
 

@@ -297,6 +297,8 @@ def test_resume_refuses_another_network_env_algorithm_optimizer_or_floor(tmp_pat
     # no algorithm's: "add it with +algo.noise=0.1", which was then refused
     ("algo.wobble=0.1", "Fix: check the spelling: no algorithm has that option."),
     ("algo.popsiz=8", "Fix: algo.popsize=8."),
+    # a run's own algo key (not an option of any algorithm): not "no algorithm has it"
+    ("algo.distributd=true", "Fix: algo.distributed=true."),
 ])
 def test_resume_names_a_fix_for_a_key_the_run_lacks_that_works(tmp_path, override, fix):
     run(tiny("generations=1"), run_dir=tmp_path)
@@ -305,6 +307,18 @@ def test_resume_names_a_fix_for_a_key_the_run_lacks_that_works(tmp_path, overrid
         resume.load_run_config(tmp_path, [override])
     assert str(refused.value) == (f"resume: {override!r}: the saved config has no key {key!r}. "
                                   f"{fix}")
+
+
+def test_resume_takes_a_whole_mapping_that_merges_to_the_runs_own(tmp_path):
+    """The env's keywords given whole are merged, as Hydra merges them: the same keywords
+    again are no change; another value is."""
+    run(tiny("generations=1", "+env.env_config.sutton_barto_reward=false"), run_dir=tmp_path)
+    same = resume.load_run_config(tmp_path, ["env.env_config={sutton_barto_reward: false}"])
+    assert same.env.env_config == {"sutton_barto_reward": False}
+    with pytest.raises(ValueError, match=r"^resume: env.env_config=\{sutton_barto_reward:true\}"
+                                         r" but the run was started with env.env_config="
+                                         r"\{sutton_barto_reward:false\}"):
+        resume.load_run_config(tmp_path, ["env.env_config={sutton_barto_reward: true}"])
 
 
 def test_resume_of_a_sweep_folder_or_a_deleted_key_names_the_fix(tmp_path):
