@@ -15,6 +15,7 @@ import difflib
 import re
 import sys
 from collections.abc import Sequence
+from importlib import resources
 
 from hydra.errors import (
     CompactHydraException,
@@ -23,7 +24,7 @@ from hydra.errors import (
     MissingConfigException,
 )
 from hydra.errors import OverrideParseException as ParseError
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import (
     ConfigAttributeError,
     ConfigKeyError,
@@ -158,10 +159,6 @@ def group_choice_error(argv: Sequence[str]) -> str | None:
 def _default_choices() -> dict[str, str | None]:
     """Each group's choice in the primary config's defaults list, as written (``${env}/${algo}``
     for env_algo, None for a group that picks none unless told)."""
-    from importlib import resources
-
-    from omegaconf import OmegaConf
-
     config = OmegaConf.load(resources.files("neurorun.conf") / "config.yaml")
     entries = OmegaConf.to_container(config.defaults, resolve=False)
     choices: dict[str, str | None] = {}

@@ -26,6 +26,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from neurorun.cli.optuna_study import check_study, record_seed
 from neurorun.common.errors import CONFIG_ERROR_EXIT, ConfigError, one_line
 from neurorun.common.values import is_int, is_number
 from neurorun.config.checks import evaluates_center, no_center, validate_config
@@ -39,6 +40,7 @@ class FailedJobs:
 
     def __init__(self) -> None:
         self.causes: list[str] = []
+        self.sweeper: DictConfig | None = None  # an Optuna search's, once a trial failed
 
     def add(self, hydra_cfg: DictConfig, overrides: list[str], cause: str) -> None:
         """Say it and keep it (``overrides``: the job's, as given). An Optuna search ends here
@@ -51,6 +53,7 @@ class FailedJobs:
         trials = hydra_cfg.sweeper.get("n_trials")
         if trials is None:  # not an Optuna search
             return
+        self.sweeper = hydra_cfg.sweeper
         if len(self.causes) == hydra_cfg.job.num + 1 == int(trials):
             self.report(" (no trial completed: the search has no best)")
         # the sweeper's own rule cannot see these failures (a failed trial returns no value
@@ -64,6 +67,8 @@ class FailedJobs:
         """Exit 2, listing the failed jobs (none failed: return)."""
         if not self.causes:
             return
+        if self.sweeper is not None:  # its end comes here, not to on_multirun_end
+            record_seed(self.sweeper)
         print(f"neurorun: {len(self.causes)} job(s) of the sweep failed{why}:\n  "
               + "\n  ".join(self.causes), file=sys.stderr)
         sys.exit(CONFIG_ERROR_EXIT)
@@ -84,98 +89,6 @@ def _check_counts(sweeper: DictConfig) -> None:
     if not is_number(rate) or not 0 <= rate <= 1:
         _refuse(f"hydra.sweeper.max_failure_rate={rate!r}; expected a share of the trials "
                 "from 0 to 1. Fix: e.g. hydra.sweeper.max_failure_rate=0.25.")
-
-
-def _check_study(sweeper: DictConfig, spaces: dict[str, Any]) -> None:
-    """The direction and storage Optuna makes its study with (both were tracebacks from inside
-    Optuna or SQLAlchemy once the search started), and a stored study's search space against
-    ``spaces`` (each searched key's distribution)."""
-    direction = sweeper.get("direction")
-    direction = getattr(direction, "name", direction)  # the plugin's default is an enum
-    if direction not in ("maximize", "minimize"):  # one objective: no list of directions
-        _refuse(f"hydra.sweeper.direction={direction!r}; expected maximize or minimize. Fix: "
-                "hydra.sweeper.direction=maximize (neurorun's objective is higher-is-better).")
-    storage = sweeper.get("storage")
-    if storage is not None:
-        from optuna.storages import RDBStorage
-
-        try:  # the sweeper opens it next; a database URL's tables are made here, as there
-            opened = RDBStorage(str(storage))
-        except Exception as error:  # SQLAlchemy's: no such dialect, no such folder, refused
-            _refuse(f"hydra.sweeper.storage={storage!r} cannot be opened ({one_line(error)}). "
-                    "Fix: a database URL Optuna takes (e.g. sqlite:///runs/optuna.db, its "
-                    "folder made first), or hydra.sweeper.storage=null to keep the study in "
-                    "memory.")
-        try:
-            _check_continued(opened, sweeper, spaces)
-        finally:
-            opened.engine.dispose()  # its connections closed again
-
-
-SEEDS_ATTR = "neurorun_sampler_seeds"  # a stored study's user attribute: the seeds that drew
-
-
-def _check_continued(storage: Any, sweeper: DictConfig, spaces: dict[str, Any]) -> None:
-    """Refuse a stored study's search continued with other choices for a key (Optuna's
-    ValueError at the first trial, a traceback), and warn where it goes on with a seed that drew
-    its random trials: in a new process the sampler's generator starts afresh, so its random
-    trials (TPE's first n_startup_trials, every trial of RandomSampler) come again."""
-    from optuna.distributions import BaseDistribution, check_distribution_compatibility
-    from optuna.trial import TrialState
-
-    name = sweeper.get("study_name")
-    if name is None:
-        return
-    try:
-        study_id = storage.get_study_id_from_name(name)
-    except KeyError:  # a new study
-        return
-    trials = storage.get_all_trials(study_id)
-    searched = {k: v for k, v in spaces.items() if isinstance(v, BaseDistribution)}
-    for key, space in searched.items():
-        stored = next((t.distributions[key] for t in trials if key in t.distributions), None)
-        try:
-            if stored is not None:
-                check_distribution_compatibility(stored, space)
-        except ValueError:
-            _refuse(f"study {name!r} (hydra.sweeper.storage) searched {key} over {stored}, and "
-                    f"this search gives {space}: Optuna keeps a key's choices within a study. "
-                    f"Fix: the study's choices for {key}, or another "
-                    "hydra.sweeper.study_name.")
-    sampler = sweeper.get("sampler") or {}
-    seed, startup = sampler.get("seed"), sampler.get("n_startup_trials")
-    if seed is None or not ("RandomSampler" in str(sampler.get("_target_", ""))
-                            or startup is not None):  # seeded afresh, or no random draws
-        return
-    seeds = storage.get_study_user_attrs(study_id).get(SEEDS_ATTR)  # None: not recorded
-    done = sum(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials)
-    if done and (startup is None or done < startup) and (seeds is None or seed in seeds):
-        unused = max([seed, *(seeds or [])]) + 1
-        print(f"neurorun: warning: study {name!r} holds {done} finished trials, and "
-              f"hydra.sweeper.sampler.seed={seed} "
-              f"{'may draw' if seeds is None else 'draws'} the same random trials again. Fix: "
-              f"another seed, e.g. hydra.sweeper.sampler.seed={unused}.", file=sys.stderr)
-    record_seed(sweeper)
-
-
-def record_seed(sweeper: DictConfig) -> None:
-    """Add the sampler's seed to the seeds a stored study records (SEEDS_ATTR), where the
-    study exists: the next search that continues it is warned only for a seed that drew."""
-    from optuna.storages import RDBStorage
-
-    seed, name, url = ((sweeper.get("sampler") or {}).get("seed"), sweeper.get("study_name"),
-                       sweeper.get("storage"))
-    if seed is None or name is None or url is None:
-        return
-    storage = RDBStorage(str(url))
-    try:
-        study_id = storage.get_study_id_from_name(name)
-        seeds = storage.get_study_user_attrs(study_id).get(SEEDS_ATTR) or []
-        storage.set_study_user_attr(study_id, SEEDS_ATTR, sorted({*seeds, int(seed)}))
-    except KeyError:  # not made yet (the search stopped before its first trial)
-        pass
-    finally:
-        storage.engine.dispose()
 
 
 def _spaces(arguments: list[str]) -> dict[str, Any]:
@@ -255,7 +168,8 @@ def _parsed(overrides: list[str]) -> list[Any]:
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    loader = GlobalHydra.instance().config_loader()
+    hydra = GlobalHydra.instance()
+    loader = hydra.config_loader() if hydra.is_initialized() else None  # None: no glob
     return OverridesParser.create(config_loader=loader).parse_overrides(overrides)
 
 
@@ -306,7 +220,10 @@ class SearchCheck(Callback):
         _check_counts(sweeper)
         params = [f"{k!s}={v}" for k, v in (sweeper.get("params") or {}).items()]
         spaces = _spaces([*params, *config.hydra.overrides.task])
-        _check_study(sweeper, spaces)
+        try:
+            check_study(sweeper, spaces)
+        except ConfigError as error:
+            _refuse(str(error))
         if "min" in str(sweeper.get("direction")).lower():  # the objective is higher-is-better
             print("neurorun: warning: the sweeper minimizes the objective, which is higher-is-"
                   "better. Fix: hydra.sweeper.direction=maximize (hparams_search presets set "
@@ -318,6 +235,7 @@ class SearchCheck(Callback):
                             for i, values in enumerate(keyed) for value in values[1:]]
         for overrides in trials:
             _compose(overrides, _chosen_algo(overrides, config), config.hydra.job.config_name)
+        record_seed(sweeper)  # checked whole: a stored study's trials come from this seed now
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweeper = config.hydra.sweeper

@@ -401,12 +401,12 @@ def test_a_sweep_with_no_job_is_one_line_and_leaves_no_folder(tmp_path):
 def test_the_storage_check_closes_the_database_it_opened(tmp_path):
     from omegaconf import OmegaConf
 
-    from neurorun.cli.sweeps import _check_study
+    from neurorun.cli.optuna_study import check_study
     from tests.cli.failing_env import open_files
 
     database = tmp_path / "study.db"
-    _check_study(OmegaConf.create({"direction": "maximize",
-                                   "storage": f"sqlite:///{database}"}), {})
+    check_study(OmegaConf.create({"direction": "maximize",
+                                  "storage": f"sqlite:///{database}"}), {})
     assert database.is_file()  # opened, its tables made
     assert str(database) not in open_files()
 
@@ -444,70 +444,75 @@ def test_a_stored_study_continued_with_its_seed_gets_a_warning(tmp_path, capsys)
     import optuna
     from omegaconf import OmegaConf
 
-    from neurorun.cli.sweeps import SEEDS_ATTR, _check_study, record_seed
+    from neurorun.cli.optuna_study import SEEDS_ATTR, check_study, record_seed
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s",
                                 "sampler": {"_target_": "optuna.samplers.TPESampler",
                                             "seed": 0, "n_startup_trials": 4}})
-    _check_study(sweeper, {})  # a new study: nothing to say
+    check_study(sweeper, {})  # a new study: nothing to say
     assert capsys.readouterr().err == ""
     study = optuna.create_study(study_name="s", storage=url, direction="maximize")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     capsys.readouterr()  # Optuna's own log lines
-    _check_study(sweeper, {})  # seeds not recorded (made by Optuna alone): it may
+    check_study(sweeper, {})  # seeds not recorded (made by Optuna alone): it may
     assert capsys.readouterr().err == (
         "neurorun: warning: study 's' holds 2 finished trials, and hydra.sweeper.sampler.seed=0 "
         "may draw the same random trials again. Fix: another seed, e.g. "
         "hydra.sweeper.sampler.seed=1.\n")
-    assert study.user_attrs[SEEDS_ATTR] == [0]  # recorded as the search starts
+    record_seed(sweeper)  # as a search with seed 0 passes its checks, or ends
     with_seed = {seed: OmegaConf.merge(sweeper, {"sampler": {"seed": seed}}) for seed in (1, 5)}
-    _check_study(with_seed[1], {})  # the fix given: a seed that drew none, no warning
+    check_study(with_seed[1], {})  # the fix given: a seed that drew none, no warning
     assert capsys.readouterr().err == ""
-    record_seed(with_seed[5])  # as a search ends
+    record_seed(with_seed[1])
+    record_seed(with_seed[5])
     assert optuna.load_study(study_name="s", storage=url).user_attrs[SEEDS_ATTR] == [0, 1, 5]
-    _check_study(sweeper, {})
+    check_study(sweeper, {})
     assert capsys.readouterr().err == (
         "neurorun: warning: study 's' holds 2 finished trials, and hydra.sweeper.sampler.seed=0 "
         "draws the same random trials again. Fix: another seed, e.g. "
         "hydra.sweeper.sampler.seed=6.\n")
-    _check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}), {})  # unseeded
+    check_study(OmegaConf.merge(sweeper, {"sampler": {"seed": None}}), {})  # unseeded
     assert capsys.readouterr().err == ""
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     capsys.readouterr()
-    _check_study(sweeper, {})  # past TPE's 4 random trials: its model draws the next ones
+    check_study(sweeper, {})  # past TPE's 4 random trials: its model draws the next ones
     assert capsys.readouterr().err == ""
 
 
 @pytest.mark.extras("optuna")
-def test_a_stored_study_continued_with_other_choices_is_one_line(tmp_path, capsys):
+def test_a_stored_study_continued_with_other_choices_is_refused(tmp_path, capsys):
     """Optuna's "CategoricalDistribution does not support dynamic value space" was a
-    traceback at the first trial; a range may change (Optuna takes it)."""
+    traceback at the first trial. The spaces are the sweeper plugin's own (it makes Optuna's
+    deprecated classes, which the study stores converted): the same search, or another
+    range, continues."""
     import optuna
     from omegaconf import OmegaConf
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-    from neurorun.cli.sweeps import _check_study
+    from neurorun.cli.optuna_study import check_study
+    from neurorun.cli.sweeps import _spaces
+    from neurorun.common.errors import ConfigError
 
     url = f"sqlite:///{tmp_path / 'study.db'}"
     study = optuna.create_study(study_name="s", storage=url, direction="maximize")
     study.optimize(lambda trial: trial.suggest_categorical("algo.popsize", [8, 16])
-                   + trial.suggest_float("algo.center_learning_rate", 0.1, 0.3), n_trials=1)
+                   + trial.suggest_float("algo.center_learning_rate", 0.1, 0.3)
+                   + trial.suggest_int("algo.num_directions", 2, 8), n_trials=1)
     capsys.readouterr()
     sweeper = OmegaConf.create({"direction": "maximize", "storage": url, "study_name": "s"})
-    _check_study(sweeper, {"algo.popsize": CategoricalDistribution([8, 16]),
-                           "algo.center_learning_rate": FloatDistribution(0.01, 0.5),
-                           "seed": 3})
+    for searched in (["algo.popsize=choice(8,16)", "algo.center_learning_rate=interval(0.1,0.3)",
+                      "algo.num_directions=range(2,9)", "seed=3"],
+                     ["algo.center_learning_rate=interval(0.01,0.5)"]):
+        check_study(sweeper, _spaces(searched))
     assert capsys.readouterr().err == ""
-    with pytest.raises(SystemExit) as stopped:
-        _check_study(sweeper, {"algo.popsize": CategoricalDistribution([8, 12])})
-    assert stopped.value.code == 2
-    assert capsys.readouterr().err == (
-        "neurorun: config error: study 's' (hydra.sweeper.storage) searched algo.popsize over "
+    with pytest.raises(ConfigError) as refused:
+        check_study(sweeper, _spaces(["algo.popsize=choice(8,12)"]))
+    assert str(refused.value) == (
+        "study 's' (hydra.sweeper.storage) searched algo.popsize over "
         "CategoricalDistribution(choices=(8, 16)), and this search gives "
         "CategoricalDistribution(choices=(8, 12)): Optuna keeps a key's choices within a "
         "study. Fix: the study's choices for algo.popsize, or another "
-        "hydra.sweeper.study_name.\n")
+        "hydra.sweeper.study_name.")
 
 
 @pytest.mark.parametrize("sweep", ["algo=choice(pgpe,snes)",
