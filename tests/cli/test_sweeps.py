@@ -113,7 +113,7 @@ def test_a_failing_trial_is_reported_and_the_search_goes_on(tmp_path):
     # (seeded); a value the config refuses stops the search before its first trial
     result = neurorun("-m", "hparams_search=optuna_pgpe_cartpole", "hydra/sweeper/sampler=random",
                       "hydra.sweeper.sampler.seed=3",  # cpu, cuda, cuda
-                      "hydra.sweeper.n_trials=3",
+                      "hydra.sweeper.n_trials=3", "hydra.sweeper.max_failure_rate=1",
                       "problem.device=choice(cuda,cpu)", "max_interactions=2000",
                       "logger.console.quiet=true", "hydra.sweep.dir=sweep", cwd=tmp_path)
     output = result.stdout + result.stderr
