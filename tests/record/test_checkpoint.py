@@ -424,8 +424,8 @@ def test_a_misspelt_key_on_resume_is_told_the_key_it_meant(tmp_path):
     with pytest.raises(ValueError, match=r"no key 'algo.popsiz'\. Fix: algo.popsize=3\.$"):
         resume.load_run_config(tmp_path, ["algo.popsiz=3"])
     with pytest.raises(ValueError, match=r"Fix: check the spelling, or add it with "
-                                         r"\+algo.zzz=3\.$"):
-        resume.load_run_config(tmp_path, ["algo.zzz=3"])
+                                         r"\+problem.zzz=3\.$"):  # a key added since?
+        resume.load_run_config(tmp_path, ["problem.zzz=3"])
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
