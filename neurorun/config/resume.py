@@ -73,6 +73,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
     config = read_config(source)  # bounded: no aliases, UTF-8, a mapping
     parsed = OverridesParser.create().parse_overrides(overrides)
     opt_in = f"resume with trust_code=true: {resume_command(run_dir)} trust_code=true"
+    reads = set(env_reads(config))  # a value given for one of these is taken as the run's own
     if not any(o.key_or_group == "trust_code" and o.value() is True for o in parsed):
         # nothing below may resolve the file's ${oc.env:...}: the keys given here replace them
         refuse_env_reads({key: value for key, value in env_reads(config).items()
@@ -102,7 +103,7 @@ def load_run_config(run_dir: str | Path, overrides: list[str]) -> DictConfig:
             node = FIXED_SINCE.get(key)  # an older run's value of a key added since
         if isinstance(node, DictConfig) and isinstance(value, dict):  # merged, as Hydra would
             value = _plain(OmegaConf.merge(node, value))
-        if fixed and _plain(node) != value:
+        if fixed and key not in reads and _plain(node) != value:
             raise ValueError(
                 f"resume: {key}={shown(value)} but the run was started with "
                 f"{key}={shown(_plain(node))}; a resumed run keeps it ({fixed}). Fix: drop "
