@@ -213,8 +213,8 @@ def test_the_slurm_example_resumes_a_task_killed_before_its_first_checkpoint(tmp
 def test_a_refused_concurrent_resume_writes_nothing(run_copy, tmp_path):
     """Two resumes of one folder at once: the one refused as 'in use' had passed the check
     before the other took the lock, and Hydra wrote its overrides and config there."""
-    args = {"A": ["generations=100000", "eval_episodes=1"], "B": ["generations=90",
-                                                                  "eval_episodes=3"]}
+    args = {"A": ["generations=100000", "checkpoint_every=1"], "B": ["generations=90",
+                                                                     "checkpoint_every=2"]}
     processes = {name: subprocess.Popen(
         [*NEURORUN, f"resume={run_copy}", *given], cwd=tmp_path, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True) for name, given in args.items()}
@@ -234,8 +234,8 @@ def test_a_refused_concurrent_resume_writes_nothing(run_copy, tmp_path):
                 p.send_signal(signal.SIGINT)
                 p.communicate(timeout=60)
     saved = OmegaConf.load(run_copy / ".hydra" / "config.yaml")
-    assert [f"generations={saved.generations}", f"eval_episodes={saved.eval_episodes}"] == \
-        args[winner]
+    assert [f"generations={saved.generations}", f"checkpoint_every={saved.checkpoint_every}"] \
+        == args[winner]
     (record,) = (run_copy / ".hydra").glob("resumed_*")  # the winner's record only
     assert OmegaConf.to_container(OmegaConf.load(record / "overrides.yaml")) == \
         [f"resume={run_copy}", *args[winner]]
