@@ -27,7 +27,8 @@ counted steps/s / raw steps/s per round (targets >= 0.9 and >= 0.85), median and
 min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
 on uniform random ones; this ratio is what neurorun costs); ``ratio_async``: EnvPool's async
-mode on those actions ÷ its sync mode (``host_loop_profile.replayed_async_per_s``). Humanoid
+mode on those actions ÷ its sync mode (``host_loop_profile.replayed_async_per_s``), with half
+the envs a batch, and ``ratio_async_by_batch`` with a quarter, half and three quarters. Humanoid
 once more with its 64 solutions streamed over 16 envs: whether keeping the envs busy closes
 the gap to raw.
 ``--profile``: where a vector step of those evaluate calls goes (``host_loop_profile.py``),
@@ -63,6 +64,7 @@ LINEAR = "Linear(obs_length, act_length)"
 MLP = "Linear(obs_length, 64) >> Tanh() >> Linear(64, act_length)"
 QUICK_ENVS = ["CartPole-v1", "LunarLanderContinuous-v3", "Hopper-v5", "HalfCheetah-v5"]
 TRAINING = {"HalfCheetah-v5": 0.9, "Humanoid-v5": 0.85}  # env: target counted / raw
+ASYNC_BATCHES = (0.25, 0.5, 0.75)  # async mode's batch_size, as a fraction of the envs
 FULL_ENVS = QUICK_ENVS + ["BipedalWalker-v3", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
 
 
@@ -143,9 +145,11 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
     empty), ``threads`` EnvPool threads; per round, one whole evaluate call (counted steps/s),
     then EnvPool of as many envs stepped raw for as long (uniform random actions, every env),
     then EnvPool alone on the evaluate call's own actions (``pool_replayed``: what it costs
-    beside neurorun), in sync mode and in async mode (``ratio_async``: async ÷ sync)."""
+    beside neurorun), in sync mode and in async mode with ``ASYNC_BATCHES`` of the envs a batch
+    (``ratio_async``: async ÷ sync at half, ``ratio_async_by_batch``: at each)."""
     slots = slots or popsize
-    counted, raw, replayed, replayed_async = [], [], [], []
+    counted, raw, replayed = [], [], []
+    replayed_async: dict[float, list[float]] = {fraction: [] for fraction in ASYNC_BATCHES}
     for _ in range(rounds):
         with recorded_steps() as pools:
             call = neurorun(f"envpool::{env_id}", popsize, LINEAR, 0.0, threads=threads,
@@ -153,7 +157,8 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
         counted.append(call["steps_per_s"])
         raw.append(raw_pool(env_id, slots, threads, call["seconds"], None))
         replayed.append(replayed_per_s(pools))
-        replayed_async.append(replayed_async_per_s(pools))
+        for fraction, rates in replayed_async.items():
+            rates.append(replayed_async_per_s(pools, fraction))
     return {"env": env_id, "popsize": popsize, "slots": slots, "threads": threads,
             "rounds": rounds,
             "target": TRAINING[env_id], "date": datetime.now().isoformat(timespec="seconds"),
@@ -161,8 +166,10 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
             "ratio": ratios(counted, raw), "pool_replayed": spread(replayed, 0),
             "ratio_replayed": ratios(counted, replayed),
-            "pool_replayed_async": spread(replayed_async, 0),
-            "ratio_async": ratios(replayed_async, replayed)}
+            "pool_replayed_async": spread(replayed_async[0.5], 0),
+            "ratio_async": ratios(replayed_async[0.5], replayed),
+            "ratio_async_by_batch": {str(fraction): ratios(rates, replayed)
+                                     for fraction, rates in replayed_async.items()}}
 
 
 def streaming_case(spec: str, seconds: float) -> dict[str, Any]:
@@ -252,14 +259,18 @@ def table(report: dict) -> list[str]:
         cases = training if isinstance(training, list) else [training]  # older files: one
         lines += ["", "| a training generation | neurorun counted steps/s | EnvPool raw steps/s "
                   "| counted ÷ raw (target) | EnvPool on the same actions | counted ÷ that "
-                  "| EnvPool async on the same actions ÷ sync |",
+                  "| EnvPool async on the same actions ÷ sync (a quarter / half / three quarters "
+                  "of the envs a batch) |",
                   "|---|---|---|---|---|---|---|"]
         for case in cases:
             episodes = "1,000-step" if case["env"] == "HalfCheetah-v5" else "the env's own"
             replayed = (f"{spread_text(case['pool_replayed'], thousands=True)} | "
                         f"{spread_text(case['ratio_replayed'])}"
                         if "pool_replayed" in case else "– | –")
-            async_mode = spread_text(case["ratio_async"]) if "ratio_async" in case else "–"
+            by_batch = case.get("ratio_async_by_batch")  # older files: half only
+            async_mode = (" / ".join(spread_text(by_batch[str(f)]) for f in ASYNC_BATCHES)
+                          if by_batch else spread_text(case["ratio_async"])
+                          if "ratio_async" in case else "–")
             slots = case.get("slots", case["popsize"])
             on = f" on {slots} envs" if slots != case["popsize"] else ""
             lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}{on}, "
@@ -275,7 +286,8 @@ def table(report: dict) -> list[str]:
             "policies), then an EnvPool of as many envs stepped raw with random actions for "
             "as long, then EnvPool alone stepping the call's own actions on pools seeded "
             "alike (the same trajectories: the simulator's share of the call), in sync mode "
-            "and in async mode (half the envs a batch; each env plays its own actions in "
+            "and in async mode (a quarter, half or three quarters of the envs a batch; files "
+            "before 2026-12-02 measured half only; each env plays its own actions in "
             "order; an env with none left is stepped with zero actions only to keep a batch "
             "in flight)."]
     if report.get("streaming"):

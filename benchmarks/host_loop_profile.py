@@ -123,16 +123,16 @@ def replayed_per_s(pools: list[tuple[Any, ...]]) -> float:
     return steps / seconds
 
 
-def replayed_async_per_s(pools: list[tuple[Any, ...]]) -> float:
-    """``replayed_per_s`` in EnvPool's async mode (``batch_size`` half the envs: each ``recv``
-    returns whichever half is ready first). Each env plays its own recorded actions in order,
-    so its trajectory is the evaluation's whatever the timing. An env with none left is not
-    stepped again, but for the zero-action steps (not counted) that keep half the envs in
-    flight while the last ones play: ``recv`` waits for a whole batch."""
+def replayed_async_per_s(pools: list[tuple[Any, ...]], batch_fraction: float = 0.5) -> float:
+    """``replayed_per_s`` in EnvPool's async mode (``batch_size`` that fraction of the envs:
+    each ``recv`` returns whichever envs of that many are ready first). Each env plays its own
+    recorded actions in order, so its trajectory is the evaluation's whatever the timing. An
+    env with none left is not stepped again, but for the zero-action steps (not counted) that
+    keep a batch in flight while the last ones play: ``recv`` waits for a whole batch."""
     steps, seconds = 0, 0.0
     for env_id, seeds, threads, config, recorded in pools:
         count = len(seeds)
-        batch = count // 2
+        batch = max(1, round(count * batch_fraction))
         queues: list[collections.deque] = [collections.deque() for _ in range(count)]
         for actions, ids in recorded:
             for row, env in zip(actions, range(count) if ids is None else ids, strict=True):
