@@ -26,9 +26,10 @@ episodes: 1,000 steps for HalfCheetah, early falls for Humanoid; popsize 64, lin
 counted steps/s / raw steps/s per round (targets >= 0.9 and >= 0.85), median and
 min-max; ``ratio_replayed``: the same against EnvPool alone stepping the evaluate call's own
 actions on pools seeded alike (the simulator is slower on random policies' small actions than
-on uniform random ones; this ratio is what neurorun costs); ``ratio_async``: EnvPool's async
-mode on those actions ÷ its sync mode (``host_loop_profile.replayed_async_per_s``), with half
-the envs a batch, and ``ratio_async_by_batch`` with a quarter, half and three quarters. Humanoid
+on uniform random ones; this ratio is what neurorun costs); ``ratio_async_by_batch``:
+EnvPool's async mode on those actions ÷ its sync mode
+(``host_loop_profile.replayed_async_per_s``) with a quarter, half and three quarters of the
+envs a batch. Humanoid
 once more with its 64 solutions streamed over 16 envs: whether keeping the envs busy closes
 the gap to raw.
 ``--profile``: where a vector step of those evaluate calls goes (``host_loop_profile.py``),
@@ -146,7 +147,7 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
     then EnvPool of as many envs stepped raw for as long (uniform random actions, every env),
     then EnvPool alone on the evaluate call's own actions (``pool_replayed``: what it costs
     beside neurorun), in sync mode and in async mode with ``ASYNC_BATCHES`` of the envs a batch
-    (``ratio_async``: async ÷ sync at half, ``ratio_async_by_batch``: at each)."""
+    (``ratio_async_by_batch``: async ÷ sync at each)."""
     slots = slots or popsize
     counted, raw, replayed = [], [], []
     replayed_async: dict[float, list[float]] = {fraction: [] for fraction in ASYNC_BATCHES}
@@ -166,8 +167,6 @@ def training_case(env_id: str, popsize: int, threads: int, rounds: int,
             "neurorun": spread(counted, 0), "pool_raw": spread(raw, 0),
             "ratio": ratios(counted, raw), "pool_replayed": spread(replayed, 0),
             "ratio_replayed": ratios(counted, replayed),
-            "pool_replayed_async": spread(replayed_async[0.5], 0),
-            "ratio_async": ratios(replayed_async[0.5], replayed),
             "ratio_async_by_batch": {str(fraction): ratios(rates, replayed)
                                      for fraction, rates in replayed_async.items()}}
 
@@ -267,10 +266,8 @@ def table(report: dict) -> list[str]:
             replayed = (f"{spread_text(case['pool_replayed'], thousands=True)} | "
                         f"{spread_text(case['ratio_replayed'])}"
                         if "pool_replayed" in case else "– | –")
-            by_batch = case.get("ratio_async_by_batch")  # older files: half only
-            async_mode = (" / ".join(spread_text(by_batch[str(f)]) for f in ASYNC_BATCHES)
-                          if by_batch else spread_text(case["ratio_async"])
-                          if "ratio_async" in case else "–")
+            async_mode = " / ".join(spread_text(case["ratio_async_by_batch"][str(fraction)])
+                                    for fraction in ASYNC_BATCHES)
             slots = case.get("slots", case["popsize"])
             on = f" on {slots} envs" if slots != case["popsize"] else ""
             lines.append(f"| {case['env']}, {episodes} episodes, popsize {case['popsize']}{on}, "
@@ -286,8 +283,8 @@ def table(report: dict) -> list[str]:
             "policies), then an EnvPool of as many envs stepped raw with random actions for "
             "as long, then EnvPool alone stepping the call's own actions on pools seeded "
             "alike (the same trajectories: the simulator's share of the call), in sync mode "
-            "and in async mode (a quarter, half or three quarters of the envs a batch; files "
-            "before 2026-12-02 measured half only; each env plays its own actions in "
+            "and in async mode (a quarter, half or three quarters of the envs a batch; "
+            "each env plays its own actions in "
             "order; an env with none left is stepped with zero actions only to keep a batch "
             "in flight)."]
     if report.get("streaming"):
