@@ -11,20 +11,28 @@ Seeds: EnvPool fixes each env's seed when the pool is created (``env_seed``) and
 costs are in docs/benchmarks.md); an env's later episodes continue its own generator. The
 same seeds give the same episodes. The first ``reset`` builds the first pool; spaces and
 options come from EnvPool's spec (no env built).
+
+Gymnasium's MuJoCo v5 envs take ``include_<part>_in_observation`` options (Humanoid's cinert,
+cvel, qfrc_actuator and cfrc_ext; Ant's cfrc_ext) that EnvPool's versions lack. Given in
+``env_config``, they are served here: the pool makes the whole observation, in gymnasium's
+layout, and the parts left out are dropped from it (`observation_columns`).
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import os
+import re
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import torch
+from gymnasium.spaces import Box
 from torch import Tensor
 
 from neurorun.common.extras import require
@@ -45,6 +53,8 @@ logger = logging.getLogger(__name__)
 # EnvPool options that neurorun sets itself, not through env_config
 _RESERVED = ("num_envs", "batch_size", "num_threads", "seed", "env_seed", "max_num_players",
              "thread_affinity_offset", "base_path", "gym_reset_return_info")
+# gymnasium's option that leaves a part of a MuJoCo v5 env's observation out
+INCLUDE_PART = re.compile(r"include_(\w+)_in_observation")
 
 
 def import_envpool() -> Any:
@@ -82,14 +92,80 @@ def check_envpool_id(env_id: str) -> None:
             "from envpool.list_all_envs(), or the gymnasium backend (env.backend=gymnasium)")
 
 
+def pool_options(env_config: Mapping[str, Any]) -> dict[str, Any]:
+    """``env_config`` without gymnasium's ``include_<part>_in_observation`` options (served by
+    `observation_columns`, not by EnvPool)."""
+    return {key: value for key, value in env_config.items() if not INCLUDE_PART.fullmatch(key)}
+
+
+def observation_columns(env_id: str, env_config: Mapping[str, Any],
+                        length: int) -> np.ndarray | None:
+    """The columns of EnvPool's observation (``length`` values, gymnasium's layout) that
+    gymnasium's env with ``env_config``'s ``include_<part>_in_observation`` options observes
+    (None: every column, no such option given). The parts and their lengths are gymnasium's
+    own (its env's ``observation_structure``).
+
+    Raises:
+        ValueError: an option gymnasium's env does not take, a value that is not true or
+            false, or an observation whose parts do not add up to ``length``.
+    """
+    asked = {key: value for key, value in env_config.items() if INCLUDE_PART.fullmatch(key)}
+    if not asked:
+        return None
+    parts = _observation_parts(env_id, bool(env_config.get(
+        "exclude_current_positions_from_observation", True)))
+    optional = [part for part in parts if part not in ("qpos", "qvel")]  # always observed
+    for key, value in asked.items():
+        if INCLUDE_PART.fullmatch(key)[1] not in optional:
+            options = [f"include_{part}_in_observation" for part in optional]
+            fix = f"one of {', '.join(options)}, or remove it" if options else "remove it"
+            raise ValueError(f"env_config.{key}: gymnasium's {env_id} takes no option {key!r}"
+                             f" (no part of its observation to leave out by that name). Fix: "
+                             f"{fix}")
+        if type(value) is not bool:
+            raise ValueError(f"env_config.{key}={value!r}: expected true or false")
+    if sum(parts.values()) != length:
+        raise ValueError(f"env_config: the include_*_in_observation options read {env_id}'s "
+                         f"observation as gymnasium lays it out ({sum(parts.values())} values), "
+                         f"and EnvPool's with these options has {length}. Fix: remove the "
+                         "options that change EnvPool's layout, or env.backend=gymnasium")
+    kept, start = [], 0
+    for part, size in parts.items():
+        if asked.get(f"include_{part}_in_observation", True):
+            kept.extend(range(start, start + size))
+        start += size
+    return np.asarray(kept, dtype=np.intp)
+
+
+@functools.cache
+def _observation_parts(env_id: str, exclude_current_positions: bool) -> dict[str, int]:
+    """The parts of gymnasium's ``env_id`` observation in order, with their lengths ({} where
+    gymnasium has no such env or it does not say)."""
+    import gymnasium
+
+    try:
+        env = gymnasium.make(env_id, exclude_current_positions_from_observation=(
+            exclude_current_positions))
+    except Exception:  # no such gymnasium env, or one without that option
+        return {}
+    try:
+        structure = getattr(env.unwrapped, "observation_structure", {})
+    finally:
+        env.close()
+    return {part: int(size) for part, size in structure.items()
+            if part != "skipped_qpos" and int(size) > 0}
+
+
 def envpool_spec(env_id: str, env_config: dict[str, Any]) -> Any:
-    """EnvPool's spec of the env with these options (spaces, config), building no env.
+    """EnvPool's spec of the env with these options (spaces, config), building no env;
+    gymnasium's ``include_<part>_in_observation`` options are left to `observation_columns`.
 
     Raises:
         UnknownEnvError: EnvPool has no such id. ValueError: an option it does not take.
     """
     check_envpool_id(env_id)
     envpool = import_envpool()
+    env_config = pool_options(env_config)
     defaults = envpool.make_spec(env_id).config._asdict()
     known = set(defaults) - set(_RESERVED)
     for key in env_config:
@@ -122,14 +198,27 @@ def _quiet_box_casts() -> Iterator[None]:
         yield
 
 
-def _spaces(spec: Any) -> tuple[Any, Any]:
+def _spaces(spec: Any, columns: np.ndarray | None = None) -> tuple[Any, Any]:
+    """The spaces of ``spec``'s env, its observation cut to ``columns`` (None: all)."""
     with _quiet_box_casts():
-        return spec.observation_space, spec.action_space
+        obs_space, act_space = spec.observation_space, spec.action_space
+        if columns is not None:
+            obs_space = Box(obs_space.low.reshape(-1)[columns],
+                            obs_space.high.reshape(-1)[columns], dtype=obs_space.dtype)
+    return obs_space, act_space
+
+
+def _spec_and_columns(env_id: str, env_config: Mapping[str, Any]) -> tuple[Any, np.ndarray | None]:
+    """EnvPool's spec of the env and the columns of its observation kept
+    (`observation_columns`)."""
+    spec = envpool_spec(env_id, dict(env_config))
+    length = int(np.prod(spec.observation_space.shape))
+    return spec, observation_columns(env_id, env_config, length)
 
 
 def envpool_spaces(env_id: str, **env_config: Any) -> tuple[Any, Any]:
     """Observation and action space of the env."""
-    return _spaces(envpool_spec(env_id, env_config))
+    return _spaces(*_spec_and_columns(env_id, env_config))
 
 
 def make_pool(env_id: str, seeds: Sequence[int], num_threads: int,
@@ -168,7 +257,8 @@ class EnvPoolVecEnv(TorchVecEnv):
         self.num_envs = int(num_envs)
         self.device = torch.device(device)
         self.num_threads = int(num_threads) if num_threads is not None else default_num_threads()
-        spec = envpool_spec(env_id, dict(env_config))
+        spec, self._columns = _spec_and_columns(env_id, env_config)
+        env_config = pool_options(env_config)  # the parts left out: self._columns
         # the options of every pool: env_config, the episode length, a lean model
         self._config = {**env_config, **lean_model_options(spec, env_config)}
         limit = spec.config.max_episode_steps
@@ -178,7 +268,7 @@ class EnvPoolVecEnv(TorchVecEnv):
         base = 0 if seed is None else int(seed)
         self._seeds = [base + i for i in range(self.num_envs)]
         self.pool: Any = None  # built by reset: every new seed needs a new pool
-        obs_space, self.env_action_space = _spaces(spec)
+        obs_space, self.env_action_space = _spaces(spec, self._columns)
         self.single_observation_space = check_observation_space(obs_space, self.spec)
         self.single_action_space = policy_action_space(self.env_action_space, self.spec)
         self._adapt = ActionAdapter(self.env_action_space)
@@ -201,9 +291,14 @@ class EnvPoolVecEnv(TorchVecEnv):
                 self.close()
                 self.pool = self._new_pool()
             obs, _ = self.pool.reset()
-        self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
+        self._obs = self._observed(obs, self.num_envs).astype(np.float32)
         self._cut[:], self._cutting = False, False
         return self._obs
+
+    def _observed(self, obs: np.ndarray, count: int) -> np.ndarray:
+        """EnvPool's observations of ``count`` envs, a row each, in the columns kept."""
+        rows = obs.reshape(count, -1)
+        return rows if self._columns is None else rows[:, self._columns]
 
     def end_episodes(self, envs: np.ndarray) -> None:
         self._cut[envs] = True
@@ -221,7 +316,7 @@ class EnvPoolVecEnv(TorchVecEnv):
                 raise EnvStepError(f"env {self.spec!r}: EnvPool raised {type(error).__name__} "
                                    f"resetting envs {ids.tolist()}: {error}", None) from error
             self._obs = self._obs.copy()
-            self._obs[ids] = obs.reshape(len(ids), -1)
+            self._obs[ids] = self._observed(obs, len(ids))
         self._cut &= ~reset
         # envs left out (idle slots) stay cut until stepped: their reset waits for them
         self._cutting = bool(self._cut.any())
@@ -265,10 +360,10 @@ class EnvPoolVecEnv(TorchVecEnv):
             raise EnvStepError(f"env {self.spec!r}: EnvPool raised {type(error).__name__}: "
                                f"{error}", None) from error
         if everyone:
-            self._obs = obs.reshape(self.num_envs, -1).astype(np.float32)
+            self._obs = self._observed(obs, self.num_envs).astype(np.float32)
             return self._obs, rew.astype(np.float64), terminated | truncated
         self._obs = self._obs.copy()
-        self._obs[ids] = obs.reshape(len(ids), -1)
+        self._obs[ids] = self._observed(obs, len(ids))
         reward = np.zeros(self.num_envs)
         reward[ids] = rew
         done = np.zeros(self.num_envs, dtype=bool)

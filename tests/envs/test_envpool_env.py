@@ -115,6 +115,45 @@ def test_reset_with_one_seed_per_env_equals_pools_seeded_alike():
         np.testing.assert_array_equal(obs[i], direct("Pendulum-v1", [seed]).reset()[0][0])
 
 
+# gymnasium's Humanoid-v5 observation: qpos 22, qvel 23, cinert 130, cvel 78, qfrc_actuator
+# 17, cfrc_ext 78 (gymnasium's docs); without cinert and cfrc_ext: qpos, qvel, cvel, qfrc
+HUMANOID_LEAN = {"include_cinert_in_observation": False, "include_cfrc_ext_in_observation": False}
+HUMANOID_LEAN_COLUMNS = np.r_[0:45, 175:270]
+
+
+def test_gymnasium_observation_options_keep_those_columns_of_envpools_observation():
+    env = make_env("envpool::Humanoid-v5", 3, seed=4, **HUMANOID_LEAN)
+    reference = direct("Humanoid-v5", [4, 5, 6])
+    assert env.single_observation_space.shape == (140,)
+    np.testing.assert_array_equal(
+        env.reset_arrays(), reference.reset()[0][:, HUMANOID_LEAN_COLUMNS].astype(np.float32))
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        actions = rng.uniform(-0.4, 0.4, size=(3, 17)).astype(np.float32)
+        obs, reward, _ = env.step_arrays(actions)
+        ref_obs, ref_reward, *_ = reference.step(actions)
+        np.testing.assert_array_equal(obs, ref_obs[:, HUMANOID_LEAN_COLUMNS].astype(np.float32))
+        np.testing.assert_array_equal(reward, ref_reward.astype(np.float64))
+
+
+@pytest.mark.parametrize("positions", [True, False])
+def test_gymnasium_observation_options_observe_what_gymnasiums_env_does(positions):
+    import gymnasium
+
+    # no reset noise: both envs start from the model's own pose, then take the same actions
+    options = {**HUMANOID_LEAN, "reset_noise_scale": 0.0,
+               "exclude_current_positions_from_observation": positions}
+    env = make_env("envpool::Humanoid-v5", 1, seed=0, **options)
+    reference = gymnasium.make("Humanoid-v5", **options)
+    assert env.single_observation_space.shape == reference.observation_space.shape
+    np.testing.assert_allclose(env.reset_arrays()[0], reference.reset(seed=0)[0], atol=1e-6)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        actions = rng.uniform(-0.4, 0.4, size=(1, 17)).astype(np.float32)
+        obs, *_ = env.step_arrays(actions)
+        np.testing.assert_allclose(obs[0], reference.step(actions[0])[0], rtol=1e-3, atol=1e-3)
+
+
 def test_bad_input_is_one_line():
     with pytest.raises(UnknownEnvError, match="EnvPool has no env 'Hoper-v5'.*Hopper-v5"):
         make_env("envpool::Hoper-v5", 2)
@@ -161,6 +200,15 @@ def tiny(*overrides):
      r"env_config.max_episode_steps='abc': EnvPool's Pendulum-v1 takes a int there"),
     (["env=Hopper-v5", "env.backend=envpool", "+env.env_config.ctrl_cost_weight=high"],
      r"ctrl_cost_weight='high': EnvPool's Hopper-v5 takes a float there \(default 0.001\)"),
+    (["env=Humanoid-v5", "+env.env_config.include_cinrt_in_observation=false"],
+     "gymnasium's Humanoid-v5 takes no option 'include_cinrt_in_observation'.*Fix: one of "
+     "include_cinert_in_observation, include_cvel_in_observation"),
+    (["env=Humanoid-v5", "+env.env_config.include_qpos_in_observation=false"],
+     "takes no option 'include_qpos_in_observation'"),  # gymnasium always observes qpos
+    (["env=Humanoid-v5", "+env.env_config.include_cvel_in_observation=maybe"],
+     "include_cvel_in_observation='maybe': expected true or false"),
+    (["env=Hopper-v5", "+env.env_config.include_cvel_in_observation=false"],
+     "gymnasium's Hopper-v5 takes no option 'include_cvel_in_observation'.*Fix: remove it"),
 ])
 def test_config_errors(tmp_path, overrides, message):
     with pytest.raises(ConfigError, match=message):
@@ -215,6 +263,18 @@ def test_eval_of_an_envpool_run_reproduces_its_center_evaluation(tmp_path):
     meta = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
     assert meta["env"] == "envpool::Pendulum-v1"
     # debug=default: two seeded test episodes per center evaluation
+    summary = evaluate(str(tmp_path), episodes=2, seed=derive_seed(0, "evaluation"))
+    assert summary["return_mean"] == pytest.approx(meta["score"], rel=1e-6)
+
+
+def test_a_run_without_some_observation_parts_saves_and_replays_them(tmp_path):
+    run(tiny("env=Humanoid-v5", *(f"+env.env_config.{key}=false" for key in HUMANOID_LEAN),
+             "generations=2"), run_dir=tmp_path)
+    import json
+
+    meta = json.loads((tmp_path / "checkpoints" / "best.json").read_text())
+    assert meta["env"] == "envpool::Humanoid-v5" and meta["obs_length"] == 140
+    assert meta["env_config"] == HUMANOID_LEAN
     summary = evaluate(str(tmp_path), episodes=2, seed=derive_seed(0, "evaluation"))
     assert summary["return_mean"] == pytest.approx(meta["score"], rel=1e-6)
 
