@@ -115,6 +115,14 @@ def test_algo_options_are_the_algorithms_options(composer):
                        "problem.decrease_rewards_by": 5.0,
                        "problem.alive_bonus_schedule": [400, 700, 10],
                        "problem.observation_normalization": True, "env.id": "brax::humanoid"}),
+    ("humanoid", {"algo.popsize": 460, "algo.stdev_init": 0.0075, "algo.stdev_min": 0.0075,
+                  "algo.stdev_max": 0.0075, "algo.center_learning_rate": 5.3333,
+                  "algo.optimizer": None, "algo.ranking_method": "normalized",
+                  "network.spec": "Linear(obs_length, act_length)",
+                  "problem.decrease_rewards_by": 5.0, "problem.observation_normalization": True,
+                  "env.id": "Humanoid-v5",
+                  "env.env_config": {"include_cinert_in_observation": False,
+                                     "include_cfrc_ext_in_observation": False}}),
 ])
 def test_experiment_presets_hold_the_published_settings(composer, preset, expected):
     cfg = composer([f"experiment={preset}"])
